@@ -1,0 +1,86 @@
+"""Every ``PYPLUGINS_*`` environment variable, typed and documented, with a scoped override.
+
+Read a knob through :data:`knobs` (``knobs.trt``), never through ``os.environ`` elsewhere.
+Tests change knobs with :func:`override`, which restores the environment afterwards.
+
+Example:
+    >>> from pyplugins._config import knobs, override
+    >>> with override(trt="emulator"):
+    ...     knobs.trt
+    'emulator'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+_TRT_CHOICES = ("auto", "tensorrt", "emulator")
+
+
+class _Knobs:
+    """Typed views of the environment; each property re-reads it, so changes apply at once."""
+
+    @property
+    def trt(self) -> str:
+        """``PYPLUGINS_TRT``: ``auto`` (default: real TensorRT if importable, else the emulator),
+        ``tensorrt`` (real one or an ImportError) or ``emulator`` (always the emulator)."""
+        value = os.environ.get("PYPLUGINS_TRT", "auto").strip().lower() or "auto"
+        if value not in _TRT_CHOICES:
+            msg = (f"PYPLUGINS_TRT={value!r} is not understood; expected one of "
+                   f"{', '.join(_TRT_CHOICES)}.")
+            raise ValueError(msg)
+        return value
+
+    @property
+    def trt_version(self) -> str:
+        """``PYPLUGINS_TRT_VERSION``: the TensorRT version the emulator imitates, ``11.1``
+        (default) or a 10.x such as ``10.16`` (which restores the names 11.0 removed)."""
+        return os.environ.get("PYPLUGINS_TRT_VERSION", "11.1").strip() or "11.1"
+
+    @property
+    def device(self) -> str:
+        """``PYPLUGINS_DEVICE``: ``auto`` (default: run kernels when CuPy sees a GPU) or ``cpu``
+        (never touch the GPU; the lifecycle stops before ``enqueue``)."""
+        value = os.environ.get("PYPLUGINS_DEVICE", "auto").strip().lower() or "auto"
+        if value not in ("auto", "cpu"):
+            msg = f"PYPLUGINS_DEVICE={value!r} is not understood; expected 'auto' or 'cpu'."
+            raise ValueError(msg)
+        return value
+
+
+knobs = _Knobs()
+
+_ENV_NAMES = {"trt": "PYPLUGINS_TRT", "trt_version": "PYPLUGINS_TRT_VERSION",
+              "device": "PYPLUGINS_DEVICE"}
+
+
+@contextlib.contextmanager
+def override(**values: str | None) -> Iterator[None]:
+    """Set knobs for the duration of a ``with`` block (``None`` unsets one).
+
+    Example:
+        >>> with override(trt_version="10.16"):
+        ...     knobs.trt_version
+        '10.16'
+    """
+    unknown = set(values) - set(_ENV_NAMES)
+    if unknown:
+        msg = f"unknown knob(s) {sorted(unknown)}; known: {sorted(_ENV_NAMES)}"
+        raise KeyError(msg)
+    saved = {name: os.environ.get(_ENV_NAMES[name]) for name in values}
+    try:
+        for name, value in values.items():
+            _set(_ENV_NAMES[name], value)
+        yield
+    finally:
+        for name, value in saved.items():
+            _set(_ENV_NAMES[name], value)
+
+
+def _set(env: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(env, None)
+    else:
+        os.environ[env] = str(value)

@@ -1,0 +1,73 @@
+"""Picks the TensorRT API pyplugins works against: the real ``tensorrt`` or the emulator.
+
+``PYPLUGINS_TRT`` decides (see :mod:`pyplugins._config`): ``auto`` takes real TensorRT when it
+imports and otherwise the emulator, warning once; ``tensorrt`` insists on the real one;
+``emulator`` always takes the emulator. The choice is made once per process, on first use.
+
+Example:
+    >>> from pyplugins import _trt
+    >>> trt = _trt.load()
+    >>> hasattr(trt, "IPluginV2DynamicExt")
+    True
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from types import ModuleType
+from typing import Optional
+
+from pyplugins._config import knobs
+
+_chosen: Optional[ModuleType] = None
+
+
+def is_emulator(module: ModuleType) -> bool:
+    """Whether ``module`` is pyplugins' emulator rather than NVIDIA's TensorRT."""
+    return bool(getattr(module, "__pyplugins_emulator__", False))
+
+
+def load() -> ModuleType:
+    """Return the active TensorRT module, choosing it on the first call.
+
+    Raises:
+        ImportError: when ``PYPLUGINS_TRT=tensorrt`` and real TensorRT cannot be imported.
+    """
+    global _chosen
+    if _chosen is None:
+        _chosen = _choose(knobs.trt)
+    return _chosen
+
+
+def _choose(choice: str) -> ModuleType:
+    from pyplugins import emulator
+
+    if choice == "emulator":
+        return emulator
+    real = _import_real()
+    if real is not None:
+        return real
+    if choice == "tensorrt":
+        msg = ("PYPLUGINS_TRT=tensorrt but the real TensorRT could not be imported; install it "
+               "with: pip install 'pyplugins[trt]', or set PYPLUGINS_TRT=auto to fall back to "
+               "pyplugins' emulator.")
+        raise ImportError(msg)
+    warnings.warn("TensorRT is not installed: pyplugins uses its emulator of TensorRT's plugin "
+                  "API (set PYPLUGINS_TRT=emulator to silence this).", stacklevel=3)
+    return emulator
+
+
+def _import_real() -> Optional[ModuleType]:
+    """Import NVIDIA's ``tensorrt``; None when absent, broken, or already the emulator."""
+    already = sys.modules.get("tensorrt")
+    if already is not None:
+        return None if is_emulator(already) else already
+    try:
+        import tensorrt  # noqa: PLC0415 - optional, heavy dependency
+    except Exception:  # the PyPI stub packages fail in many ways, not only ImportError
+        sys.modules.pop("tensorrt", None)
+        return None
+    if not hasattr(tensorrt, "IPluginV2DynamicExt"):
+        return None
+    return tensorrt

@@ -1,0 +1,127 @@
+"""One table: TensorRT ``DataType`` <-> NumPy dtype <-> CUDA C++ type name <-> element size.
+
+Entries are keyed by the enum member's *name*, so the same table serves the real
+``tensorrt.DataType`` and the emulator's.
+
+Example:
+    >>> from pyplugins import dtypes
+    >>> from pyplugins.emulator import DataType
+    >>> dtypes.numpy_from_trt(DataType.HALF), dtypes.ctype_from_trt(DataType.HALF)
+    (dtype('float16'), '__half')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DTypeInfo:
+    """What pyplugins knows about one TensorRT data type.
+
+    Attributes:
+        trt_name: the ``DataType`` member name (``"FLOAT"``).
+        numpy: the NumPy dtype, or None where NumPy has none (BF16, FP8, INT4, FP4, E8M0).
+        ctype: the CUDA C++ type a templated kernel is instantiated with, or None.
+        itemsize: bytes per element (0 for the sub-byte types).
+        short: the short name used in CLI specs and kernel cache keys (``"fp32"``).
+    """
+
+    trt_name: str
+    numpy: Optional[np.dtype]
+    ctype: Optional[str]
+    itemsize: int
+    short: str
+
+
+_TABLE = (
+    DTypeInfo("FLOAT", np.dtype(np.float32), "float", 4, "fp32"),
+    DTypeInfo("HALF", np.dtype(np.float16), "__half", 2, "fp16"),
+    DTypeInfo("INT8", np.dtype(np.int8), "signed char", 1, "int8"),
+    DTypeInfo("INT32", np.dtype(np.int32), "int", 4, "int32"),
+    DTypeInfo("BOOL", np.dtype(np.bool_), "bool", 1, "bool"),
+    DTypeInfo("UINT8", np.dtype(np.uint8), "unsigned char", 1, "uint8"),
+    DTypeInfo("FP8", None, "__nv_fp8_e4m3", 1, "fp8"),
+    DTypeInfo("BF16", None, "__nv_bfloat16", 2, "bf16"),
+    DTypeInfo("INT64", np.dtype(np.int64), "long long", 8, "int64"),
+    DTypeInfo("INT4", None, None, 0, "int4"),
+    DTypeInfo("FP4", None, None, 0, "fp4"),
+    DTypeInfo("E8M0", None, None, 1, "e8m0"),
+)
+_BY_NAME = {info.trt_name: info for info in _TABLE}
+_BY_NUMPY = {info.numpy: info for info in _TABLE if info.numpy is not None}
+
+
+def info(dtype: Any) -> DTypeInfo:
+    """The table row for a ``DataType`` member (real or emulated) or a member name.
+
+    Raises:
+        KeyError: for a name the table does not know.
+    """
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        msg = f"unknown TensorRT data type {dtype!r}; known: {', '.join(_BY_NAME)}"
+        raise KeyError(msg) from None
+
+
+def numpy_from_trt(dtype: Any) -> np.dtype:
+    """NumPy dtype of a TensorRT data type.
+
+    Raises:
+        TypeError: where NumPy has no such dtype (BF16, FP8, INT4, FP4, E8M0), like ``trt.nptype``.
+    """
+    row = info(dtype)
+    if row.numpy is None:
+        msg = f"TensorRT data type {row.trt_name} has no NumPy equivalent"
+        raise TypeError(msg)
+    return row.numpy
+
+
+def ctype_from_trt(dtype: Any) -> str:
+    """CUDA C++ type name of a TensorRT data type (the ``{T}`` of a templated kernel).
+
+    Raises:
+        TypeError: for the sub-byte types, which kernels address by hand.
+    """
+    row = info(dtype)
+    if row.ctype is None:
+        msg = f"TensorRT data type {row.trt_name} has no CUDA C++ element type"
+        raise TypeError(msg)
+    return row.ctype
+
+
+def itemsize_from_trt(dtype: Any) -> int:
+    """Bytes per element of a TensorRT data type (0 for INT4 and FP4)."""
+    return info(dtype).itemsize
+
+
+def trt_name_from_numpy(dtype: Any) -> str:
+    """``DataType`` member name for a NumPy dtype or dtype-like (``"float16"`` -> ``"HALF"``).
+
+    Raises:
+        TypeError: for a NumPy dtype TensorRT has no data type for (float64, int16, ...).
+    """
+    np_dtype = np.dtype(dtype)
+    try:
+        return _BY_NUMPY[np_dtype].trt_name
+    except KeyError:
+        supported = ", ".join(str(d) for d in _BY_NUMPY)
+        msg = f"NumPy dtype {np_dtype} has no TensorRT data type; supported: {supported}"
+        raise TypeError(msg) from None
+
+
+def trt_from_numpy(dtype: Any, trt_module: Any) -> Any:
+    """The ``trt_module.DataType`` member for a NumPy dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> from pyplugins import emulator
+        >>> trt_from_numpy(np.float32, emulator).name
+        'FLOAT'
+    """
+    return getattr(trt_module.DataType, trt_name_from_numpy(dtype))

@@ -1,0 +1,98 @@
+"""A faithful stand-in for TensorRT's plugin-facing Python API (``import tensorrt as trt``).
+
+It emulates the *plugin protocol* of ``../shared/trt-python-plugin-protocol.md``: the same class
+and enum names, argument types, call order, error channel and fallbacks as TensorRT's bindings.
+It is not an inference engine and builds no engines. Use it to unit-test and trace TensorRT
+Python plugins on machines without TensorRT (or without a GPU):
+
+- :func:`install` makes ``import tensorrt`` resolve to this module when real TensorRT is absent,
+  so a plugin module written for TensorRT runs unmodified;
+- :mod:`pyplugins.emulator.lifecycle` drives a plugin through a build and a run as TensorRT does.
+
+Example:
+    >>> from pyplugins import emulator as trt
+    >>> trt.nptype(trt.DataType.HALF)
+    <class 'numpy.float16'>
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface,
+                                      IPluginV2DynamicExt, Logger)
+from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
+from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabilityType,
+                                      PluginFieldType, TensorFormat, TensorRTPhase)
+from pyplugins.emulator.fields import PluginField, PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.registry import IPluginRegistry, emulated_version, get_plugin_registry
+
+__pyplugins_emulator__ = True
+
+__all__ = [
+    "DataType", "DimensionOperation", "Dims", "DimsExprs", "DynamicPluginTensorDesc",
+    "IDimensionExpr", "IExprBuilder", "ILogger", "IPluginCreator", "IPluginCreatorInterface",
+    "IPluginRegistry", "IPluginV2DynamicExt", "Logger", "PluginCapabilityType", "PluginField",
+    "PluginFieldCollection", "PluginFieldCollection_", "PluginFieldType", "PluginTensorDesc",
+    "TensorFormat", "TensorRTPhase", "get_plugin_registry", "install", "nptype", "uninstall",
+]
+
+_NPTYPE = {
+    DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8,
+    DataType.INT32: np.int32, DataType.INT64: np.int64, DataType.BOOL: np.bool_,
+    DataType.UINT8: np.uint8,
+}
+
+
+def nptype(trt_type: DataType) -> type:
+    """``trt.nptype``: the NumPy scalar type of a ``DataType``.
+
+    Raises:
+        TypeError: for BF16, FP8, INT4, FP4 and E8M0, as TensorRT does.
+    """
+    try:
+        return _NPTYPE[trt_type]
+    except KeyError:
+        msg = f"Could not resolve TensorRT datatype to an equivalent numpy datatype: {trt_type!r}"
+        raise TypeError(msg) from None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        major, minor = emulated_version()
+        return f"{major}.{minor}.0"
+    msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def install() -> ModuleType:
+    """Make ``import tensorrt`` give this emulator, unless real TensorRT is importable.
+
+    Returns the module ``import tensorrt`` now resolves to (real TensorRT when present).
+
+    Example:
+        >>> from pyplugins import emulator
+        >>> trt = emulator.install()
+        >>> import tensorrt
+        >>> tensorrt is trt
+        True
+    """
+    from pyplugins import _trt
+
+    real = _trt._import_real()
+    if real is not None:
+        return real
+    module = sys.modules[__name__]
+    sys.modules["tensorrt"] = module
+    return module
+
+
+def uninstall() -> None:
+    """Undo :func:`install` (only removes ``sys.modules["tensorrt"]`` if it is this emulator)."""
+    if sys.modules.get("tensorrt") is sys.modules[__name__]:
+        del sys.modules["tensorrt"]

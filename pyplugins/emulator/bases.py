@@ -1,0 +1,202 @@
+"""The base classes plugin code subclasses: ``IPluginV2DynamicExt``, ``IPluginCreator``, ``Logger``.
+
+As in TensorRT's bindings, the identity properties live outside the instance ``__dict__`` (there
+they are C++ members of the trampoline), so ``clone.__dict__.update(self.__dict__)`` does not copy
+them, and a subclass whose ``__init__`` does not call the base ``__init__`` cannot be created.
+
+Example:
+    >>> from pyplugins import emulator as trt
+    >>> class P(trt.IPluginV2DynamicExt):
+    ...     def __init__(self):
+    ...         trt.IPluginV2DynamicExt.__init__(self)
+    ...         self.num_outputs = 1
+    >>> p = P()
+    >>> p.num_outputs, "num_outputs" in p.__dict__, p.plugin_type
+    (1, False, None)
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from typing import Any, Optional
+
+from pyplugins.emulator.enums import PluginVersion
+from pyplugins.emulator.fields import PluginFieldCollection
+
+
+def _cpp_stderr(line: str) -> None:
+    """Write a line the way TensorRT's C++ does: straight to file descriptor 2."""
+    sys.stderr.flush()
+    os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
+
+
+class _BindingMeta(type):
+    """pybind11's rule: a Python subclass must call the base ``__init__``."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        obj = super().__call__(*args, **kwargs)
+        if not getattr(obj, "_pp_base_initialized", False):
+            msg = f"{cls.__name__}.__init__() must be called when overriding __init__"
+            raise TypeError(msg)
+        return obj
+
+
+def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
+    def getter(self: Any) -> Optional[str]:
+        value = getattr(self, slot, None)
+        if value is None and print_unset:
+            _cpp_stderr(f"{public} not initialized")
+        return value
+
+    def setter(self: Any, value: str) -> None:
+        if not isinstance(value, str):
+            msg = f"{public} must be a str (got {value!r})"
+            raise TypeError(msg)
+        object.__setattr__(self, slot, value)
+
+    return property(getter, setter, doc=doc)
+
+
+class IPluginV2DynamicExt(metaclass=_BindingMeta):
+    """``trt.IPluginV2DynamicExt``, the base of a Python V2 plugin (§1).
+
+    Call ``IPluginV2DynamicExt.__init__(self)`` first, then set ``num_outputs``, ``plugin_type``,
+    ``plugin_version`` and ``plugin_namespace``. The constructor's copy overload
+    ``IPluginV2DynamicExt(other)`` copies nothing, as in TensorRT.
+    """
+
+    __slots__ = ("_pp_base_initialized", "_pp_num_outputs", "_pp_type", "_pp_version",
+                 "_pp_namespace", "_pp_nb_inputs", "__weakref__", "__dict__")
+
+    FORMAT_COMBINATION_LIMIT = 100
+
+    def __init__(self, other: Optional["IPluginV2DynamicExt"] = None) -> None:
+        object.__setattr__(self, "_pp_base_initialized", True)
+        object.__setattr__(self, "_pp_nb_inputs", 0)
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of outputs (C++ ``getNbOutputs``); -1 with a printed error when unset."""
+        value = getattr(self, "_pp_num_outputs", None)
+        if value is None:
+            _cpp_stderr("num_outputs not initialized")
+            return -1
+        return value
+
+    @num_outputs.setter
+    def num_outputs(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"num_outputs must be an int (got {value!r})"
+            raise TypeError(msg)
+        object.__setattr__(self, "_pp_num_outputs", value)
+
+    plugin_type = _str_property("_pp_type", "plugin_type",
+                                "The plugin's type name (C++ getPluginType).")
+    plugin_version = _str_property("_pp_version", "plugin_version", "The plugin's version string.")
+    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+                                     "The plugin's namespace.")
+
+    @property
+    def tensorrt_version(self) -> int:
+        """What C++ ``getTensorRTVersion`` reports for a Python plugin (read-only)."""
+        return PluginVersion.V2_DYNAMICEXT_PYTHON.value
+
+    @property
+    def serialization_size(self) -> int:
+        """Bytes ``serialize()`` produces, through the binding's size path (read-only)."""
+        from pyplugins.emulator import trampoline
+
+        return trampoline.get_serialization_size(self)
+
+
+class IPluginCreatorInterface(metaclass=_BindingMeta):
+    """``trt.IPluginCreatorInterface``: the common base of creator classes (10.0+)."""
+
+    __slots__ = ("_pp_base_initialized", "_pp_name", "_pp_version", "_pp_namespace",
+                 "_pp_field_names", "__weakref__", "__dict__")
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_pp_base_initialized", True)
+
+
+class IPluginCreator(IPluginCreatorInterface):
+    """``trt.IPluginCreator``: makes V2 plugins from fields or serialized bytes (§5.1).
+
+    Set ``name`` (equal to the plugin's ``plugin_type``), ``plugin_version``,
+    ``plugin_namespace`` and ``field_names``; define ``create_plugin(name, fc)`` and
+    ``deserialize_plugin(name, data)``.
+    """
+
+    def __init__(self) -> None:
+        IPluginCreatorInterface.__init__(self)
+
+    name = _str_property("_pp_name", "name", "The plugin type this creator makes.",
+                         print_unset=True)
+    plugin_version = _str_property("_pp_version", "plugin_version",
+                                   "The plugin version this creator makes.", print_unset=True)
+    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+                                     "The creator's namespace.", print_unset=True)
+
+    @property
+    def field_names(self) -> Optional[PluginFieldCollection]:
+        """The fields the creator accepts (only names matter to the ONNX parser)."""
+        value = getattr(self, "_pp_field_names", None)
+        if value is None:
+            _cpp_stderr("field_names not initialized")
+        return value
+
+    @field_names.setter
+    def field_names(self, value: PluginFieldCollection) -> None:
+        if not isinstance(value, PluginFieldCollection):
+            if isinstance(value, (list, tuple)):
+                value = PluginFieldCollection(value)
+            else:
+                msg = f"field_names must be a PluginFieldCollection (got {value!r})"
+                raise TypeError(msg)
+        object.__setattr__(self, "_pp_field_names", value)
+
+
+class ILogger:
+    """``trt.ILogger``: subclass and define ``log(severity, msg)``."""
+
+    class Severity(enum.IntEnum):
+        """Log severities, most severe first."""
+
+        INTERNAL_ERROR = 0
+        ERROR = 1
+        WARNING = 2
+        INFO = 3
+        VERBOSE = 4
+
+    INTERNAL_ERROR = Severity.INTERNAL_ERROR
+    ERROR = Severity.ERROR
+    WARNING = Severity.WARNING
+    INFO = Severity.INFO
+    VERBOSE = Severity.VERBOSE
+
+    def log(self, severity: "ILogger.Severity", msg: str) -> None:
+        """Receive one message."""
+        raise NotImplementedError
+
+
+class Logger(ILogger):
+    """``trt.Logger(min_severity=Logger.WARNING)``: prints messages at or above a severity.
+
+    Example:
+        >>> from pyplugins.emulator import Logger
+        >>> Logger(Logger.ERROR).min_severity.name
+        'ERROR'
+    """
+
+    _LETTERS = "FEWIV"
+
+    def __init__(self, min_severity: "ILogger.Severity" = ILogger.WARNING) -> None:
+        self.min_severity = ILogger.Severity(min_severity)
+
+    def log(self, severity: "ILogger.Severity", msg: str) -> None:
+        """Print ``msg`` to stderr when ``severity`` is at least ``min_severity``."""
+        severity = ILogger.Severity(severity)
+        if severity <= self.min_severity:
+            print(f"[TRT] [{self._LETTERS[severity]}] {msg}", file=sys.stderr)

@@ -1,0 +1,103 @@
+"""``IPluginRegistry`` and ``get_plugin_registry()`` (§5.3-§5.4), for the emulated version.
+
+Creators are keyed by (name, version, namespace); ``register_creator`` returns False for a
+duplicate. ``get_plugin_creator`` and ``plugin_creator_list`` exist only when emulating 10.x
+(TensorRT 11.0 removed them); ``all_creators_recursive`` from 10.10.
+
+Example:
+    >>> from pyplugins import emulator as trt
+    >>> reg = trt.get_plugin_registry()
+    >>> reg is trt.get_plugin_registry()
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from pyplugins._config import knobs
+from pyplugins.emulator.bases import IPluginCreatorInterface
+
+
+def emulated_version() -> Tuple[int, int]:
+    """(major, minor) of the TensorRT version being emulated (``PYPLUGINS_TRT_VERSION``)."""
+    text = knobs.trt_version
+    try:
+        parts = [int(p) for p in text.split(".")[:2]]
+    except ValueError:
+        msg = f"PYPLUGINS_TRT_VERSION={text!r} is not a version like '11.1' or '10.16'"
+        raise ValueError(msg) from None
+    major, minor = (parts + [0])[:2]
+    if not 10 <= major <= 11:
+        msg = f"PYPLUGINS_TRT_VERSION={text!r}: the emulator imitates TensorRT 10.x and 11.x"
+        raise ValueError(msg)
+    return major, minor
+
+
+class IPluginRegistry:
+    """``trt.IPluginRegistry``: the process-wide table of plugin creators."""
+
+    def __init__(self) -> None:
+        self._creators: Dict[Tuple[str, str, str], Any] = {}
+
+    def register_creator(self, creator: IPluginCreatorInterface, plugin_namespace: str = "") -> bool:
+        """Register ``creator`` under ``plugin_namespace``; False if the key is taken.
+
+        The registry sets the creator's ``plugin_namespace`` and keeps it alive (keep_alive<1,2>).
+        """
+        if not isinstance(creator, IPluginCreatorInterface):
+            msg = ("register_creator(): incompatible function arguments; creator must be an "
+                   f"IPluginCreator (got {creator!r})")
+            raise TypeError(msg)
+        creator.plugin_namespace = plugin_namespace
+        key = (creator.name, creator.plugin_version, plugin_namespace)
+        if None in key or key in self._creators:
+            return False
+        self._creators[key] = creator
+        return True
+
+    def deregister_creator(self, creator: IPluginCreatorInterface) -> bool:
+        """Remove ``creator``; False if it was not registered."""
+        for key, value in list(self._creators.items()):
+            if value is creator:
+                del self._creators[key]
+                return True
+        return False
+
+    def get_creator(self, type: str, version: str, plugin_namespace: str = "") -> Optional[Any]:  # noqa: A002
+        """The creator registered for (type, version, namespace), or None (10.0+)."""
+        return self._creators.get((type, version, plugin_namespace))
+
+    @property
+    def all_creators(self) -> List[Any]:
+        """Every registered creator (10.0+)."""
+        return list(self._creators.values())
+
+    def __getattr__(self, name: str) -> Any:
+        major, minor = emulated_version()
+        if name == "all_creators_recursive" and (major, minor) >= (10, 10):
+            return self.all_creators
+        if major == 10 and name == "get_plugin_creator":
+            return self.get_creator
+        if major == 10 and name == "plugin_creator_list":
+            return self.all_creators
+        msg = f"'IPluginRegistry' object has no attribute {name!r}"
+        if name in ("get_plugin_creator", "plugin_creator_list"):
+            msg += (f" (TensorRT 11.0 removed it; emulating {major}.{minor}: use get_creator / "
+                    "all_creators, or set PYPLUGINS_TRT_VERSION=10.16)")
+        raise AttributeError(msg)
+
+    def _clear(self) -> None:
+        """Emulator-only: forget every creator (for tests)."""
+        self._creators.clear()
+
+
+_plugin_registry: Optional[IPluginRegistry] = None
+
+
+def get_plugin_registry() -> IPluginRegistry:
+    """The process's plugin registry; the same object on every call (10.6+ behaviour)."""
+    global _plugin_registry
+    if _plugin_registry is None:
+        _plugin_registry = IPluginRegistry()
+    return _plugin_registry

@@ -1,0 +1,273 @@
+"""The C++ side of the bindings: every call TensorRT makes into plugin code goes through here.
+
+Each function mirrors one C++ virtual of TensorRT's trampoline (``pyPlugin.cpp``, §1.3-§1.4): it
+looks the Python override up, calls it, and on an exception or an uninterpretable return value
+writes ``[ERROR] ...`` to file descriptor 2 and returns TensorRT's fallback value. Nothing is ever
+raised back to the caller. Observers (the lifecycle driver, the trace) subscribe to
+:data:`listeners` to see every call, its result and any swallowed error.
+
+Example:
+    >>> from pyplugins import emulator as trt
+    >>> from pyplugins.emulator import trampoline
+    >>> class Bad(trt.IPluginV2DynamicExt):
+    ...     def __init__(self):
+    ...         trt.IPluginV2DynamicExt.__init__(self)
+    ...     def get_output_datatype(self, index, input_types):
+    ...         raise ValueError("boom")
+    >>> trampoline.get_output_data_type(Bad(), 0, [trt.DataType.HALF]).name  # doctest: +SKIP
+    'FLOAT'
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from pyplugins.emulator.bases import (IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt,
+                                      _cpp_stderr)
+from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.dims import DimsExprs, IExprBuilder
+from pyplugins.emulator.enums import DataType
+from pyplugins.emulator.fields import PluginFieldCollection_
+
+_EMULATOR_BASES = (IPluginV2DynamicExt, IPluginCreator, IPluginCreatorInterface, object)
+
+
+@dataclass
+class CallEvent:
+    """One call from TensorRT into plugin code.
+
+    Attributes:
+        obj: the plugin or creator called.
+        method: the Python method name (``"enqueue"``).
+        args: the positional arguments passed.
+        result: what the C++ side got back (after fallbacks).
+        error: the message printed when the call failed, else None.
+        seconds: wall time of the Python call.
+    """
+
+    obj: Any
+    method: str
+    args: tuple
+    result: Any = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+#: Callables receiving each :class:`CallEvent` after the call returns.
+listeners: List[Callable[[CallEvent], None]] = []
+
+#: Objects handed to TensorRT by create_plugin/deserialize_plugin/clone, held until destroy (§2.2).
+held: Dict[int, Any] = {}
+
+
+def overridden(obj: Any, name: str) -> Optional[Callable[..., Any]]:
+    """The bound method ``name`` if a Python subclass defines it, else None (pybind get_override)."""
+    for klass in type(obj).__mro__:
+        if klass in _EMULATOR_BASES:
+            return None
+        if name in vars(klass):
+            return getattr(obj, name)
+    return None
+
+
+class _Missing(Exception):
+    pass
+
+
+def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
+            fallback: Any, interpret: Optional[Callable[[Any], Any]] = None,
+            as_type: str = "", thrown: bool = False) -> Any:
+    """Call ``obj.method(*args)`` the way the trampoline does; never raises."""
+    event = CallEvent(obj, method, args)
+    fn = overridden(obj, method)
+    start = time.perf_counter()
+    if fn is None and not required:
+        event.result = default
+        event.extra["default"] = True
+    else:
+        try:
+            if fn is None:
+                _cpp_stderr(f"Method: {method} was not overriden. Please provide an "
+                            "implementation for this method.")
+                raise _Missing(f"no implementation provided for {method}()")
+            raw = fn(*args)
+        except Exception as err:  # the bindings catch std::exception, which wraps any error
+            text = str(err) if isinstance(err, _Missing) else f"{type(err).__name__}: {err}"
+            where = f"thrown from {method}()" if thrown else f"caught in {method}():"
+            event.error = f"[ERROR] Exception {where} {text}"
+            event.result = fallback
+        else:
+            event.result = raw
+            if interpret is not None:
+                try:
+                    event.result = interpret(raw)
+                except Exception:
+                    event.error = (f"[ERROR] Return value of {method}() could not be "
+                                   f"interpreted as {as_type}")
+                    event.result = fallback
+        if event.error is not None:
+            _cpp_stderr(event.error)
+    event.seconds = time.perf_counter() - start
+    for listener in list(listeners):
+        listener(event)
+    return event.result
+
+
+def _as(kind: type) -> Callable[[Any], Any]:
+    def interpret(value: Any) -> Any:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(value)
+        return value
+    return interpret
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    return int(value.__index__())
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if hasattr(value, "__bool__") and type(value).__module__ == "numpy":
+        return bool(value)
+    raise TypeError(value)
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(value)
+
+
+# -- IPluginV2DynamicExt -------------------------------------------------------------------------
+
+def get_nb_outputs(plugin: IPluginV2DynamicExt) -> int:
+    """C++ ``getNbOutputs``: the ``num_outputs`` property (-1 when unset)."""
+    return plugin.num_outputs
+
+
+def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
+    """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
+    return _invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
+                   default=None, fallback=DataType.FLOAT, interpret=_as(DataType),
+                   as_type="DataType")
+
+
+def get_output_dimensions(plugin: Any, index: int, inputs: Sequence[DimsExprs],
+                          builder: IExprBuilder) -> DimsExprs:
+    """C++ ``getOutputDimensions``; an empty ``DimsExprs`` on failure."""
+    return _invoke(plugin, "get_output_dimensions", (index, list(inputs), builder), required=True,
+                   default=None, fallback=DimsExprs(), interpret=_as(DimsExprs),
+                   as_type="DimsExprs")
+
+
+def supports_format_combination(plugin: Any, pos: int, in_out: Sequence[PluginTensorDesc],
+                                num_inputs: int) -> bool:
+    """C++ ``supportsFormatCombination``; False on failure."""
+    return _invoke(plugin, "supports_format_combination", (pos, list(in_out), num_inputs),
+                   required=True, default=False, fallback=False, interpret=_as_bool,
+                   as_type="bool")
+
+
+def configure_plugin(plugin: Any, inputs: Sequence[DynamicPluginTensorDesc],
+                     outputs: Sequence[DynamicPluginTensorDesc]) -> None:
+    """C++ ``configurePlugin`` (void): caches the input count first; a failure is only printed."""
+    object.__setattr__(plugin, "_pp_nb_inputs", len(inputs))
+    _invoke(plugin, "configure_plugin", ([d._copy() for d in inputs],
+                                         [d._copy() for d in outputs]),
+            required=True, default=None, fallback=None)
+
+
+def get_workspace_size(plugin: Any, inputs: Sequence[PluginTensorDesc],
+                       outputs: Sequence[PluginTensorDesc]) -> int:
+    """C++ ``getWorkspaceSize``; 0 by default and on failure."""
+    return _invoke(plugin, "get_workspace_size", ([d._copy() for d in inputs],
+                                                  [d._copy() for d in outputs]),
+                   required=False, default=0, fallback=0, interpret=_as_int, as_type="int")
+
+
+def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
+            output_desc: Sequence[PluginTensorDesc], inputs: Sequence[int],
+            outputs: Sequence[int], workspace: int, stream: int) -> int:
+    """C++ ``enqueue``: lists sized by the cached input count and ``num_outputs``; 0 or -1."""
+    n_in = getattr(plugin, "_pp_nb_inputs", 0)
+    n_out = max(plugin.num_outputs, 0)
+    args = ([d._copy() for d in list(input_desc)[:n_in]],
+            [d._copy() for d in list(output_desc)[:n_out]],
+            [int(p) for p in list(inputs)[:n_in]], [int(p) for p in list(outputs)[:n_out]],
+            int(workspace), int(stream))
+    failed = object()
+    result = _invoke(plugin, "enqueue", args, required=True, default=None, fallback=failed,
+                     thrown=True)
+    return -1 if result is failed else 0
+
+
+def initialize(plugin: Any) -> int:
+    """C++ ``initialize``; 0, or -1 when the Python call raised."""
+    failed = object()
+    result = _invoke(plugin, "initialize", (), required=False, default=None, fallback=failed)
+    return -1 if result is failed else 0
+
+
+def terminate(plugin: Any) -> None:
+    """C++ ``terminate``; a failure is only printed."""
+    _invoke(plugin, "terminate", (), required=False, default=None, fallback=None)
+
+
+def serialize(plugin: Any) -> Optional[bytes]:
+    """C++ ``serialize``: the bytes written into TensorRT's buffer, or None (buffer unwritten)."""
+    return _invoke(plugin, "serialize", (), required=True, default=None, fallback=None,
+                   interpret=_as_bytes, as_type="bytes")
+
+
+def get_serialization_size(plugin: Any) -> int:
+    """C++ ``getSerializationSize``: the override, else ``len(serialize())``; 0 on failure."""
+    if overridden(plugin, "get_serialization_size") is not None:
+        return _invoke(plugin, "get_serialization_size", (), required=False, default=0,
+                       fallback=0, interpret=_as_int, as_type="int")
+    data = serialize(plugin)
+    return 0 if data is None else len(data)
+
+
+def clone(plugin: Any) -> Optional[IPluginV2DynamicExt]:
+    """C++ ``clone``: the new plugin (held until ``destroy``), or None on failure."""
+    result = _invoke(plugin, "clone", (), required=True, default=None, fallback=None,
+                     interpret=_as(IPluginV2DynamicExt), as_type="IPluginV2DynamicExt")
+    if result is not None:
+        held[id(result)] = result
+    return result
+
+
+def destroy(plugin: Any) -> None:
+    """C++ ``destroy``: calls the override, then drops the binding's reference."""
+    _invoke(plugin, "destroy", (), required=False, default=None, fallback=None)
+    held.pop(id(plugin), None)
+
+
+# -- IPluginCreator -------------------------------------------------------------------------------
+
+def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Optional[Any]:
+    """C++ ``createPlugin(name, fc)``; the plugin (held until ``destroy``) or None."""
+    result = _invoke(creator, "create_plugin", (name, fc), required=True, default=None,
+                     fallback=None, interpret=_as(IPluginV2DynamicExt),
+                     as_type="IPluginV2DynamicExt")
+    if result is not None:
+        held[id(result)] = result
+    return result
+
+
+def deserialize_plugin(creator: Any, name: str, data: bytes) -> Optional[Any]:
+    """C++ ``deserializePlugin(name, data, length)`` with ``data`` as ``bytes``; plugin or None."""
+    result = _invoke(creator, "deserialize_plugin", (name, bytes(data)), required=True,
+                     default=None, fallback=None, interpret=_as(IPluginV2DynamicExt),
+                     as_type="IPluginV2DynamicExt")
+    if result is not None:
+        held[id(result)] = result
+    return result
