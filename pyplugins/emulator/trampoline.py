@@ -149,8 +149,12 @@ def _as_bytes(value: Any) -> bytes:
 # -- IPluginV2DynamicExt -------------------------------------------------------------------------
 
 def get_nb_outputs(plugin: IPluginV2DynamicExt) -> int:
-    """C++ ``getNbOutputs``: the ``num_outputs`` property (-1 when unset)."""
-    return plugin.num_outputs
+    """C++ ``getNbOutputs``: the C++-side ``num_outputs`` (-1 when unset).
+
+    Read through the base property, as C++ reads its own member: a subclass attribute that
+    shadows ``num_outputs`` never reaches TensorRT.
+    """
+    return IPluginV2DynamicExt.num_outputs.fget(plugin)
 
 
 def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
@@ -198,7 +202,7 @@ def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
             outputs: Sequence[int], workspace: int, stream: int) -> int:
     """C++ ``enqueue``: lists sized by the cached input count and ``num_outputs``; 0 or -1."""
     n_in = getattr(plugin, "_pp_nb_inputs", 0)
-    n_out = max(plugin.num_outputs, 0)
+    n_out = max(get_nb_outputs(plugin), 0)
     args = ([d._copy() for d in list(input_desc)[:n_in]],
             [d._copy() for d in list(output_desc)[:n_out]],
             [int(p) for p in list(inputs)[:n_in]], [int(p) for p in list(outputs)[:n_out]],
