@@ -157,6 +157,14 @@ def get_nb_outputs(plugin: IPluginV2DynamicExt) -> int:
     return IPluginV2DynamicExt.num_outputs.fget(plugin)
 
 
+def identity(plugin: IPluginV2DynamicExt) -> tuple:
+    """C++ ``getPluginType``/``getPluginVersion``/``getPluginNamespace`` (None where unset),
+    read past any subclass attribute that shadows the properties."""
+    base = IPluginV2DynamicExt
+    return (base.plugin_type.fget(plugin), base.plugin_version.fget(plugin),
+            base.plugin_namespace.fget(plugin))
+
+
 def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
     """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
     return _invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
