@@ -1,0 +1,417 @@
+"""ONNX node attributes -> the ``fc`` a creator's ``create_plugin`` receives, as TensorRT's parser
+builds it (protocol §4.4: onnx-tensorrt ``FallbackPluginImporter``, ``loadFields``, ``copyField``).
+
+The rules, as the parser applies them:
+
+- ``loadFields`` walks the creator's ``field_names`` (names only; the declared types are ignored).
+  A name missing from the node is skipped with a warning; a node attribute the creator does not
+  list never reaches the plugin.
+- The field's type comes from the ONNX attribute: INT and INTS become INT32 (int64 narrowed the
+  way C++ narrows, i.e. wrapped modulo 2**32), FLOAT and FLOATS FLOAT32, STRING becomes CHAR with
+  a trailing NUL, STRINGS every string NUL-terminated and concatenated.
+- TENSOR attributes keep their element type, after the parser's weight conversion
+  (``WeightsContext::convertOnnxWeights``): see :data:`TENSOR_FIELD_TYPES`.
+
+Plain Python values stand for the ONNX attribute ``onnx.helper.make_attribute`` would build from
+them (int -> INT, float -> FLOAT, list of ints -> INTS, ...; a numpy array -> TENSOR), so the
+``onnx`` package is only imported when it is given ``AttributeProto``/``NodeProto`` objects.
+
+Example:
+    >>> fc, warnings = fields_from_attributes({"pads": (1, 2), "mode": "wrap", "x": 3},
+    ...                                       ["pads", "mode", "scale"])
+    >>> [(f.name, f.type.name, f.size) for f in fc]
+    [('pads', 'INT32', 2), ('mode', 'CHAR', 5)]
+    >>> fc[1].data.tobytes()
+    b'wrap\\x00'
+    >>> warnings[0].startswith("Attribute scale not found in plugin node!")
+    True
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from pyplugins.emulator.enums import PluginFieldType
+from pyplugins.emulator.fields import PluginField, PluginFieldCollection_
+from pyplugins.errors import FieldError
+
+__all__ = ["ImportedNode", "TENSOR_FIELD_TYPES", "fields_from_attributes", "import_node",
+           "value_from_cli"]
+
+# onnx.TensorProto.DataType numbers (stable across onnx releases), so onnx need not be imported.
+_ONNX_DTYPE_NAMES = {
+    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
+    7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
+    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
+    19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1",
+}
+
+#: ONNX tensor element type -> the PluginFieldType the plugin sees, or an error string.
+#:
+#: This is ``loadFields``' switch *after* ``convertOnnxWeights`` has run on the attribute's
+#: TensorProto, which is where it departs from the protocol doc's §4.4 table (read from the
+#: switch alone): DOUBLE weights are converted to FLOAT first, so they arrive as FLOAT32 (the
+#: switch's DOUBLE case is unreachable); INT16 and STRING tensors are refused by the weight
+#: conversion ("Unable to convert ONNX weights") before the switch's INT16/STRING cases are
+#: reached. FLOAT8E4M3FN, INT4 and FLOAT4E2M1 pass the conversion but have no case in the switch,
+#: so the field keeps the value-initialised type ``PluginFieldType{}`` = FLOAT16.
+TENSOR_FIELD_TYPES = {
+    "FLOAT": PluginFieldType.FLOAT32,
+    "DOUBLE": PluginFieldType.FLOAT32,  # converted to float32 values by convertOnnxWeights
+    "INT8": PluginFieldType.INT8,
+    "INT32": PluginFieldType.INT32,
+    "FLOAT16": PluginFieldType.FLOAT16,
+    "BFLOAT16": PluginFieldType.BF16,
+    "FLOAT8E4M3FN": PluginFieldType.FLOAT16,  # no case in loadFields' switch: type stays 0
+    "INT4": PluginFieldType.FLOAT16,
+    "FLOAT4E2M1": PluginFieldType.FLOAT16,
+    "INT64": "Tensor type: INT64 is unsupported in plugin fields.",
+    "BOOL": "Tensor type: BOOL is unsupported in plugin fields.",
+    "UINT8": "Tensor type: UINT8 is unsupported in plugin fields.",
+}
+_WEIGHTS_REFUSED = "Unable to convert ONNX weights (TensorRT has no {dtype} weights)"
+
+# numpy dtype name -> ONNX tensor element type name, for numpy arrays given as attribute values.
+_NUMPY_TO_ONNX = {
+    "float32": "FLOAT", "float64": "DOUBLE", "int8": "INT8", "int16": "INT16", "int32": "INT32",
+    "int64": "INT64", "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32",
+    "uint64": "UINT64", "bool": "BOOL", "float16": "FLOAT16", "complex64": "COMPLEX64",
+    "complex128": "COMPLEX128", "bfloat16": "BFLOAT16", "float8_e4m3fn": "FLOAT8E4M3FN",
+    "int4": "INT4", "float4_e2m1fn": "FLOAT4E2M1",
+}
+_PACKED = ("INT4", "FLOAT4E2M1")  # two elements per byte
+_MAX_DIMS = 8
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+AttributeValue = Any
+
+
+# -- the attribute -> (kind, payload) step ---------------------------------------------------------
+
+def _classify(name: str, value: AttributeValue) -> Tuple[str, Any]:
+    """(ONNX attribute type name, payload) for an AttributeProto or a plain Python value."""
+    if type(value).__name__ == "AttributeProto" and hasattr(value, "ref_attr_name"):
+        return _classify_proto(name, value)
+    if type(value).__name__ == "TensorProto" and hasattr(value, "data_type"):
+        return "TENSOR", value
+    if isinstance(value, np.ndarray):
+        return "TENSOR", value
+    if isinstance(value, (bool, np.bool_, numbers.Integral)):
+        return "INT", int(value)
+    if isinstance(value, numbers.Real):
+        return "FLOAT", float(value)
+    if isinstance(value, (str, bytes)):
+        return "STRING", value
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if not items:
+            msg = (f"Attribute {name!r}: cannot tell the ONNX type of an empty list (onnx's "
+                   "make_attribute refuses it too); pass onnx.helper.make_attribute("
+                   f"{name!r}, [], attr_type=onnx.AttributeProto.INTS) or a non-empty list.")
+            raise FieldError(msg)
+        if all(isinstance(v, (bool, np.bool_, numbers.Integral)) for v in items):
+            return "INTS", [int(v) for v in items]
+        if all(isinstance(v, numbers.Real) for v in items):
+            return "FLOATS", [float(v) for v in items]
+        if all(isinstance(v, (str, bytes)) for v in items):
+            return "STRINGS", items
+        msg = (f"Attribute {name!r}: a list must hold only ints, only numbers or only strings "
+               f"to be an ONNX attribute (got {value!r}).")
+        raise FieldError(msg)
+    msg = (f"Attribute {name!r}: {value!r} (a {type(value).__name__}) is not an ONNX attribute "
+           "value; use an int, float, str, bytes, a list of those, a numpy array or an "
+           "onnx.AttributeProto.")
+    raise FieldError(msg)
+
+
+def _classify_proto(name: str, attr: Any) -> Tuple[str, Any]:
+    from onnx import AttributeProto  # noqa: PLC0415 - only when given AttributeProtos
+
+    kind = AttributeProto.AttributeType.Name(attr.type)
+    if kind == "INT":
+        return kind, int(attr.i)
+    if kind == "FLOAT":
+        return kind, float(attr.f)
+    if kind == "STRING":
+        return kind, bytes(attr.s)
+    if kind == "INTS":
+        return kind, [int(v) for v in attr.ints]
+    if kind == "FLOATS":
+        return kind, [float(v) for v in attr.floats]
+    if kind == "STRINGS":
+        return kind, [bytes(v) for v in attr.strings]
+    if kind == "TENSOR":
+        return kind, attr.t
+    msg = f"Attribute {name!r}: Attributes of type: {kind} are unsupported as plugin fields."
+    raise FieldError(msg)
+
+
+# -- payload -> PluginField ------------------------------------------------------------------------
+
+def _int32(name: str, value: int, notes: List[str]) -> int:
+    """C++ narrowing of an int64 attribute to int32_t: modulo 2**32, as every compiler does."""
+    if not _INT64_RANGE[0] <= value <= _INT64_RANGE[1]:
+        msg = (f"Attribute {name!r}: {value} does not fit an ONNX INT attribute (int64); "
+               "ONNX cannot store it.")
+        raise FieldError(msg)
+    wrapped = (value + 2**31) % 2**32 - 2**31
+    if wrapped != value:
+        notes.append(f"Attribute {name}: {value} does not fit int32; TensorRT's parser narrows "
+                     f"INT/INTS to int32 and the plugin receives {wrapped}.")
+    return wrapped
+
+
+def _as_bytes(value: Union[str, bytes]) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _tensor_field(name: str, tensor: Any) -> PluginField:
+    if isinstance(tensor, np.ndarray):
+        dtype_name = _NUMPY_TO_ONNX.get(tensor.dtype.name)
+        if dtype_name is None and tensor.dtype.kind in "USO":
+            dtype_name = "STRING"
+        array, shape = tensor, tensor.shape
+    else:
+        dtype_name = _ONNX_DTYPE_NAMES.get(int(tensor.data_type), f"<{tensor.data_type}>")
+        shape = tuple(tensor.dims)
+        array = None
+    if len(shape) > _MAX_DIMS:
+        msg = (f"Attribute {name!r}: TENSOR of rank {len(shape)} cannot be imported (TensorRT "
+               f"weights have at most {_MAX_DIMS} dimensions): Unable to convert ONNX weights.")
+        raise FieldError(msg)
+    target = TENSOR_FIELD_TYPES.get(dtype_name)
+    if target is None:
+        msg = f"Attribute {name!r}: {_WEIGHTS_REFUSED.format(dtype=dtype_name)}."
+        raise FieldError(msg)
+    if isinstance(target, str):
+        raise FieldError(f"Attribute {name!r}: {target}")
+    if array is None:
+        from onnx import numpy_helper  # noqa: PLC0415
+
+        array = numpy_helper.to_array(tensor)
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if dtype_name == "DOUBLE":
+        array = np.asarray(array, dtype=np.float64).astype(np.float32)
+    raw = np.ascontiguousarray(array).tobytes()
+    if dtype_name in _PACKED:
+        if len(raw) == count:  # unpacked one-per-byte storage (ml_dtypes) -> pack two per byte
+            nibbles = np.frombuffer(raw, dtype=np.uint8) & 0xF
+            nibbles = np.concatenate([nibbles, np.zeros(count % 2, dtype=np.uint8)])
+            raw = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8).tobytes()
+        f = PluginField(name, np.frombuffer(raw, dtype=np.uint8), target)
+        object.__setattr__(f, "_size", count)  # length = element count, not bytes (copyField)
+        return f
+    return _field_from_raw(name, raw, target, count)
+
+
+def _field_from_raw(name: str, raw: bytes, ftype: PluginFieldType, count: int) -> PluginField:
+    """A PluginField over ``raw`` whose ``size`` is ``count`` elements."""
+    itemsize = len(raw) // count if count else 1
+    view_dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(itemsize, np.uint8)
+    f = PluginField(name, np.frombuffer(raw, dtype=view_dtype), ftype)
+    object.__setattr__(f, "_size", count)
+    return f
+
+
+def _field(name: str, kind: str, payload: Any, notes: List[str]) -> PluginField:
+    if kind == "INT":
+        return PluginField(name, np.array([_int32(name, payload, notes)], dtype=np.int32),
+                           PluginFieldType.INT32)
+    if kind == "INTS":
+        values = [_int32(name, v, notes) for v in payload]
+        return PluginField(name, np.array(values, dtype=np.int32), PluginFieldType.INT32)
+    if kind in ("FLOAT", "FLOATS"):
+        values = [payload] if kind == "FLOAT" else payload
+        with np.errstate(over="ignore"):
+            data = np.array(values, dtype=np.float64).astype(np.float32)
+        return PluginField(name, data, PluginFieldType.FLOAT32)
+    if kind in ("STRING", "STRINGS"):
+        values = [payload] if kind == "STRING" else payload
+        raw = b"".join(_as_bytes(v) + b"\0" for v in values)
+        return PluginField(name, np.frombuffer(raw, dtype=np.int8), PluginFieldType.CHAR)
+    return _tensor_field(name, payload)
+
+
+def _names(field_names: Any) -> List[str]:
+    if field_names is None:
+        return []
+    if isinstance(field_names, str):
+        return [field_names]
+    return [f if isinstance(f, str) else f.name for f in field_names]
+
+
+def _as_mapping(attrs: Any) -> Mapping[str, AttributeValue]:
+    if attrs is None:
+        return {}
+    if isinstance(attrs, Mapping):
+        return attrs
+    return {a.name: a for a in attrs}  # an iterable of AttributeProto (node.attribute)
+
+
+def fields_from_attributes(attrs: Union[Mapping[str, AttributeValue], Iterable[Any], None],
+                           field_names: Any) -> Tuple[PluginFieldCollection_, List[str]]:
+    """Build the ``fc`` TensorRT's ONNX parser passes to ``create_plugin`` (``loadFields``).
+
+    Args:
+        attrs: attribute name -> ``onnx.AttributeProto`` or a plain Python value (int, float,
+            str/bytes, a list of one of those, a numpy array for a TENSOR attribute); or an
+            iterable of AttributeProto such as ``node.attribute``.
+        field_names: the creator's ``field_names`` (PluginFields; only their names are used) or
+            a sequence of names.
+
+    Returns:
+        ``(fc, warnings)``: the collection, in ``field_names`` order, and the parser's warnings
+        (one per name missing from ``attrs``) plus notes on int32 narrowing that changed a value.
+
+    Raises:
+        FieldError: for an attribute the parser refuses (INT64/BOOL/UINT8 tensors, INT16 and
+            STRING tensors, GRAPH/TENSORS/... attributes), naming the attribute.
+    """
+    mapping = _as_mapping(attrs)
+    warnings: List[str] = []
+    fields: List[PluginField] = []
+    for name in _names(field_names):
+        if name not in mapping:
+            warnings.append(f"Attribute {name} not found in plugin node! Ensure that the plugin "
+                            "creator has a default value defined or the engine may fail to "
+                            "build.")
+            continue
+        kind, payload = _classify(name, mapping[name])
+        fields.append(_field(name, kind, payload, warnings))
+    return PluginFieldCollection_(fields), warnings
+
+
+def value_from_cli(text: str) -> Union[int, float, str, List[int], List[float]]:
+    """Turn the VALUE of ``--attr NAME=VALUE`` into the Python value of an ONNX attribute.
+
+    Rules, first match wins: ``'...'``/``"..."`` -> the string inside (to force a string);
+    an int (``3``, ``-2``, ``0x10``) -> int (INT); a float (``0.5``, ``1e-3``, ``nan``) -> float
+    (FLOAT); a comma list of ints (``1,1,2,2``; ``[1,1]``; ``5,`` for a one-item list) ->
+    list[int] (INTS); a comma list of numbers -> list[float] (FLOATS); anything else -> str.
+
+    Example:
+        >>> value_from_cli("3"), value_from_cli("0.5"), value_from_cli("1,2"), value_from_cli("wrap")
+        (3, 0.5, [1, 2], 'wrap')
+    """
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    scalar = _number(text)
+    if scalar is not None:
+        return scalar
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    if "," in body:
+        parts = body.split(",")
+        if parts[-1].strip() == "":
+            parts = parts[:-1]
+        numbers_ = [_number(p) for p in parts]
+        if parts and all(n is not None for n in numbers_):
+            if all(isinstance(n, int) for n in numbers_):
+                return [int(n) for n in numbers_]
+            return [float(n) for n in numbers_]
+    elif body != text.strip() and body.strip() == "":
+        return []  # "[]" -> an empty list (classified later; an empty list is ambiguous)
+    return text
+
+
+def _number(text: str) -> Optional[Union[int, float]]:
+    s = text.strip()
+    if not s:
+        return None
+    for parse in (int, lambda v: int(v, 0)):
+        try:
+            return parse(s)
+        except ValueError:
+            pass
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+# -- whole nodes -----------------------------------------------------------------------------------
+
+@dataclass
+class ImportedNode:
+    """What the parser does with one plugin node before calling ``create_plugin``.
+
+    Attributes:
+        creator: the registered creator found for ``key``.
+        name: the name ``create_plugin`` receives (the node's name, or ``node_of_<output0>``).
+        fc: the field collection (see :func:`fields_from_attributes`).
+        warnings: the parser's warnings for this node.
+        key: ``(op_type, plugin_version, plugin_namespace)`` the creator was found under.
+    """
+
+    creator: Any
+    name: str
+    fc: PluginFieldCollection_
+    warnings: List[str] = field(default_factory=list)
+    key: Tuple[str, str, str] = ("", "1", "")
+
+
+def _string_attr(node: Any, name: str, default: str, notes: List[str]) -> str:
+    """``OnnxAttrs::get<std::string>(name, default)``: reads ``.s`` whatever the type is."""
+    for attr in node.attribute:
+        if attr.name == name:
+            value = bytes(attr.s).decode("utf-8", "replace")
+            if attr.type != 3:  # AttributeProto.STRING
+                notes.append(f"Attribute {name} is not a STRING attribute; TensorRT's parser reads "
+                             f"its string value, which is {value!r}. Write it as a string.")
+            return value
+    return default
+
+
+def _node_name(node: Any) -> str:
+    if not node.name and len(node.output) > 0:
+        return "node_of_" + node.output[0]
+    return node.name
+
+
+def import_node(node: Any, registry: Any = None) -> ImportedNode:
+    """Find the creator for an ONNX plugin node and build its fields, as ``FallbackPluginImporter``.
+
+    The creator is looked up by ``(op_type, plugin_version attr or "1", plugin_namespace attr or
+    "")``; from TensorRT 10.10 the parser retries with the node's ``domain`` as the namespace.
+
+    Args:
+        node: an ``onnx.NodeProto``.
+        registry: an ``IPluginRegistry``; the emulator's by default.
+
+    Raises:
+        LookupError: when no creator is registered under the key (the message lists what is).
+        FieldError: when an attribute named in ``field_names`` cannot become a plugin field.
+    """
+    from pyplugins.emulator.registry import emulated_version, get_plugin_registry  # noqa: PLC0415
+
+    reg = registry if registry is not None else get_plugin_registry()
+    notes: List[str] = []
+    op_type = node.op_type
+    version = _string_attr(node, "plugin_version", "1", notes)
+    namespace = _string_attr(node, "plugin_namespace", "", notes)
+    key = (op_type, version, namespace)
+    creator = reg.get_creator(*key)
+    domain = getattr(node, "domain", "")
+    if creator is None and domain and emulated_version() >= (10, 10):
+        key = (op_type, version, domain)
+        creator = reg.get_creator(*key)
+    if creator is None:
+        known = sorted(f"{c.name}:{c.plugin_version}:{c.plugin_namespace}"
+                       for c in reg.all_creators) or ["(none)"]
+        tried = f"({op_type!r}, {version!r}, {namespace!r})"
+        if domain and emulated_version() >= (10, 10):
+            tried += f" and ({op_type!r}, {version!r}, {domain!r}) from the node's domain"
+        msg = (f"Plugin not found, are the plugin name, version, and namespace correct? Node "
+               f"{_node_name(node)!r} asks for (name, version, namespace) = {tried}; registered "
+               f"creators (name:version:namespace): {', '.join(known)}. Register the creator "
+               "(import the module that defines it) before importing the node.")
+        if notes:
+            msg += " " + " ".join(notes)
+        raise LookupError(msg)
+    fc, warnings = fields_from_attributes(list(node.attribute), creator.field_names)
+    return ImportedNode(creator, _node_name(node), fc, notes + warnings, key)

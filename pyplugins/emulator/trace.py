@@ -1,0 +1,322 @@
+"""A readable timeline of every call TensorRT (here: the emulator) makes into plugin code.
+
+:class:`Trace` subscribes to :data:`pyplugins.emulator.trampoline.listeners` while it is active
+and records one :class:`TraceEntry` per callback: when it started, which object (labelled ``P0``,
+``P1``, ... for plugins and ``C0``, ... for creators, in order of appearance), the method, short
+summaries of the arguments and the result, the error the trampoline printed, and how long the
+Python call took. It is meant for people learning the plugin lifecycle::
+
+       0   +0.0ms  parse    C0 CircPadCreator  create_plugin(name='pad', fc={pads=[1, 1]}) -> P0 CircPad  0.03ms
+       3   +0.4ms  build    P1 CircPad  configure_plugin(in=[(-1,3,8,8) FLOAT LINEAR min=... ], out=[...]) -> None  0.02ms
+
+Example:
+    >>> from pyplugins.emulator.trace import Trace
+    >>> with Trace() as trace:
+    ...     with trace.phase("build"):
+    ...         pass
+    >>> trace.entries, trace.to_json()
+    ([], [])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import weakref
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pyplugins.emulator import trampoline
+from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
+from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
+from pyplugins.emulator.enums import PluginFieldType, _TrtEnum
+from pyplugins.emulator.fields import PluginField, PluginFieldCollection, PluginFieldCollection_
+
+__all__ = ["Trace", "TraceEntry", "summarize"]
+
+#: Parameter names shown in the timeline, per callback (TensorRT's Python argument order).
+PARAMS: Dict[str, Tuple[str, ...]] = {
+    "get_output_datatype": ("index", "input_types"),
+    "get_output_dimensions": ("output_index", "inputs", "expr_builder"),
+    "supports_format_combination": ("pos", "in_out", "num_inputs"),
+    "configure_plugin": ("in", "out"),
+    "get_workspace_size": ("in", "out"),
+    "enqueue": ("input_desc", "output_desc", "inputs", "outputs", "workspace", "stream"),
+    "create_plugin": ("name", "fc"),
+    "deserialize_plugin": ("name", "data"),
+}
+#: Argument positions that carry device pointers or streams (shown in hex).
+_POINTER_ARGS = {"enqueue": (2, 3, 4, 5)}
+#: Callbacks whose C++ result is a status (0, or -1 when the Python call raised).
+_STATUS_METHODS = ("enqueue", "initialize")
+_MAX_SUMMARY = 240
+_MAX_ITEMS = 8
+
+
+@dataclass
+class TraceEntry:
+    """One recorded callback.
+
+    Attributes:
+        index: position in the trace (0-based).
+        t_offset_s: start of the call, in seconds since the trace started.
+        obj_id: ``id()`` of the plugin or creator called.
+        obj_label: ``"P1 CircPad"`` (plugins) or ``"C0 CircPadCreator"`` (creators).
+        method: the Python method name (``"enqueue"``).
+        args_summary: the arguments, short (``"in=[(2,3) FLOAT LINEAR], out=[...]"``).
+        result_summary: what the C++ side got back, after fallbacks.
+        error: the ``[ERROR] ...`` line the trampoline printed, or None.
+        seconds: duration of the Python call.
+        phase: the label set with :meth:`Trace.phase` (``"build"``), or None.
+        default: True when the plugin does not define the method and TensorRT's default ran.
+    """
+
+    index: int
+    t_offset_s: float
+    obj_id: int
+    obj_label: str
+    method: str
+    args_summary: str
+    result_summary: str
+    error: Optional[str]
+    seconds: float
+    phase: Optional[str]
+    default: bool
+
+
+class Trace:
+    """Records every plugin callback while active (a context manager, or :meth:`start`/:meth:`stop`).
+
+    Attributes:
+        entries: the recorded :class:`TraceEntry` objects, in call order.
+    """
+
+    def __init__(self) -> None:
+        self.entries: List[TraceEntry] = []
+        self._t0: Optional[float] = None
+        self._phase: Optional[str] = None
+        self._labels: Dict[int, Tuple[Any, str]] = {}
+        self._counters = {"P": 0, "C": 0, "O": 0}
+        self._active = False
+
+    # -- recording -------------------------------------------------------------------------------
+    def start(self) -> "Trace":
+        """Begin recording (idempotent)."""
+        if not self._active:
+            if self._t0 is None:
+                self._t0 = time.perf_counter()
+            trampoline.listeners.append(self._on_call)
+            self._active = True
+        return self
+
+    def stop(self) -> None:
+        """Stop recording; entries are kept."""
+        if self._active:
+            with contextlib.suppress(ValueError):
+                trampoline.listeners.remove(self._on_call)
+            self._active = False
+
+    def __enter__(self) -> "Trace":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Label the entries recorded inside the block (``"parse"``, ``"build"``, ``"runtime"``)."""
+        saved = self._phase
+        self._phase = name
+        try:
+            yield
+        finally:
+            self._phase = saved
+
+    def _on_call(self, event: trampoline.CallEvent) -> None:
+        now = time.perf_counter()
+        t0 = self._t0 if self._t0 is not None else now
+        label = self.label(event.obj)
+        self.entries.append(TraceEntry(
+            index=len(self.entries),
+            t_offset_s=max(0.0, now - event.seconds - t0),
+            obj_id=id(event.obj),
+            obj_label=label,
+            method=event.method,
+            args_summary=self._summarize_args(event.method, event.args),
+            result_summary=self._summarize_result(event),
+            error=event.error,
+            seconds=event.seconds,
+            phase=self._phase,
+            default=bool(event.extra.get("default", False)),
+        ))
+
+    # -- labels ----------------------------------------------------------------------------------
+    def label(self, obj: Any) -> str:
+        """``"P0 CircPad"``: the object's label, assigned on first sight."""
+        entry = self._labels.get(id(obj))
+        if entry is not None:
+            ref, text = entry
+            if (ref() if isinstance(ref, weakref.ref) else ref) is obj:
+                return text
+        if isinstance(obj, IPluginV2DynamicExt):
+            prefix = "P"
+        elif isinstance(obj, IPluginCreatorInterface):
+            prefix = "C"
+        else:
+            prefix = "O"
+        text = f"{prefix}{self._counters[prefix]} {type(obj).__name__}"
+        self._counters[prefix] += 1
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = obj  # not weak-referenceable: keep it so its id is not reused
+        self._labels[id(obj)] = (ref, text)
+        return text
+
+    def _summarize_result(self, event: trampoline.CallEvent) -> str:
+        if event.method in _STATUS_METHODS:
+            # TensorRT ignores what these return; C++ gets 0, or -1 when the call raised.
+            return "-1" if event.error else "0"
+        return summarize(event.result, self)
+
+    def _summarize_args(self, method: str, args: Sequence[Any]) -> str:
+        names = PARAMS.get(method, ())
+        pointers = _POINTER_ARGS.get(method, ())
+        parts = []
+        for i, arg in enumerate(args):
+            text = _pointers(arg) if i in pointers else summarize(arg, self)
+            parts.append(f"{names[i]}={text}" if i < len(names) else text)
+        return ", ".join(parts)
+
+    # -- output ----------------------------------------------------------------------------------
+    def format_timeline(self) -> str:
+        """One line per callback: index, start offset, phase, object, call, result, duration."""
+        if not self.entries:
+            return "(no plugin callbacks recorded)"
+        label_width = max(len(e.obj_label) for e in self.entries)
+        phase_width = max([len(e.phase or "-") for e in self.entries] + [5])
+        lines = []
+        for e in self.entries:
+            call = f"{e.method}({e.args_summary})"
+            result = f"-> {e.result_summary}"
+            if e.default:
+                result += " (not defined by the plugin: TensorRT's default)"
+            line = (f"{e.index:4d}  +{e.t_offset_s * 1e3:.1f}ms  {(e.phase or '-'):<{phase_width}}  "
+                    f"{e.obj_label:<{label_width}}  {call} {result}   {e.seconds * 1e3:.2f}ms")
+            if e.error:
+                line += f"\n{'':6}!! {e.error}"
+            lines.append(line)
+        return "\n".join(lines)
+
+    def to_json(self) -> List[Dict[str, Any]]:
+        """The entries as JSON-serializable dicts."""
+        return [asdict(e) for e in self.entries]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[TraceEntry]:
+        return iter(self.entries)
+
+    def __repr__(self) -> str:
+        return f"<Trace: {len(self.entries)} calls{' (recording)' if self._active else ''}>"
+
+
+# -- argument summaries ----------------------------------------------------------------------------
+
+def _shape(dims: Any) -> str:
+    return "(" + ",".join(str(v) for v in dims) + ")"
+
+
+def _desc(d: PluginTensorDesc) -> str:
+    text = f"{_shape(d.dims)} {d.type.name} {d.format.name}"
+    if d.scale != -1.0:
+        text += f" scale={d.scale:g}"
+    return text
+
+
+def _dyn_desc(d: DynamicPluginTensorDesc) -> str:
+    text = _desc(d.desc)
+    if any(v < 0 for v in d.desc.dims) or tuple(d.min) != tuple(d.max):
+        text += f" min={_shape(d.min)} opt={_shape(d.opt)} max={_shape(d.max)}"
+    return text
+
+
+def _field_value(f: PluginField) -> str:
+    try:
+        data = f.data
+    except (AttributeError, ValueError):
+        return f"<{f.type.name} x{f.size}>"
+    if f.type is PluginFieldType.CHAR:
+        return repr(data.tobytes().decode("utf-8", "replace"))
+    return _list(data.tolist())
+
+
+def _list(values: List[Any]) -> str:
+    if len(values) > _MAX_ITEMS:
+        head = ", ".join(repr(v) for v in values[:_MAX_ITEMS - 2])
+        return f"[{head}, ..., {values[-1]!r}] ({len(values)} items)"
+    return "[" + ", ".join(repr(v) for v in values) + "]"
+
+
+def _pointers(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_pointers(v) for v in value) + "]"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return hex(int(value))
+    return summarize(value)
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _MAX_SUMMARY else text[:_MAX_SUMMARY - 3] + "..."
+
+
+def summarize(value: Any, trace: Optional[Trace] = None) -> str:
+    """A short, readable rendering of a callback argument or result.
+
+    Descriptors as ``(2,3,8,8) HALF LINEAR``, ``DimsExprs`` as ``(in0[0], 3, SUM(in0[2], 2))``,
+    field collections as ``{name=value}``, bytes by length, plugins and creators by label.
+    """
+    return _truncate(_summarize(value, trace))
+
+
+def _summarize(value: Any, trace: Optional[Trace]) -> str:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, _TrtEnum):
+        return value.name
+    if isinstance(value, PluginTensorDesc):
+        return _desc(value)
+    if isinstance(value, DynamicPluginTensorDesc):
+        return _dyn_desc(value)
+    if isinstance(value, DimsExprs):
+        return "(" + ", ".join("?" if e is None else repr(e) for e in value) + ")"
+    if isinstance(value, IDimensionExpr):
+        return repr(value)
+    if isinstance(value, IExprBuilder):
+        return "expr_builder"
+    if isinstance(value, Dims):
+        return _shape(value)
+    if isinstance(value, (PluginFieldCollection_, PluginFieldCollection)):
+        return "{" + ", ".join(f"{f.name}={_field_value(f)}" for f in value) + "}"
+    if isinstance(value, PluginField):
+        return f"{value.name}={_field_value(value)}"
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (IPluginV2DynamicExt, IPluginCreatorInterface)):
+        return trace.label(value) if trace is not None else type(value).__name__
+    if isinstance(value, np.ndarray):
+        return f"array{_shape(value.shape)} {value.dtype}"
+    if isinstance(value, (list, tuple)):
+        items = [_summarize(v, trace) for v in value]
+        if len(items) > _MAX_ITEMS:
+            items = items[:_MAX_ITEMS - 2] + ["...", items[-1]]
+        return "[" + ", ".join(items) + "]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return _truncate(repr(value))
