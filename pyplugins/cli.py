@@ -195,9 +195,13 @@ def _import_plugin_module(target: str) -> Tuple[Any, str]:
 def _import_failure(target: str, err: BaseException) -> UsageError:
     if isinstance(err, KeyboardInterrupt):
         raise err
-    frames = "".join(traceback.format_exception(type(err), err, err.__traceback__)[-6:])
+    tb = [fr for fr in traceback.extract_tb(err.__traceback__)
+          if not fr.filename.startswith("<frozen") and fr.filename != __file__
+          and f"{os.sep}importlib{os.sep}" not in fr.filename]
+    frames = "Traceback (most recent call last):\n" + "".join(traceback.format_list(tb[-6:]))
     msg = (f"MODULE_OR_FILE {target!r} failed to import: {type(err).__name__}: {err}\n"
-           f"{frames.rstrip()}")
+           f"{frames.rstrip()}" if tb else
+           f"MODULE_OR_FILE {target!r} failed to import: {type(err).__name__}: {err}")
     return UsageError(msg)
 
 
