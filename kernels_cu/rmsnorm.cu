@@ -1,0 +1,143 @@
+// rmsnorm.cu -- RMS normalization over the last dimension.
+//
+// Computes, for x seen as [rows, d] (rows = numel / d) and weight of shape [d]:
+//     y[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight
+// with float accumulation for every T (the sum of squares is a tree reduction in float;
+// rsqrtf's error is at most 2 ulp).
+//
+// Launch contract:
+//     rmsnorm<T>(const T* x, const T* weight, T* y, long long rows, int d, float eps)
+//   - every tensor LINEAR (contiguous row-major); rows >= 0, d >= 0 (0-size work writes
+//     nothing). y must not overlap x or weight.
+//   - 1-D grid of any size (rows are grid-strided); 1-D block of a multiple of 32 threads, at
+//     most 1024, the same for every block; no dynamic shared memory. Suggested: 256 threads,
+//     grid = clamp(rows, 1, 32 * SMs).
+//   - Each row is handled by a group of G threads, G chosen from d alone: with n 16-byte
+//     vectors per row (or n elements when d * sizeof(T) is not a multiple of 16 or a pointer is
+//     unaligned), G = next power of two >= n when n <= 32, G = 32 when n <= 32 * 4, else the
+//     whole block. Each thread keeps up to 4 of its vectors in registers between the two
+//     passes (kCached; more costs occupancy); longer rows (n > 4 * blockDim.x) are read a
+//     second time, mostly from L1/L2, for the rest.
+//
+// @instantiate rmsnorm<float>
+// @instantiate rmsnorm<__half>
+
+#include "common.cuh"
+
+namespace pp_rmsnorm {
+
+// Vectors of a row each thread keeps in registers between the two passes.
+constexpr int kCached = 4;
+
+using pp::from_float;
+using pp::to_float;
+
+// N elements loaded and stored together (16 bytes when N * sizeof(T) == 16).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+    T e[N];
+};
+
+template <typename T, int N>
+__device__ __forceinline__ float sum_squares(const Vec<T, N>& v) {
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        const float f = to_float(v.e[k]);
+        s = fmaf(f, f, s);
+    }
+    return s;
+}
+
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> scaled(const Vec<T, N>& v, const Vec<T, N>& w, float rs) {
+    Vec<T, N> out;
+#pragma unroll
+    for (int k = 0; k < N; ++k) out.e[k] = from_float<T>(to_float(v.e[k]) * rs * to_float(w.e[k]));
+    return out;
+}
+
+// Sum over the whole block; every thread gets the same value (same order everywhere).
+__device__ __forceinline__ float block_sum(float v) {
+    __shared__ float partial[32];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    __syncthreads();  // the previous row's readers are done with `partial`
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.f;
+    const int nwarps = blockDim.x >> 5;
+    for (int i = 0; i < nwarps; ++i) total += partial[i];
+    return total;
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* __restrict__ w,
+                                             T* __restrict__ y, long long rows, int d, float eps) {
+    typedef Vec<T, N> V;
+    const int n = d / N;  // vectors per row
+    int g;                // threads per row
+    if (n <= 32) {
+        g = 1;
+        while (g < n) g <<= 1;
+    } else {
+        g = n <= 32 * kCached ? 32 : static_cast<int>(blockDim.x);
+    }
+    const bool whole_block = g > 32;
+    const int lane = whole_block ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) & (g - 1);
+    const int rows_per_block = static_cast<int>(blockDim.x) / g;
+    const int slot = static_cast<int>(threadIdx.x) / g;
+    const V* __restrict__ wv = reinterpret_cast<const V*>(w);
+    const float inv_d = 1.0f / static_cast<float>(d);
+
+    // Every thread of the block runs the same number of trips, so that shuffles and barriers
+    // see all their threads; threads past the last row only take part in them.
+    for (long long first = static_cast<long long>(blockIdx.x) * rows_per_block; first < rows;
+         first += static_cast<long long>(gridDim.x) * rows_per_block) {
+        const long long row = first + slot;
+        const bool active = row < rows;
+        const V* __restrict__ xr = reinterpret_cast<const V*>(x + (active ? row : 0) * d);
+        V* yr = reinterpret_cast<V*>(y + (active ? row : 0) * d);
+
+        V cache[kCached];
+        float ss = 0.f;
+#pragma unroll
+        for (int j = 0; j < kCached; ++j) {
+            const int i = lane + j * g;
+            if (active && i < n) {
+                cache[j] = xr[i];
+                ss += sum_squares(cache[j]);
+            }
+        }
+        for (int i = lane + kCached * g; active && i < n; i += g) ss += sum_squares(xr[i]);
+
+        if (whole_block) {
+            ss = block_sum(ss);
+        } else {
+            for (int off = g >> 1; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+        }
+        if (!active) continue;
+        const float rs = rsqrtf(fmaf(ss, inv_d, eps));
+
+#pragma unroll
+        for (int j = 0; j < kCached; ++j) {
+            const int i = lane + j * g;
+            if (i < n) yr[i] = scaled(cache[j], wv[i], rs);
+        }
+        for (int i = lane + kCached * g; i < n; i += g) yr[i] = scaled(xr[i], wv[i], rs);
+    }
+}
+
+}  // namespace pp_rmsnorm
+
+template <typename T>
+__global__ void rmsnorm(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, long long rows,
+                        int d, float eps) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (rows <= 0 || d <= 0) return;
+    if (d % kVec == 0 && pp::is_aligned16(x) && pp::is_aligned16(weight) && pp::is_aligned16(y)) {
+        pp_rmsnorm::rmsnorm_rows<T, kVec>(x, weight, y, rows, d, eps);
+    } else {
+        pp_rmsnorm::rmsnorm_rows<T, 1>(x, weight, y, rows, d, eps);
+    }
+}
