@@ -1,0 +1,101 @@
+// common.cuh -- small helpers shared by the kernels in kernels_cu/.
+//
+// Compiles under NVRTC (through CuPy, with -I<kernels_cu>) and under nvcc: it includes only
+// <cuda_fp16.h> and <cuda_bf16.h>, never a C or C++ standard header (NVRTC has none), and uses
+// builtin types only.
+//
+// Contents (namespace pp):
+//   index_t, uindex_t      64-bit signed / unsigned element indices and offsets
+//   kMaxRank, Dims8        the rank limit and a by-value array of 8 dims (right-aligned by
+//                          convention: a rank-r shape fills slots 8-r..7, leading slots hold 1)
+//   Bits<N>::type          an unsigned integer type of N bytes, for moving elements as bits
+//   to_float / from_float  float <-> float, __half, __nv_bfloat16 conversions
+//   Vec16, load16, store16 16-byte vectors of any element type, and aligned 16-byte access
+//   is_aligned16           whether a pointer is 16-byte aligned
+//   global_thread_id, grid_threads   for grid-stride loops (64-bit, so huge tensors are safe)
+//   divmod                 an unsigned division that takes the 32-bit path when it can
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+namespace pp {
+
+typedef long long index_t;
+typedef unsigned long long uindex_t;
+
+constexpr int kMaxRank = 8;
+
+// Eight dims passed by value inside a kernel parameter struct.
+struct Dims8 {
+    index_t d[kMaxRank];
+};
+
+template <int N> struct Bits;
+template <> struct Bits<1> { typedef unsigned char type; };
+template <> struct Bits<2> { typedef unsigned short type; };
+template <> struct Bits<4> { typedef unsigned int type; };
+template <> struct Bits<8> { typedef unsigned long long type; };
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) {
+    return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+
+// 16 bytes of T (4 floats, 8 halves, ...), aligned so that it moves as one 128-bit access.
+template <typename T>
+struct alignas(16) Vec16 {
+    static constexpr int size = 16 / sizeof(T);
+    T v[size];
+};
+
+__device__ __forceinline__ bool is_aligned16(const void* p) {
+    return (reinterpret_cast<uindex_t>(p) & 15u) == 0;
+}
+
+// Read-only 16-byte load through the non-coherent cache; p must be 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load16(const T* p) {
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    Vec16<T> out;
+    *reinterpret_cast<uint4*>(&out) = raw;
+    return out;
+}
+
+// 16-byte store; p must be 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+}
+
+__device__ __forceinline__ index_t global_thread_id() {
+    return static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ index_t grid_threads() {
+    return static_cast<index_t>(gridDim.x) * blockDim.x;
+}
+
+// q = a / b, r = a % b for unsigned a, b > 0; 32-bit division (far cheaper) when both fit.
+__device__ __forceinline__ void divmod(uindex_t a, uindex_t b, uindex_t& q, uindex_t& r) {
+    if ((a | b) <= 0xffffffffull) {
+        const unsigned int a32 = static_cast<unsigned int>(a);
+        const unsigned int b32 = static_cast<unsigned int>(b);
+        const unsigned int q32 = a32 / b32;
+        q = q32;
+        r = a32 - q32 * b32;
+    } else {
+        q = a / b;
+        r = a - q * b;
+    }
+}
+
+}  // namespace pp

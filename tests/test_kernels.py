@@ -1,0 +1,697 @@
+"""Tests of pyplugins.kernels and pyplugins.launch, and of the circ_pad and leaky_relu kernels.
+
+CPU tests cover source discovery, ``@instantiate`` parsing, the compile cache's keys, error
+messages, Launch's parameter packing and validation, and a line-by-line emulation of circ_pad's
+index arithmetic. GPU tests (marked ``gpu``) run both kernels against NumPy through Launch on a
+non-default stream, inside a CUDA graph too.
+
+The ``*_plan`` helpers below compute each kernel's launch configuration from its launch contract
+(``kernels_cu/*.cu`` header comments); a plugin's ``configure_plugin`` does the same.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyplugins import kernels
+from pyplugins.errors import KernelCompileError, LaunchError, MissingDependencyError
+from pyplugins.kernels import Kernel, instantiations, kernel_sources, kernels_dir, source_digest
+from pyplugins.launch import MAX_GRID, POINTER, ByValue, Launch
+
+REPO = Path(__file__).resolve().parent.parent
+BLOCK = 256
+
+# ---------------------------------------------------------------------------------------------
+# Launch plans, straight from the launch contracts
+
+CIRC_PAD_PARAMS = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
+                            ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
+                            ("strip_len", "<i8"), ("group", "<i8")], align=True)
+
+
+def pad_widths(rank: int, pads: list[int]) -> list[tuple[int, int]]:
+    """ONNX/sample `pads` (last dim first, (before, after) pairs) as np.pad's pad_width."""
+    widths = [(0, 0)] * rank
+    for i in range(len(pads) // 2):
+        widths[rank - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    return widths
+
+
+def circ_pad_plan(in_shape: tuple[int, ...], pads: list[int], itemsize: int, *,
+                  max_blocks: int) -> tuple[tuple[int, ...], np.void, int]:
+    """(output shape, CircPadParams scalar, grid) for circ_pad<T> per its launch contract."""
+    rank = len(in_shape)
+    widths = pad_widths(rank, pads)
+    out_shape = tuple(n + b + a for n, (b, a) in zip(in_shape, widths))
+    lead = 8 - rank
+    p = np.zeros((), CIRC_PAD_PARAMS)[()]
+    in8 = [1] * lead + list(in_shape)
+    out8 = [1] * lead + list(out_shape)
+    befores = [0] * lead + [b for b, _ in widths]
+    p["in_dims"] = in8
+    p["out_dims"] = out8
+    p["shift"] = [(-b) % n if n else 0 for b, n in zip(befores, in8)]
+    p["in_strides"] = [math.prod(in8[d + 1:]) for d in range(8)]
+    wo = out8[7]
+    rows = math.prod(out8[:7])
+    group = 32 if wo >= 32 else 1 << max(wo - 1, 0).bit_length()
+    unroll = 4 if itemsize >= 8 else 32 // itemsize
+    tile = 8 * group * unroll
+    strip_len = max(wo if wo <= tile else tile, 1)
+    strips = -(-wo // strip_len)
+    p["rows"], p["strips"], p["strip_len"], p["group"] = rows, strips, strip_len, group
+    grid = min(-(-rows * strips * group // BLOCK), max_blocks)
+    return out_shape, p, grid
+
+
+def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int) -> int:
+    """Grid for leaky_relu<T> per its launch contract (0 for an empty tensor)."""
+    per_block = (16 // itemsize) * BLOCK * 4
+    return min(-(-n // per_block), max_blocks)
+
+
+def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK) -> np.ndarray:
+    """circ_pad<T>'s index arithmetic, statement by statement, in Python.
+
+    Returns the flat output (-1 where nothing was written).
+    """
+    g = int(p["group"])
+    unroll = 4 if x.itemsize >= 8 else 32 // x.itemsize
+    in_dims, out_dims = [int(v) for v in p["in_dims"]], [int(v) for v in p["out_dims"]]
+    shift, strides = [int(v) for v in p["shift"]], [int(v) for v in p["in_strides"]]
+    rows, strips, strip_len = int(p["rows"]), int(p["strips"]), int(p["strip_len"])
+    xf = x.reshape(-1)
+    y = np.full(math.prod(out_dims), -1, dtype=np.int64)
+    wo, wi = out_dims[7], in_dims[7]
+    ngroups = grid * block // g
+    units = rows * strips
+    per = -(-units // ngroups)
+    for gid in range(ngroups):
+        for lane in range(g):
+            unit, unit_end = gid * per, min(units, gid * per + per)
+            if unit >= unit_end:
+                continue
+            lane_c, step, strip_step = (lane + shift[7]) % wi, g % wi, strip_len % wi
+            row, strip = divmod(unit, strips)
+            strip_c = (strip * strip_len) % wi
+            o, s, in_off, rest = [0] * 7, [0] * 7, 0, row
+            for d in range(6, -1, -1):
+                od = 0
+                if out_dims[d] > 1:
+                    rest, od = divmod(rest, out_dims[d])
+                sd = od + shift[d]
+                if sd >= in_dims[d]:
+                    sd %= in_dims[d]
+                o[d], s[d] = od, sd
+                in_off += sd * strides[d]
+            while True:
+                col0 = strip * strip_len
+                ncols = min(strip_len, wo - col0)
+                c = lane_c + strip_c
+                c -= wi if c >= wi else 0
+                for jb in range(lane, ncols, g * unroll):
+                    for k in range(unroll):
+                        if jb + k * g < ncols:
+                            y[row * wo + col0 + jb + k * g] = xf[in_off + c]
+                        c += step
+                        c -= wi if c >= wi else 0
+                unit += 1
+                if unit >= unit_end:
+                    break
+                strip += 1
+                if strip < strips:
+                    strip_c += strip_step
+                    strip_c -= wi if strip_c >= wi else 0
+                    continue
+                strip, strip_c, row = 0, 0, row + 1
+                carry = True
+                for d in range(6, -1, -1):
+                    if carry:
+                        o[d] += 1
+                        carry = o[d] == out_dims[d]
+                        if not carry:
+                            in_off += strides[d]
+                            s[d] += 1
+                            if s[d] == in_dims[d]:
+                                s[d] = 0
+                                in_off -= in_dims[d] * strides[d]
+                        else:
+                            in_off += (shift[d] - s[d]) * strides[d]
+                            s[d], o[d] = shift[d], 0
+    return y
+
+
+# (input shape, pads): ranks 1..5, odd sizes, zero pads, pads larger than the dim, rows shorter
+# than a warp, rows longer than one strip, pads on some dims only.
+CIRC_CASES = [
+    ((7,), [2, 3]),
+    ((1,), [4, 5]),
+    ((3,), [10, 7]),
+    ((5,), [0, 0]),
+    ((2, 3), [1, 1, 2, 0]),
+    ((4, 5), [7, 9]),
+    ((3, 1, 6), [5, 6, 0, 0, 3, 2]),
+    ((2, 3, 4, 5), [1, 1, 1, 1]),
+    ((2, 3, 4, 5), [6, 0, 0, 7, 9, 1, 2, 2]),
+    ((2, 1, 3, 2, 3), [1, 2, 3, 4, 5, 6, 1, 0, 2, 2]),
+    ((3, 37), [1, 30]),
+    ((2, 3, 1), [0, 0, 2, 2]),
+]
+
+
+def _pads_ok(in_shape, pads) -> bool:
+    return len(pads) <= 2 * len(in_shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: sources, instantiations, cache
+
+
+def test_kernels_dir_holds_the_shipped_sources():
+    names = {p.name for p in kernel_sources()}
+    assert kernels_dir() == REPO / "kernels_cu"
+    assert {"circ_pad.cu", "leaky_relu.cu"} <= names
+    assert (kernels_dir() / "common.cuh").is_file()
+
+
+def test_kernels_dir_found_after_install_layout(tmp_path):
+    """Without a checkout beside the package, kernels_dir() finds pyplugins.kernels_cu."""
+    pkg = tmp_path / "site" / "pyplugins"
+    (pkg / "kernels_cu").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for name in ("errors.py", "kernels.py"):
+        (pkg / name).write_bytes((REPO / "pyplugins" / name).read_bytes())
+    (pkg / "kernels_cu" / "__init__.py").write_text("")
+    (pkg / "kernels_cu" / "x.cu").write_text("// @instantiate x<float>\n")
+    code = ("import pyplugins.kernels as k; print(k.kernels_dir()); "
+            "print(k.instantiations('x.cu'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(tmp_path / "site")}, check=True)
+    lines = out.stdout.splitlines()
+    assert Path(lines[0]) == (pkg / "kernels_cu").resolve() or Path(lines[0]) == pkg / "kernels_cu"
+    assert lines[1] == "['x<float>']"
+
+
+def test_instantiations_of_shipped_files():
+    assert instantiations("circ_pad.cu")[:2] == ["circ_pad<float>", "circ_pad<__half>"]
+    assert instantiations("leaky_relu.cu") == [
+        "leaky_relu<float>", "leaky_relu<__half>", "leaky_relu<__nv_bfloat16>"]
+
+
+def test_instantiations_parsing(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(textwrap.dedent("""\
+        // k.cu -- something
+        //   @instantiate  k<float, 4>
+        // @instantiate k<__half>   
+        // @instantiate k<float, 4>
+        // instantiate k<double> (not a marker)
+        int x; // @instantiate trailing<int> is not at the start of a comment line
+        """))
+    assert instantiations(src) == ["k<float, 4>", "k<__half>"]
+    (tmp_path / "none.cu").write_text("__global__ void f() {}\n")
+    assert instantiations(tmp_path / "none.cu") == []
+
+
+def test_kernel_expression_and_supports():
+    k = Kernel("circ_pad.cu", "circ_pad<{T}>")
+    assert k.expression_for("signed char") == "circ_pad<signed char>"
+    assert k.supports("float") and k.supports("__half") and not k.supports("double")
+    assert k.compile_options()[:2] == ("-std=c++17", f"-I{kernels_dir()}")
+    assert "circ_pad.cu" in repr(k)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(source="", expression="k<{T}>"),
+    dict(source=3, expression="k<{T}>"),
+    dict(source="k.cu", expression=""),
+    dict(source="k.cu", expression="k<{T}>", options="-O3"),
+    dict(source="k.cu", expression="k<{T}>", options=(3,)),
+])
+def test_kernel_rejects_bad_definitions(bad):
+    source, expression = bad.pop("source"), bad.pop("expression")
+    with pytest.raises(TypeError):
+        Kernel(source, expression, **bad)
+
+
+def test_missing_source_names_file_kernel_and_options():
+    k = Kernel("no_such_op.cu", "no_such_op<{T}>", options=("-DFOO=1",))
+    with pytest.raises(KernelCompileError) as info:
+        k.function("float", device=0)
+    msg = str(info.value)
+    assert "no_such_op.cu" in msg and "no_such_op<float>" in msg and "-DFOO=1" in msg
+    assert "circ_pad.cu" in msg  # lists what exists
+    assert info.value.source == "no_such_op.cu" and info.value.kernel == "no_such_op<float>"
+
+
+def test_missing_header_is_a_compile_error(tmp_path):
+    (tmp_path / "a.cu").write_text('#include "nope.cuh"\n// @instantiate a<float>\n')
+    with pytest.raises(KernelCompileError, match="nope.cuh"):
+        source_digest(tmp_path / "a.cu")
+
+
+def test_digest_covers_included_headers(tmp_path):
+    (tmp_path / "h.cuh").write_text("#define X 1\n")
+    (tmp_path / "a.cu").write_text('#include "h.cuh"\n#include "common.cuh"\n')
+    before = source_digest(tmp_path / "a.cu")
+    assert source_digest(tmp_path / "a.cu") == before
+    (tmp_path / "h.cuh").write_text("#define X 2\n")
+    assert source_digest(tmp_path / "a.cu") != before
+
+
+def test_nvrtc_code_keeps_line_numbers_and_carries_digest():
+    code = kernels.nvrtc_code("k.cu", "line1\nline2", "abc123")
+    lines = code.splitlines()
+    assert lines[0] == '#line 1 "k.cu"' and lines[1:3] == ["line1", "line2"]
+    assert "abc123" in lines[-1] and lines[-1].startswith("//")
+
+
+class _FakeRuntime:
+    device = 0
+
+    def getDevice(self):  # noqa: N802 - CuPy's name
+        return self.device
+
+
+class _FakeCupy:
+    def __init__(self):
+        self.cuda = type("cuda", (), {"runtime": _FakeRuntime()})()
+
+
+@pytest.fixture
+def fake_compile(monkeypatch):
+    """Replace CuPy by a stand-in that records what would be compiled."""
+    calls = []
+    fake = _FakeCupy()
+
+    def compile_(cupy, path, text, digest, expr, options, device):
+        calls.append((path.name, digest, expr, options, device))
+        return object()
+
+    kernels.clear_cache()
+    monkeypatch.setattr(kernels, "_import_cupy", lambda: fake)
+    monkeypatch.setattr(kernels, "_compile", compile_)
+    yield calls, fake
+    kernels.clear_cache()
+
+
+def test_cache_key_is_device_digest_expression_options(fake_compile, tmp_path):
+    calls, fake = fake_compile
+    k = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
+    first = k.function("float")
+    assert k.function("float") is first
+    assert Kernel("leaky_relu.cu", "leaky_relu<{T}>").function("float", device=0) is first
+    assert len(calls) == 1 and calls[0][2] == "leaky_relu<float>" and calls[0][4] == 0
+    k.function("__half")
+    k.function("float", device=1)
+    fake.cuda.runtime.device = 1
+    assert k.function("float") is k.function("float", device=1)
+    Kernel("leaky_relu.cu", "leaky_relu<{T}>", options=("-DX",)).function("float")
+    assert len(calls) == 4
+    assert kernels.cached_count() == 4 and kernels.cached_count(1) == 2
+    fake.cuda.runtime.device = 0
+
+    # Editing an included header changes the digest, hence compiles again.
+    (tmp_path / "h.cuh").write_text("// v1\n")
+    (tmp_path / "a.cu").write_text('#include "h.cuh"\n')
+    a = Kernel(str(tmp_path / "a.cu"), "a<{T}>")
+    a.function("float")
+    a.function("float")
+    (tmp_path / "h.cuh").write_text("// v2\n")
+    a.function("float")
+    assert len(calls) == 6 and calls[4][1] != calls[5][1]
+    kernels.clear_cache(1)
+    assert kernels.cached_count(1) == 0 and kernels.cached_count(0) == 4
+
+
+def test_import_does_not_import_cupy():
+    code = ("import sys, pyplugins.kernels, pyplugins.launch; "
+            "sys.exit(1 if any(m == 'cupy' or m.startswith(('cupy.', 'cupy_backends')) "
+            "for m in sys.modules) else 0)")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_missing_cupy_is_actionable(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'pyplugins\[cuda\]'"):
+        Kernel("leaky_relu.cu", "leaky_relu<{T}>").function("float")
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: Launch packing and validation (an empty grid needs neither CuPy nor a GPU)
+
+
+def _empty_launch(args, **kw):
+    return Launch(0x1000, grid=0, block=BLOCK, args=args, device=0, **kw)
+
+
+def test_launch_packs_pointers_scalars_and_structs():
+    dt = np.dtype([("a", "<i4"), ("b", "<i8"), ("c", "<f4")], align=True)
+    st = np.zeros((), dt)[()]
+    st["a"], st["b"], st["c"] = -3, 1 << 40, 2.5
+    raw = ByValue(bytes(range(32)), align=16)
+    launch = _empty_launch((POINTER, np.float32(0.25), POINTER, st, np.int8(-2), raw,
+                            np.int64(-7), np.float16(1.5)))
+    assert launch.pointer_count == 2
+    expected = [b"\0" * 8, np.float32(0.25).tobytes(), b"\0" * 8, st.tobytes(),
+                np.int8(-2).tobytes(), bytes(range(32)), np.int64(-7).tobytes(),
+                np.float16(1.5).tobytes()]
+    assert [launch.param_bytes(i) for i in range(8)] == expected
+    base = launch._storage.ctypes.data
+    aligns = [8, 4, 8, 8, 1, 16, 8, 2]
+    for (offset, _), align in zip(launch.layout, aligns):
+        assert (base + offset) % align == 0
+    addresses = [int(a) for a in launch._params]
+    assert addresses == [base + off for off, _ in launch.layout]
+    launch(0, 0xAAAA, 0xBBBB)  # empty grid: fills the slots, launches nothing
+    assert launch.param_bytes(0) == (0xAAAA).to_bytes(8, "little")
+    assert launch.param_bytes(2) == (0xBBBB).to_bytes(8, "little")
+    assert launch.skips
+
+
+def test_launch_without_pointers():
+    launch = _empty_launch((np.int32(1),))
+    launch(0)
+    assert launch.pointer_count == 0
+
+
+@pytest.mark.parametrize("pointers", [(), (1,), (1, 2, 3), (1.5, 2), ("a", 2)])
+def test_launch_rejects_wrong_pointers(pointers):
+    launch = _empty_launch((POINTER, POINTER))
+    with pytest.raises(LaunchError, match="2 device pointer"):
+        launch(0, *pointers)
+
+
+@pytest.mark.parametrize("arg, match", [
+    (3, "ambiguous"), (0.5, "ambiguous"), (True, "ambiguous"), (b"abcd", "by value"),
+    (np.zeros((), np.dtype([("a", "u1"), ("b", "<i8")]))[()], "align=True"),
+    (np.complex64(1), "by value"), ("x", "by value"),
+])
+def test_launch_rejects_ambiguous_or_unlaid_arguments(arg, match):
+    with pytest.raises(LaunchError, match=match):
+        _empty_launch((POINTER, arg))
+
+
+def test_launch_accepts_packed_dtype_with_c_layout():
+    dt = np.dtype([("a", "<i8"), ("b", "<i8", 3)])  # no padding needed: same as aligned
+    launch = _empty_launch((np.zeros((), dt)[()],))
+    assert launch.layout[0] == (0, 32)
+    assert launch.param_bytes(0) == bytes(32)
+
+
+@pytest.mark.parametrize("data, align", [(b"", 8), (b"ab", 3), (b"ab", 0), ("ab", 2)])
+def test_by_value_validation(data, align):
+    with pytest.raises(LaunchError):
+        ByValue(data, align)
+
+
+@pytest.mark.parametrize("grid, block, match", [
+    ((MAX_GRID[0] + 1,), 256, "exceeds"), ((1, 65536), 256, "exceeds"),
+    ((1, 1, 65536), 256, "exceeds"), (1, 2048, "at most"), (1, (32, 32, 2), "at most"),
+    (1, (1, 1, 65), "at most"), (1, 0, "at least 1"), (-1, 256, "negative"),
+    ((1, 2, 3, 4), 256, "1 to 3"), (1.5, 256, "1 to 3"),
+])
+def test_launch_rejects_bad_dims(grid, block, match):
+    with pytest.raises(LaunchError, match=match):
+        Launch(0x1000, grid=grid, block=block, args=(), device=0)
+
+
+def test_launch_error_names_kernel_config_and_cause():
+    launch = _empty_launch((POINTER,), name="my_kernel")
+
+    def refuse(stream, params, extra):
+        raise RuntimeError("CUDA_ERROR_INVALID_VALUE: invalid argument")
+
+    launch._go = refuse
+    with pytest.raises(LaunchError) as info:
+        launch(0x77, 1)
+    msg = str(info.value)
+    assert "my_kernel" in msg and "(0, 1, 1)" in msg and "(256, 1, 1)" in msg
+    assert "CUDA_ERROR_INVALID_VALUE" in msg and "119" in msg
+
+
+def test_launch_rejects_unknown_function_type():
+    with pytest.raises(LaunchError, match="RawKernel"):
+        Launch("circ_pad", grid=0, block=1, device=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: circ_pad's index arithmetic against np.pad
+
+
+@pytest.mark.parametrize("in_shape, pads", CIRC_CASES)
+@pytest.mark.parametrize("max_blocks", [1, 2, 10**6])
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, itemsize):
+    x = np.arange(math.prod(in_shape), dtype=np.int64).reshape(in_shape)
+    out_shape, p, grid = circ_pad_plan(in_shape, pads, itemsize, max_blocks=max_blocks)
+    expected = np.pad(x, pad_widths(len(in_shape), pads), mode="wrap")
+    assert out_shape == expected.shape
+    if itemsize != 4 and max_blocks != 1:
+        return  # the unroll depth only matters in combination; keep the matrix small
+    got = emulate_circ_pad(x, p, grid, block=64).reshape(expected.shape)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_circ_pad_plan_splits_long_rows_into_strips():
+    out_shape, p, grid = circ_pad_plan((3, 5000), [7, 11], 4, max_blocks=1)
+    assert int(p["strips"]) == 3 and int(p["strip_len"]) == 8 * 32 * 8
+    x = np.arange(15000, dtype=np.int64).reshape(3, 5000)
+    got = emulate_circ_pad(x, p, grid, block=32).reshape(3, 5018)
+    np.testing.assert_array_equal(got, np.pad(x, [(0, 0), (7, 11)], mode="wrap"))
+
+
+def test_circ_pad_params_dtype_matches_the_c_struct():
+    assert CIRC_PAD_PARAMS.itemsize == 288 and CIRC_PAD_PARAMS.alignment == 8
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+
+    return cupy
+
+
+@pytest.fixture
+def stream(cp):
+    s = cp.cuda.Stream(non_blocking=True)
+    yield s
+    s.synchronize()
+
+
+CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
+          np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
+CIRC_PAD = Kernel("circ_pad.cu", "circ_pad<{T}>")
+LEAKY = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
+
+
+def _random(cp, shape, dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        host = rng.standard_normal(shape).astype(dtype)
+    else:
+        host = rng.integers(0, 100, size=shape).astype(dtype)
+    return host, cp.asarray(host)
+
+
+def _poisoned(cp, shape, dtype):
+    dtype = np.dtype(dtype)
+    return cp.full(shape, np.nan if dtype.kind == "f" else -1, dtype=dtype)
+
+
+def _ready(cp):
+    """Finish the set-up work queued on the legacy default stream (the test streams are
+    non-blocking, so they would not wait for it)."""
+    cp.cuda.Device().synchronize()
+
+
+def _circ_pad_launch(cp, x, pads, max_blocks=None):
+    from pyplugins.launch import resident_blocks
+
+    fn = CIRC_PAD.function(CTYPES[x.dtype])
+    cap = resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
+    out_shape, params, grid = circ_pad_plan(x.shape, pads, x.itemsize, max_blocks=cap)
+    y = _poisoned(cp, out_shape, x.dtype)
+    return Launch(fn, grid, BLOCK, (POINTER, POINTER, params)), y
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("in_shape, pads", CIRC_CASES + [
+    ((0, 3), [1, 1]),                        # empty input and output: no launch
+    ((2, 3, 700, 9), [3, 4, 0, 0, 1, 2]),
+    ((2, 4099), [5000, 3]),                  # pads larger than the row, several strips
+    ((4, 3, 65, 130), [1, 1, 1, 1]),
+])
+@pytest.mark.parametrize("max_blocks", [None, 3])
+def test_circ_pad_matches_numpy(cp, stream, dtype, in_shape, pads, max_blocks):
+    rng = np.random.default_rng()
+    host, x = _random(cp, in_shape, dtype, rng)
+    launch, y = _circ_pad_launch(cp, x, pads, max_blocks)
+    _ready(cp)
+    launch(stream.ptr, x.data.ptr, y.data.ptr)
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y),
+                                  np.pad(host, pad_widths(host.ndim, pads), mode="wrap"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.int8, np.int64])
+def test_circ_pad_other_element_sizes(cp, stream, dtype):
+    rng = np.random.default_rng()
+    host, x = _random(cp, (3, 5, 67), dtype, rng)
+    pads = [70, 2, 1, 9]
+    launch, y = _circ_pad_launch(cp, x, pads)
+    _ready(cp)
+    launch(stream.ptr, x.data.ptr, y.data.ptr)
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y), np.pad(host, pad_widths(3, pads), mode="wrap"))
+
+
+def _leaky_reference(host, slope):
+    wide = host.astype(np.float32)
+    return np.where(wide >= 0, wide, wide * np.float32(slope)).astype(host.dtype)
+
+
+def _leaky_launch(cp, n, dtype, max_blocks=None):
+    from pyplugins.launch import resident_blocks
+
+    fn = LEAKY.function(CTYPES[np.dtype(dtype)])
+    cap = resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
+    grid = leaky_relu_grid(n, np.dtype(dtype).itemsize, max_blocks=cap)
+    return lambda slope: Launch(fn, grid, BLOCK, (POINTER, POINTER, np.int64(n),
+                                                  np.float32(slope)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 1000, 4097, 65536 + 5,
+                               (1 << 20) + 3])
+@pytest.mark.parametrize("offsets", [(0, 0), (1, 1), (3, 3), (1, 0), (0, 5)])
+def test_leaky_relu_matches_numpy(cp, stream, dtype, n, offsets):
+    rng = np.random.default_rng()
+    slope = float(rng.uniform(0.01, 0.5))
+    ox, oy = offsets
+    host, xbuf = _random(cp, n + ox, dtype, rng)
+    ybuf = _poisoned(cp, n + oy, dtype)
+    launch = _leaky_launch(cp, n, dtype)(slope)
+    _ready(cp)
+    launch(stream.ptr, xbuf.data.ptr + ox * xbuf.itemsize, ybuf.data.ptr + oy * ybuf.itemsize)
+    stream.synchronize()
+    got = cp.asnumpy(ybuf)
+    np.testing.assert_array_equal(got[oy:], _leaky_reference(host[ox:], slope))
+    assert np.isnan(got[:oy]).all()  # nothing written before y
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_leaky_relu_in_place_and_small_grid(cp, stream, dtype):
+    rng = np.random.default_rng()
+    n = 12345
+    host, x = _random(cp, n, dtype, rng)
+    launch = _leaky_launch(cp, n, dtype, max_blocks=2)(0.2)
+    _ready(cp)
+    launch(stream.ptr, x.data.ptr, x.data.ptr)
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), _leaky_reference(host, 0.2))
+
+
+@pytest.mark.gpu
+def test_launch_captured_in_a_cuda_graph(cp, stream):
+    rng = np.random.default_rng()
+    host, x = _random(cp, (3, 17, 40), np.float32, rng)
+    pads = [2, 5, 20, 1]
+    launch, y = _circ_pad_launch(cp, x, pads)
+    n = y.size
+    leaky = _leaky_launch(cp, n, np.float32)(0.1)
+    z = _poisoned(cp, y.shape, np.float32)
+    _ready(cp)
+    stream.begin_capture()
+    launch(stream.ptr, x.data.ptr, y.data.ptr)
+    leaky(stream.ptr, y.data.ptr, z.data.ptr)
+    graph = stream.end_capture()
+    for _ in range(2):  # fresh data each replay: the graph reads the same buffers
+        host = rng.standard_normal(x.shape).astype(np.float32)
+        with stream:
+            x.set(host)
+            y.fill(np.nan)
+            z.fill(np.nan)
+        graph.launch(stream)
+        stream.synchronize()
+        padded = np.pad(host, pad_widths(3, pads), mode="wrap")
+        np.testing.assert_array_equal(cp.asnumpy(y), padded)
+        np.testing.assert_array_equal(cp.asnumpy(z), _leaky_reference(padded, 0.1))
+
+
+@pytest.mark.gpu
+def test_compile_error_carries_log_with_line_numbers(tmp_path):
+    src = tmp_path / "broken.cu"
+    src.write_text(textwrap.dedent("""\
+        // @instantiate broken<float>
+        #include "common.cuh"
+        template <typename T>
+        __global__ void broken(T* x) {
+            x[0] = undefined_name;
+        }
+        """))
+    k = Kernel(str(src), "broken<{T}>", options=("-DPROBE=1",))
+    with pytest.raises(KernelCompileError) as info:
+        k.function("float")
+    err = info.value
+    msg = str(err)
+    assert "broken.cu" in msg and "broken<float>" in msg and "-DPROBE=1" in msg
+    assert "undefined_name" in err.log and "broken.cu(5)" in err.log
+    assert "    5 | " in msg  # the offending source line, numbered
+    assert err.kernel == "broken<float>" and "-DPROBE=1" in err.options
+
+
+@pytest.mark.gpu
+def test_function_is_cached_per_device(cp):
+    dev = cp.cuda.runtime.getDevice()
+    fn = LEAKY.function("float")
+    assert LEAKY.function("float", device=dev) is fn
+    assert fn.kernel.ptr != 0
+
+
+@pytest.mark.gpu
+def test_device_view_and_external_stream(cp, stream):
+    from pyplugins.launch import device_view, external_stream
+
+    x = cp.arange(24, dtype=cp.float32)
+    _ready(cp)
+    dev = x.device.id
+    view = device_view(x.data.ptr, (2, 3, 4), np.float32, device=dev)
+    assert view.shape == (2, 3, 4) and view.data.ptr == x.data.ptr
+    ext = external_stream(stream.ptr, device=dev)
+    assert external_stream(stream.ptr, device=dev) is ext
+    with ext:
+        view *= 2
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), np.arange(24, dtype=np.float32) * 2)
+
+
+@pytest.mark.gpu
+def test_launch_refuses_impossible_shared_memory(cp):
+    fn = LEAKY.function("float")
+    with pytest.raises(LaunchError, match="shared memory"):
+        Launch(fn, 1, BLOCK, (POINTER, POINTER, np.int64(0), np.float32(0)),
+               shared_mem=64 * 1024 * 1024)
+
+
+@pytest.mark.gpu
+def test_resident_blocks_covers_every_sm(cp):
+    from pyplugins.launch import resident_blocks
+
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    assert resident_blocks(LEAKY.function("float"), BLOCK) >= sms

@@ -1,0 +1,98 @@
+"""Every kernels_cu/*.cu file compiles, for sm_80 and sm_90, every instantiation it lists.
+
+Runs in CPU CI (nvcc, no GPU). For each file a wrapper ``#include``s it and takes the address of
+each ``// @instantiate`` expression, which makes nvcc instantiate and compile those kernels; one
+nvcc call per file builds both architectures, and the files compile in parallel. A file listing
+no instantiation fails: it would compile nothing. Skipped only where ``nvcc`` is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from pyplugins.kernels import instantiations, kernel_sources, kernels_dir
+
+SOURCES = kernel_sources()
+ARCHS = ("80", "90")
+NVCC = shutil.which("nvcc")
+
+# Headers NVRTC does not have (it ships no C or C++ standard library): a kernels_cu file that
+# includes one compiles under nvcc here and then fails at run time under NVRTC.
+_STD_HEADER = re.compile(
+    r"^\s*#\s*include\s*<(?P<name>(?:c(?:stdint|stddef|stdio|stdlib|string|math|assert|limits|"
+    r"float|climits)|std\w*\.h|math\.h|string\.h|assert\.h|limits\.h|float\.h|type_traits|"
+    r"limits|utility|algorithm|array|tuple|vector|memory|cmath|iostream|numeric|"
+    r"initializer_list|functional))>", re.MULTILINE)
+
+
+def _wrapper(source: Path, exprs: list[str]) -> str:
+    taken = ",\n    ".join(f"reinterpret_cast<const void*>(&{e})" for e in exprs)
+    return (f'#include "{source.as_posix()}"\n'
+            f"const void* pyplugins_instantiations[] = {{\n    {taken}\n}};\n")
+
+
+def _compile(source: Path, exprs: tuple[str, ...], workdir: Path) -> subprocess.CompletedProcess:
+    wrapper = workdir / f"{source.stem}_instantiations.cu"
+    wrapper.write_text(_wrapper(source, list(exprs)))
+    gencode = [arg for arch in ARCHS
+               for arg in ("-gencode", f"arch=compute_{arch},code=sm_{arch}")]
+    cmd = [NVCC, "-std=c++17", "-c", *gencode, f"-I{kernels_dir()}", str(wrapper),
+           "-o", str(workdir / f"{source.stem}.o")]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+@lru_cache(maxsize=1)
+def _compile_all(workdir: str) -> dict[str, subprocess.CompletedProcess]:
+    todo = {src.name: (src, tuple(instantiations(src))) for src in SOURCES}
+    todo = {name: job for name, job in todo.items() if job[1]}
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {name: pool.submit(_compile, src, exprs, Path(workdir))
+                   for name, (src, exprs) in todo.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("nvcc is not on PATH")
+    return _compile_all(str(tmp_path_factory.mktemp("nvcc")))
+
+
+def test_sources_are_discovered():
+    names = [p.name for p in SOURCES]
+    assert "circ_pad.cu" in names and "leaky_relu.cu" in names
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_source_lists_instantiations(source):
+    assert instantiations(source), (
+        f"{source.name} lists no '// @instantiate EXPR' line, so nothing of it would be "
+        "compiled or tested; list each supported instantiation in its header comment.")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_source_avoids_headers_nvrtc_lacks(source):
+    found = [m.group("name") for m in _STD_HEADER.finditer(source.read_text())]
+    assert not found, (
+        f"{source.name} includes {found}, which NVRTC does not provide; use the helpers in "
+        "common.cuh and builtin types instead.")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_source_compiles_for_sm80_and_sm90(compiled, source):
+    exprs = instantiations(source)
+    if not exprs:
+        pytest.fail(f"{source.name} lists no '// @instantiate' line: nothing to compile.")
+    result = compiled[source.name]
+    assert result.returncode == 0, (
+        f"nvcc failed on {source.name} (instantiations {exprs}, sm_{'/sm_'.join(ARCHS)}):\n"
+        f"{result.stderr}{result.stdout}")
