@@ -691,7 +691,7 @@ def test_enqueue_exception_prints_thrown_from_and_returns_minus_one(capfd):
 def test_initialize_exception_is_printed_and_returns_minus_one(capfd):
     assert trampoline.initialize(plugin_with(initialize=raising("initialize"))) == -1
     err = capfd.readouterr().err
-    assert err.startswith("[ERROR] Exception ") and "initialize() " in err
+    assert err.startswith("[ERROR] Exception ") and "initialize()" in err
     assert "ValueError: initialize failed" in err
 
 
