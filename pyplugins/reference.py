@@ -114,12 +114,11 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, dtype, *, what: str =
         return
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
-    allowed = tol.atol + tol.rtol * np.abs(e)
     with np.errstate(invalid="ignore"):
-        err = np.abs(a - e)
-        # NaN where expected is finite counts as infinitely wrong; NaN == NaN passes.
-        both_nan = np.isnan(a) & np.isnan(e)
-        err = np.where(both_nan, 0.0, np.where(np.isnan(err), np.inf, err))
+        allowed = tol.atol + tol.rtol * np.nan_to_num(np.abs(e), nan=0.0, posinf=0.0)
+        # Equal values (infinities, NaN against NaN) pass; any other NaN is infinitely wrong.
+        same = (a == e) | (np.isnan(a) & np.isnan(e))
+        err = np.where(same, 0.0, np.nan_to_num(np.abs(a - e), nan=np.inf))
         excess = err - allowed
     bad = excess > 0
     if not bad.any():
