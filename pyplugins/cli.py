@@ -156,40 +156,36 @@ def _use_emulator() -> Any:
 
 
 def _import_plugin_module(target: str) -> Tuple[Any, str]:
-    """Import a dotted module name or a ``.py`` file; returns (module, what to re-import)."""
+    """Import a dotted module name or a ``.py`` file; returns (module, what to re-import).
+
+    Files are loaded by the lifecycle driver's loader (once per process, under a name derived
+    from the path), so ``lifecycle.run(plugin_module=...)`` finds the same module again.
+    """
     path = Path(target)
     if target.endswith(".py") or path.is_file():
         if not path.is_file():
             msg = f"MODULE_OR_FILE {target!r}: no such file"
             raise UsageError(msg)
         path = path.resolve()
-        name = re.sub(r"\W", "_", path.stem) or "plugin_module"
         directory = str(path.parent)
         if directory not in sys.path:
-            sys.path.insert(0, directory)  # so the file can import its neighbours
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            msg = f"MODULE_OR_FILE {target!r}: not a loadable Python file"
+            sys.path.insert(0, directory)  # so the file can import its neighbours, as `python f.py`
+        ref = str(path)
+    else:
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target):
+            msg = (f"MODULE_OR_FILE {target!r}: expected a dotted module name (my_pkg.my_plugin) "
+                   "or a path to a .py file")
             raise UsageError(msg)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException as err:
-            sys.modules.pop(name, None)
-            raise _import_failure(target, err) from err
-        return module, str(path)
-    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target):
-        msg = (f"MODULE_OR_FILE {target!r}: expected a dotted module name (my_pkg.my_plugin) "
-               "or a path to a .py file")
-        raise UsageError(msg)
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` does
+        ref = target
+    from pyplugins.emulator._fresh import import_module  # noqa: PLC0415
+
     try:
-        module = importlib.import_module(target)
+        module = import_module(ref)
     except BaseException as err:
         raise _import_failure(target, err) from err
-    return module, target
+    return module, ref
 
 
 def _import_failure(target: str, err: BaseException) -> UsageError:
@@ -304,7 +300,6 @@ def _add_check(subparsers: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     from pyplugins._config import override  # noqa: PLC0415
-    from pyplugins.errors import FieldError  # noqa: PLC0415
 
     specs = [parse_input(text) for text in args.inputs]
     attrs = _parse_attrs(args.attrs)
@@ -312,28 +307,43 @@ def _run_check(args: argparse.Namespace) -> int:
         parse_plugin(args.plugin)
     redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
                 else contextlib.nullcontext())
-    with override(trt="emulator"), redirect:
-        _use_emulator()
-        from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
-
-        registry = get_plugin_registry()
-        before = {id(c) for c in registry.all_creators}
-        module, module_ref = _import_plugin_module(args.target)
-        new = ([c for c in registry.all_creators if id(c) not in before]
-               or _module_creators(registry, module))
-        creator = _find_creator(registry, args.plugin, new)
-        _warn_unknown_attrs(creator, attrs)
-        from pyplugins.emulator import lifecycle  # noqa: PLC0415
-
-        inputs = [lifecycle.TensorSpec(**spec) for spec in specs]
-        try:
-            report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
-                                   fresh_process=args.fresh_process, plugin_module=module_ref,
-                                   trace=args.trace)
-        except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
-            raise UsageError(f"--attr: {err}") from err
+    saved_trt = sys.modules.get("tensorrt")
+    try:
+        with override(trt="emulator"), redirect:
+            report = _check(args, specs, attrs)
+    finally:  # in-process callers get their `import tensorrt` back
+        if saved_trt is None:
+            sys.modules.pop("tensorrt", None)
+        else:
+            sys.modules["tensorrt"] = saved_trt
     _print_report(report, as_json=args.json, with_trace=args.trace)
     return EXIT_OK if report.ok else EXIT_VIOLATION
+
+
+def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[str, Any]) -> Any:
+    """Import the module with the emulator in place, find the creator, run the lifecycle."""
+    from pyplugins.errors import FieldError  # noqa: PLC0415
+
+    _use_emulator()
+    from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
+
+    registry = get_plugin_registry()
+    before = {id(c) for c in registry.all_creators}
+    module, module_ref = _import_plugin_module(args.target)
+    new = ([c for c in registry.all_creators if id(c) not in before]
+           or _module_creators(registry, module))
+    creator = _find_creator(registry, args.plugin, new)
+    _warn_unknown_attrs(creator, attrs)
+    from pyplugins.emulator import lifecycle  # noqa: PLC0415
+
+    inputs = [lifecycle.TensorSpec(**spec) for spec in specs]
+    try:
+        report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
+                               fresh_process=args.fresh_process, plugin_module=module_ref,
+                               trace=args.trace)
+    except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
+        raise UsageError(f"--attr: {err}") from err
+    return report
 
 
 def _warn_unknown_attrs(creator: Any, attrs: Dict[str, Any]) -> None:

@@ -192,24 +192,63 @@ class Trace:
         return ", ".join(parts)
 
     # -- output ----------------------------------------------------------------------------------
-    def format_timeline(self) -> str:
-        """One line per callback: index, start offset, phase, object, call, result, duration."""
+    def format_timeline(self, collapse: bool = True) -> str:
+        """One line per callback: index, start offset, phase, object, call, result, duration.
+
+        Args:
+            collapse: in a run of ``supports_format_combination`` calls on one object, show only
+                the accepted combinations and failed calls, with one line counting the rejected
+                ones (the format search can make hundreds of calls). ``False`` shows every call.
+        """
         if not self.entries:
             return "(no plugin callbacks recorded)"
         label_width = max(len(e.obj_label) for e in self.entries)
         phase_width = max([len(e.phase or "-") for e in self.entries] + [5])
-        lines = []
-        for e in self.entries:
+        offset_width = max(len(f"+{e.t_offset_s * 1e3:.1f}ms") for e in self.entries)
+        lines: List[str] = []
+        hidden = 0
+
+        def flush() -> None:
+            nonlocal hidden
+            if hidden:
+                lines.append(f"{'':6}... {hidden} rejected format combination(s) not shown "
+                             "(format_timeline(collapse=False) lists them)")
+                hidden = 0
+
+        for i, e in enumerate(self.entries):
+            if collapse and self._collapsible(i):
+                hidden += 1
+                continue
+            flush()
             call = f"{e.method}({e.args_summary})"
             result = f"-> {e.result_summary}"
             if e.default:
-                result += " (not defined by the plugin: TensorRT's default)"
-            line = (f"{e.index:4d}  +{e.t_offset_s * 1e3:.1f}ms  {(e.phase or '-'):<{phase_width}}  "
-                    f"{e.obj_label:<{label_width}}  {call} {result}   {e.seconds * 1e3:.2f}ms")
+                result += " (TensorRT's default: not defined by the plugin)"
+            offset = f"+{e.t_offset_s * 1e3:.1f}ms"
+            line = (f"{e.index:4d}  {offset:>{offset_width}}  "
+                    f"{(e.phase or '-'):<{phase_width}}  {e.obj_label:<{label_width}}  "
+                    f"{call} {result}   {e.seconds * 1e3:.2f}ms")
             if e.error:
                 line += f"\n{'':6}!! {e.error}"
             lines.append(line)
+        flush()
         return "\n".join(lines)
+
+    def _collapsible(self, i: int) -> bool:
+        """A rejected, error-free format query inside a run of at least 8 on the same object."""
+        e = self.entries[i]
+        if e.method != "supports_format_combination" or e.error or e.result_summary != "False":
+            return False
+        lo = hi = i
+        while lo > 0 and self._same_run(self.entries[lo - 1], e):
+            lo -= 1
+        while hi + 1 < len(self.entries) and self._same_run(self.entries[hi + 1], e):
+            hi += 1
+        return hi - lo + 1 >= 8
+
+    @staticmethod
+    def _same_run(other: TraceEntry, e: TraceEntry) -> bool:
+        return other.method == e.method and other.obj_id == e.obj_id
 
     def to_json(self) -> List[Dict[str, Any]]:
         """The entries as JSON-serializable dicts."""

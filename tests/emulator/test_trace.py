@@ -232,3 +232,32 @@ def test_labels_are_reassigned_when_an_id_is_reused():
     del a
     b = Pad()  # may reuse the id of the collected object
     assert trace.label(b) == "P1 Pad"
+
+
+def test_long_format_searches_are_collapsed_to_accepted_combinations(capfd):
+    class Picky(Pad):
+        def supports_format_combination(self, pos, in_out, num_inputs):
+            return in_out[pos].type == trt.DataType.HALF
+
+    plugin = Picky()
+    with Trace() as trace:
+        for dtype in [trt.DataType.FLOAT] * 9 + [trt.DataType.HALF] + [trt.DataType.INT8] * 3:
+            trampoline.supports_format_combination(plugin, 0, [desc((2,), dtype)], 1)
+        trampoline.initialize(plugin)
+    short = trace.format_timeline()
+    assert "9 rejected format combination(s) not shown" in short
+    assert "3 rejected format combination(s) not shown" in short
+    assert "HALF LINEAR" in short and "-> True" in short
+    assert sum("supports_format_combination(" in line for line in short.splitlines()) == 1
+    full = trace.format_timeline(collapse=False)
+    assert sum("supports_format_combination(" in line for line in full.splitlines()) == 13
+    assert "not shown" not in full
+
+
+def test_short_format_searches_are_not_collapsed():
+    plugin = Pad()
+    with Trace() as trace:
+        for dtype in (trt.DataType.HALF, trt.DataType.FLOAT):
+            trampoline.supports_format_combination(plugin, 0, [desc((2,), dtype)], 1)
+    assert "not shown" not in trace.format_timeline()
+    assert trace.format_timeline().count("supports_format_combination(") == 2
