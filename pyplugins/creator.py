@@ -1,0 +1,202 @@
+"""``@pp.register``: the ``IPluginCreator`` for a :class:`pyplugins.Plugin`, registered with
+TensorRT's plugin registry, with the references TensorRT needs kept alive.
+
+The generated creator advertises the plugin's fields in ``field_names`` (so the ONNX parser
+passes the node's attributes of those names), builds plugins in ``create_plugin(name, fc)`` and
+``deserialize_plugin(name, data)``, and reports a failure (with the plugin and layer names)
+before TensorRT swallows it. Creators and the registry object are held in this module for the
+life of the process (protocol §5.4, §10.1: before TensorRT 10.6 the registry wrapper could be
+collected while TensorRT still held the creator's pointer).
+
+Example:
+    >>> import pyplugins as pp
+    >>> @pp.register(replace=True)
+    ... class Identity(pp.Plugin):
+    ...     name = "IdentityDoc"
+    ...     def get_output_dimensions(self, output_index, inputs, expr_builder):
+    ...         return inputs[0]
+    ...     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+    ...         pass
+    >>> Identity.creator.name, Identity.creator.plugin_version
+    ('IdentityDoc', '1')
+
+Registering the same (name, version, namespace) twice raises
+:class:`~pyplugins.errors.RegistrationError`; pass ``replace=True`` to swap the old creator out
+(handy when re-running a notebook cell).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
+
+import pyplugins.trt as trt
+from pyplugins import fields as _fields
+from pyplugins.errors import PluginDefinitionError, RegistrationError
+from pyplugins.plugin import Plugin, missing_methods, report
+
+P = TypeVar("P", bound=type)
+
+#: The registry object creators were registered with (kept alive, §5.4).
+_registry: Any = None
+#: (name, version, namespace) -> the registered creator (kept alive, §10.1).
+_creators: Dict[Tuple[str, str, str], Any] = {}
+
+
+def _creator_class(cls: Any) -> type:
+    """A ``trt.IPluginCreator`` subclass making ``cls`` instances."""
+
+    class Creator(trt.IPluginCreator):
+        plugin_class = cls
+
+        def __init__(self) -> None:
+            trt.IPluginCreator.__init__(self)
+            self.name = cls.name
+            self.plugin_version = cls.version
+            self.plugin_namespace = cls.namespace
+            self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
+            self.field_names = self._field_names
+
+        def create_plugin(self, name: str, fc: Any) -> Any:
+            try:
+                return cls.from_fields(fc, name)
+            except Exception as err:
+                report(cls, "create_plugin", (name, _FieldSummary(fc)), err, layer=name)
+                raise
+
+        def deserialize_plugin(self, name: str, data: bytes) -> Any:
+            try:
+                return cls.from_bytes(data, name)
+            except Exception as err:
+                report(cls, "deserialize_plugin", (name, _Bytes(data)), err, layer=name)
+                raise
+
+    Creator.__name__ = f"{cls.__name__}Creator"
+    Creator.__qualname__ = f"{cls.__qualname__}Creator"
+    Creator.__module__ = cls.__module__
+    Creator.__doc__ = f"TensorRT creator of plugin {cls.name!r} (made by pp.register)."
+    return Creator
+
+
+class _Bytes:
+    def __init__(self, data: Any) -> None:
+        self.n = len(data) if hasattr(data, "__len__") else -1
+
+    def __repr__(self) -> str:
+        return f"<{self.n} bytes>"
+
+
+class _FieldSummary:
+    def __init__(self, fc: Any) -> None:
+        self.fc = fc
+
+    def __repr__(self) -> str:
+        try:
+            parts = []
+            for i in range(len(self.fc)):
+                f = self.fc[i]
+                parts.append(f"{f.name}:{f.type.name}[{f.size}]")
+            return "fc{" + ", ".join(parts) + "}"
+        except Exception:
+            return "fc"
+
+
+def _check_registrable(cls: Any) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Plugin)) or cls is Plugin:
+        msg = (f"@pp.register decorates a subclass of pp.Plugin (got {cls!r}); write "
+               "'class MyOp(pp.Plugin): ...'.")
+        raise PluginDefinitionError(msg)
+    if not cls.name:
+        msg = f"{cls.__name__} has no plugin name: set name = '...' on the class."
+        raise PluginDefinitionError(msg)
+    missing = missing_methods(cls)
+    if missing:
+        hints = {"get_output_dimensions": "get_output_dimensions(self, output_index, inputs, "
+                                          "expr_builder)",
+                 "enqueue": "enqueue(self, input_desc, output_desc, inputs, outputs, workspace, "
+                            "stream)"}
+        need = "; ".join(hints[m] for m in missing)
+        msg = f"plugin {cls.name!r} ({cls.__name__}) must define {need}."
+        raise PluginDefinitionError(msg)
+
+
+def _register(cls: Any, replace: bool) -> Any:
+    global _registry
+    _check_registrable(cls)
+    key = (cls.name, cls.version, cls.namespace)
+    creator = _creator_class(cls)()
+    registry = trt.get_plugin_registry()
+    _registry = registry
+    if not registry.register_creator(creator, cls.namespace):
+        if not replace:
+            msg = (f"a plugin creator for {key[0]!r} version {key[1]!r} namespace {key[2]!r} is "
+                   "already registered; use @pp.register(replace=True) to replace it, or give "
+                   "this plugin another version or namespace.")
+            raise RegistrationError(msg)
+        old = _creators.get(key)
+        found = registry.get_creator(*key) if hasattr(registry, "get_creator") else None
+        for candidate in (found, old):
+            if candidate is not None:
+                registry.deregister_creator(candidate)
+        if not registry.register_creator(creator, cls.namespace):
+            msg = (f"could not replace the plugin creator for {key[0]!r} version {key[1]!r} "
+                   f"namespace {key[2]!r}: TensorRT's registry refused to deregister the old one.")
+            raise RegistrationError(msg)
+        old_cls = getattr(old, "plugin_class", None)
+        if old_cls is not None and old_cls is not cls and old_cls.creator is old:
+            old_cls.creator = None
+    _creators[key] = creator
+    cls.creator = creator
+    return cls
+
+
+@overload
+def register(cls: P) -> P: ...
+
+
+@overload
+def register(cls: None = None, *, replace: bool = False) -> Callable[[P], P]: ...
+
+
+def register(cls: Optional[P] = None, *, replace: bool = False) -> Union[P, Callable[[P], P]]:
+    """Build, register and attach the ``IPluginCreator`` of a :class:`pyplugins.Plugin` class.
+
+    Use as ``@pp.register`` or ``@pp.register(replace=True)``. Sets ``cls.creator``.
+
+    Args:
+        cls: the plugin class (when used without parentheses).
+        replace: deregister a creator already registered under the same name, version and
+            namespace instead of failing.
+
+    Returns:
+        The class itself.
+
+    Raises:
+        PluginDefinitionError: not a Plugin subclass, no ``name``, or a required method
+            (``get_output_dimensions``, ``enqueue``) missing.
+        RegistrationError: the key is taken and ``replace`` is False.
+    """
+    if cls is None:
+        return lambda c: _register(c, replace)
+    return _register(cls, replace)
+
+
+def unregister(cls: type) -> bool:
+    """Deregister a class's creator (tests, notebooks); False if it was not registered."""
+    creator = getattr(cls, "creator", None)
+    if creator is None:
+        return False
+    key = (cls.name, cls.version, cls.namespace)
+    registry = _registry if _registry is not None else trt.get_plugin_registry()
+    ok = bool(registry.deregister_creator(creator))
+    if _creators.get(key) is creator:
+        del _creators[key]
+    cls.creator = None
+    return ok
+
+
+def registered() -> Dict[Tuple[str, str, str], Any]:
+    """The creators this module registered, by (name, version, namespace)."""
+    return dict(_creators)
+
+
+__all__ = ["register", "registered", "unregister"]

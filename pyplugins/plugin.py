@@ -1,0 +1,475 @@
+"""``pp.Plugin``: a TensorRT ``IPluginV2DynamicExt`` with the boilerplate and the classic mistakes
+handled once: identity, typed fields, clone, serialization, format rules and error reports.
+
+A complete plugin (register it with :func:`pyplugins.register`; the kernel is
+``kernels_cu/leaky_relu.cu``)::
+
+    import numpy as np
+    import pyplugins as pp
+    import pyplugins.trt as trt
+    from pyplugins import dtypes, shapes
+    from pyplugins.launch import POINTER, Launch
+
+    @pp.register
+    class LeakyReLU(pp.Plugin):
+        name = "LeakyReLU"                        # plugin_type; version "1", namespace ""
+        negative_slope = pp.Field.float(default=0.01, min=0.0)   # ONNX attribute + state
+        kernel = pp.Kernel("leaky_relu.cu", "leaky_relu<{T}>")
+        dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)         # all tensors one of these
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]                      # or a list of shapes.Dim / ints
+
+        def configure_plugin(self, inp, out):     # host work only: compile, size, pack
+            desc = inp[0].desc
+            if not shapes.is_concrete(desc.dims):  # build phase: dynamic dims are -1
+                return
+            n = shapes.volume(desc.dims)
+            fn = self.kernel.function(dtypes.ctype_from_trt(desc.type))
+            self.launch = Launch(fn, grid=min(shapes.cdiv(n, 1024), 65535), block=256,
+                                 args=(POINTER, POINTER, np.int64(n),
+                                       np.float32(self.negative_slope)))
+
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            self.launch(stream, inputs[0], outputs[0])   # capture-safe: one driver call
+
+What the base class does for you:
+
+- **Identity** is declared once on the class: ``name`` (required), ``version`` (default
+  ``"1"``), ``namespace`` (default ``""``), ``outputs`` (default 1). ``__init__`` sets TensorRT's
+  C++-backed ``plugin_type``, ``plugin_version``, ``plugin_namespace`` and ``num_outputs`` from
+  them. Class attributes named like those properties would shadow them in Python while C++ never
+  sees the value, so they are refused when the class is defined, as are V3 method names
+  (``get_output_shapes``, ``get_output_data_types``, ...) that a V2 plugin never receives.
+- **Fields** (:mod:`pyplugins.fields`) are the plugin's attributes, ONNX attributes and
+  serialized state. ``__init__(**fields)`` converts and validates them, then calls
+  :meth:`Plugin.setup`, the hook for derived host state and cross-field checks.
+- **clone()** builds the clone through ``__init__`` (so the C++-side identity is set again; if
+  you override ``__init__``, accept ``**fields`` and call ``super().__init__(**fields)``), then
+  copies the rest of the instance state, so a configured source gives a configured clone:
+  field values and plain Python/NumPy state are deep-copied; launch objects
+  (:class:`pyplugins.launch.Launch`), kernels, compiled CuPy functions and attributes named in
+  the class's ``shared`` tuple are shared (they are immutable); **device buffers** (CuPy arrays,
+  device memory) are never shared or copied: the clone's attribute is ``None``. Allocate device
+  state in ``configure_plugin`` (TensorRT configures every clone before its ``enqueue``), e.g.
+  ``if self.buf is None or self.buf.size < n: self.buf = cupy.empty(n)``, or better ask for it
+  with ``get_workspace_size``.
+- Defaults: ``get_output_datatype`` -> the first input's type (networks are strongly typed);
+  ``supports_format_combination`` -> :func:`pyplugins.formats.check` with the class's ``dtypes``
+  (default FLOAT and HALF) and ``same_as`` (default 0: every tensor has input 0's type), LINEAR
+  only; ``serialize``/deserialize -> :mod:`pyplugins.serialize` of the fields;
+  ``get_workspace_size`` -> 0; ``configure_plugin``, ``initialize``, ``terminate``,
+  ``destroy`` -> nothing. ``get_output_dimensions`` and ``enqueue`` are yours to write.
+- **Errors**: TensorRT swallows a callback's exception into a stderr line without naming the
+  plugin. Every protocol method is wrapped so an exception is first reported, with the plugin's
+  name, layer, method and a summary of the arguments, on ``logging.getLogger("pyplugins")`` (or
+  TensorRT's ``Logger`` under real TensorRT when logging is not configured), then re-raised.
+  The wrappers also accept a list of dims from ``get_output_dimensions`` and a NumPy dtype from
+  ``get_output_datatype``. ``enqueue``'s wrapper is a bare try/except.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import traceback
+from typing import Any, ClassVar, Dict, Optional, Tuple
+
+import pyplugins.trt as trt
+from pyplugins import _trt
+from pyplugins import fields as _fields
+from pyplugins import formats as _formats
+from pyplugins import serialize as _serialize
+from pyplugins import shapes as _shapes
+from pyplugins.errors import PluginDefinitionError, PyPluginsError
+
+logger = logging.getLogger("pyplugins")
+
+#: Class attribute names that would shadow TensorRT's C++-backed properties -> what to use.
+_RENAMED = {"num_outputs": "outputs", "plugin_type": "name", "plugin_version": "version",
+            "plugin_namespace": "namespace", "plugin_name": "name"}
+_READ_ONLY = ("tensorrt_version", "serialization_size", "FORMAT_COMBINATION_LIMIT")
+#: IPluginV3 (or misspelled) method names a V2 plugin never receives -> the V2 method.
+_V2_NAME = {
+    "get_output_data_types": "get_output_datatype(index, input_types)",
+    "get_output_data_type": "get_output_datatype(index, input_types)",
+    "get_output_shapes": "get_output_dimensions(output_index, inputs, expr_builder)",
+    "get_output_dims": "get_output_dimensions(output_index, inputs, expr_builder)",
+    "on_shape_change": "configure_plugin(inp, out)",
+    "get_fields_to_serialize": "nothing: fields are serialized for you",
+    "get_capability_interface": "nothing: pp.Plugin is an IPluginV2DynamicExt",
+    "attach_to_context": "clone()",
+    "set_tactic": "nothing: IPluginV2DynamicExt has no tactics",
+    "get_valid_tactics": "nothing: IPluginV2DynamicExt has no tactics",
+}
+#: Every method TensorRT calls on a V2 plugin (wrapped for error reports).
+PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_format_combination",
+                    "configure_plugin", "get_workspace_size", "enqueue", "initialize",
+                    "terminate", "serialize", "get_serialization_size", "clone", "destroy")
+_REQUIRED = ("get_output_dimensions", "enqueue")
+_RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
+                       "creator", "layer_name", "setup", "field_values", "from_fields",
+                       "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
+_CONFIG_ERROR = "__pp_configure_error__"
+
+
+class Plugin(trt.IPluginV2DynamicExt):
+    """Base class of pyplugins plugins; see the module docstring for a complete example.
+
+    Class attributes:
+        name: the plugin type (ONNX op type); required.
+        version: the plugin version string (ONNX ``plugin_version``), default ``"1"``.
+        namespace: the plugin namespace (ONNX ``plugin_namespace``), default ``""``.
+        outputs: the number of outputs, default 1.
+        dtypes: allowed data types for the default ``supports_format_combination``: a tuple
+            for every tensor, or ``{tensor index: tuple}``; default FLOAT and HALF.
+        same_as: tensor whose type every tensor shares (default 0), ``{i: k}`` pairs, or None.
+        shared: names of instance attributes clones share instead of deep-copying.
+        creator: the registered ``IPluginCreator`` (set by :func:`pyplugins.register`).
+
+    Example:
+        >>> import pyplugins as pp
+        >>> class Scale(pp.Plugin):
+        ...     name = "ScaleDoc"
+        ...     alpha = pp.Field.float(default=1.0)
+        >>> p = Scale(alpha=2)
+        >>> p.alpha, p.plugin_type, p.num_outputs
+        (2.0, 'ScaleDoc', 1)
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    namespace: ClassVar[str] = ""
+    outputs: ClassVar[int] = 1
+    dtypes: ClassVar[Any] = (trt.DataType.FLOAT, trt.DataType.HALF)
+    same_as: ClassVar[Any] = 0
+    shared: ClassVar[Tuple[str, ...]] = ()
+    creator: ClassVar[Any] = None
+    __pp_fields__: ClassVar[Dict[str, _fields.Field]] = {}
+    __pp_formats__: ClassVar[_formats.Formats]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_class(cls)
+        cls.__pp_fields__ = _fields.collect(cls)
+        for field_name in cls.__pp_fields__:
+            if field_name in _RESERVED or field_name.startswith("_"):
+                msg = (f"{cls.__name__}: a field cannot be named {field_name!r} (reserved by "
+                       f"pp.Plugin or TensorRT); choose another attribute name.")
+                raise PluginDefinitionError(msg)
+        cls.__pp_formats__ = _formats.Formats(dtypes=cls.dtypes, same_as=cls.same_as)
+        cls.creator = None  # a subclass of a registered plugin is not registered itself
+        _wrap_methods(cls)
+
+    def __init__(self, **fields: Any) -> None:
+        trt.IPluginV2DynamicExt.__init__(self)
+        cls = type(self)
+        if not cls.name:
+            msg = (f"{cls.__name__} has no plugin name: set name = '...' on the class (it is "
+                   "TensorRT's plugin_type and the ONNX op type).")
+            raise PluginDefinitionError(msg)
+        self.num_outputs = cls.outputs
+        self.plugin_type = cls.name
+        self.plugin_version = cls.version
+        self.plugin_namespace = cls.namespace
+        self.__dict__.update(_fields.values_from_python(cls.__pp_fields__, fields, cls.name))
+        self.__dict__.setdefault("layer_name", "")
+        self.setup()
+
+    def setup(self) -> None:
+        """Hook run at the end of ``__init__`` (construction, creator, deserialization, clone):
+        check fields against each other and derive host-side state from them."""
+
+    def field_values(self) -> Dict[str, Any]:
+        """Deep copies of the field values, by name, in declaration order."""
+        return {n: copy.deepcopy(self.__dict__[n]) for n in type(self).__pp_fields__}
+
+    @classmethod
+    def from_fields(cls, fc: Any, layer_name: str = "") -> "Plugin":
+        """A plugin from the ``PluginFieldCollection_`` given to ``create_plugin``."""
+        obj = cls(**_fields.values_from_fc(cls.__pp_fields__, fc, cls.name))
+        obj.layer_name = layer_name
+        return obj
+
+    @classmethod
+    def from_bytes(cls, data: bytes, layer_name: str = "") -> "Plugin":
+        """A plugin from what :meth:`serialize` returned (raises ``SerializationError``)."""
+        values = _serialize.loads_fields(cls.name, cls.version, cls.__pp_fields__, data)
+        obj = cls(**values)
+        obj.layer_name = layer_name
+        return obj
+
+    # -- TensorRT protocol defaults ---------------------------------------------------------------
+
+    def get_output_datatype(self, index: int, input_types: Any) -> Any:
+        """Output ``index`` has the first input's type."""
+        return input_types[0]
+
+    def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+        """The class's ``dtypes`` and ``same_as`` rules, LINEAR only (:mod:`pyplugins.formats`)."""
+        return type(self).__pp_formats__(pos, in_out, num_inputs)
+
+    def configure_plugin(self, inp: Any, out: Any) -> None:
+        """Nothing to precompute by default."""
+
+    def get_workspace_size(self, input_desc: Any, output_desc: Any) -> int:
+        """No scratch memory by default."""
+        return 0
+
+    def initialize(self) -> None:
+        """Nothing by default (allocate device state in ``configure_plugin`` instead)."""
+
+    def terminate(self) -> None:
+        """Nothing by default."""
+
+    def destroy(self) -> None:
+        """Nothing by default."""
+
+    def serialize(self) -> bytes:
+        """The fields, encoded by :mod:`pyplugins.serialize` (deterministic)."""
+        cls = type(self)
+        return _serialize.dumps_fields(cls.name, cls.version, cls.__pp_fields__, self.__dict__)
+
+    def clone(self) -> "Plugin":
+        """A new, independent plugin in the same (configured) state; see the module docstring."""
+        cls = type(self)
+        new = cls(**self.field_values())
+        for key, value in self.__dict__.items():
+            if key in cls.__pp_fields__ or key.startswith("__pp_"):
+                continue
+            new.__dict__[key] = _copy_state(cls, key, value)
+        return new
+
+
+# -- class checks -----------------------------------------------------------------------------------
+
+def _check_class(cls: type) -> None:
+    own = vars(cls)
+    for attr, use in _RENAMED.items():
+        if attr in own:
+            msg = (f"{cls.__name__} defines {attr!r}, which would shadow TensorRT's C++-backed "
+                   f"property of that name (C++ would never see the value); set {use!r} on the "
+                   f"class instead, e.g. {use} = {own[attr]!r}.")
+            raise PluginDefinitionError(msg)
+    for attr in _READ_ONLY:
+        if attr in own:
+            msg = (f"{cls.__name__} defines {attr!r}, a read-only TensorRT property; remove it.")
+            raise PluginDefinitionError(msg)
+    for attr, use in _V2_NAME.items():
+        if attr in own:
+            msg = (f"{cls.__name__} defines {attr}(), which TensorRT never calls on an "
+                   f"IPluginV2DynamicExt (it is an IPluginV3 or misspelled name); use {use}.")
+            raise PluginDefinitionError(msg)
+    for attr in ("name", "version", "namespace"):
+        if attr in own and not isinstance(own[attr], str):
+            value = own[attr]
+            msg = (f"{cls.__name__}.{attr} must be a str (got {value!r}, a "
+                   f"{type(value).__name__}); e.g. {attr} = {str(value)!r}.")
+            raise PluginDefinitionError(msg)
+    if "outputs" in own:
+        value = own["outputs"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            msg = f"{cls.__name__}.outputs must be an int >= 1 (got {value!r})."
+            raise PluginDefinitionError(msg)
+    if "shared" in own and (isinstance(own["shared"], str)
+                            or not all(isinstance(s, str) for s in own["shared"])):
+        msg = f"{cls.__name__}.shared must be a tuple of attribute names (got {own['shared']!r})."
+        raise PluginDefinitionError(msg)
+
+
+def missing_methods(cls: type) -> Tuple[str, ...]:
+    """The required protocol methods ``cls`` does not define (below :class:`Plugin`)."""
+    mro = cls.__mro__[:cls.__mro__.index(Plugin)]
+    return tuple(m for m in _REQUIRED if not any(m in vars(k) for k in mro))
+
+
+# -- clone ------------------------------------------------------------------------------------------
+
+_SHARED_MODULES = ("pyplugins.launch", "pyplugins.kernels")
+
+
+def _copy_state(cls: type, key: str, value: Any) -> Any:
+    """What a clone gets for one non-field instance attribute."""
+    if key in cls.shared:
+        return value
+    kind = type(value)
+    if getattr(kind, "__pp_shared__", False):
+        return value
+    module = kind.__module__ or ""
+    if module.startswith(_SHARED_MODULES):
+        # Launch / Kernel, built in configure_plugin: a type that knows how to copy itself (a
+        # Launch with its own parameter buffer) is copied, otherwise shared.
+        copier = getattr(kind, "__deepcopy__", None) or getattr(kind, "__copy__", None)
+        return value if copier is None else copy.deepcopy(value)
+    if module == "cupy" or module.startswith("cupy."):
+        if kind.__name__ == "ndarray" or module.startswith("cupy.cuda.memory"):
+            return None  # device buffer: never shared; rebuild it in configure_plugin
+        return value  # compiled kernels, modules, streams: immutable handles
+    try:
+        return copy.deepcopy(value)
+    except Exception as err:
+        msg = (f"clone() of plugin {cls.name!r} cannot copy attribute {key!r} (a "
+               f"{kind.__name__}): {err}. If it is immutable, list it in the class's "
+               f"shared = ({key!r},); if it is device state, rebuild it in configure_plugin.")
+        raise PluginDefinitionError(msg) from err
+
+
+# -- error reports and return-value conveniences ----------------------------------------------------
+
+def _datatype_result(plugin: Any, result: Any, args: tuple) -> Any:
+    if isinstance(result, trt.DataType):
+        return result
+    try:
+        return _formats.data_type(result)
+    except PluginDefinitionError:
+        msg = (f"get_output_datatype() must return a trt.DataType (got {result!r}); TensorRT "
+               "would silently use FLOAT.")
+        raise TypeError(msg) from None
+
+
+def _dims_result(plugin: Any, result: Any, args: tuple) -> Any:
+    if isinstance(result, trt.DimsExprs):
+        return result
+    if isinstance(result, (list, tuple)):
+        return _shapes.output(result, args[2])
+    msg = (f"get_output_dimensions() must return a trt.DimsExprs or a list of shapes.Dim / ints "
+           f"(got {result!r})")
+    raise TypeError(msg)
+
+
+def _bool_result(plugin: Any, result: Any, args: tuple) -> bool:
+    if isinstance(result, bool) or type(result).__name__ == "bool_":
+        return bool(result)
+    msg = f"supports_format_combination() must return True or False (got {result!r})"
+    raise TypeError(msg)
+
+
+_POST = {"get_output_datatype": _datatype_result, "get_output_dimensions": _dims_result,
+         "supports_format_combination": _bool_result}
+
+
+def _wrap_methods(cls: type) -> None:
+    for method in PROTOCOL_METHODS:
+        fn = vars(cls).get(method)
+        if callable(fn) and not getattr(fn, "__pp_wrapped__", False):
+            setattr(cls, method, _wrap(method, fn))
+
+
+def _wrap(method: str, fn: Any) -> Any:
+    post = _POST.get(method)
+    if method == "enqueue":
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception as err:
+                report(self, method, args, err)
+                raise
+    elif method == "configure_plugin":
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                result = fn(self, *args, **kwargs)
+            except Exception as err:
+                self.__dict__[_CONFIG_ERROR] = f"{type(err).__name__}: {err}"
+                report(self, method, args, err)
+                raise
+            self.__dict__.pop(_CONFIG_ERROR, None)
+            return result
+    else:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                result = fn(self, *args, **kwargs)
+                return result if post is None else post(self, result, args)
+            except Exception as err:
+                report(self, method, args, err)
+                raise
+    functools.update_wrapper(wrapper, fn)
+    wrapper.__pp_wrapped__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def describe(plugin: Any, layer: Optional[str] = None) -> str:
+    """``'CircPad' (layer 'pad_1')``, with version and namespace when not the defaults.
+
+    ``plugin`` is a plugin instance or class; ``layer`` defaults to the instance's layer name.
+    """
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    text = repr(getattr(cls, "name", "") or cls.__name__)
+    if getattr(cls, "version", "1") != "1":
+        text += f" version {cls.version!r}"
+    if getattr(cls, "namespace", ""):
+        text += f" namespace {cls.namespace!r}"
+    if layer is None and not isinstance(plugin, type):
+        layer = getattr(plugin, "__dict__", {}).get("layer_name")
+    return text + (f" (layer {layer!r})" if layer else "")
+
+
+def report(plugin: Any, method: str, args: tuple, err: BaseException,
+           layer: Optional[str] = None) -> None:
+    """Report an exception raised by a plugin (or creator) callback, once per exception.
+
+    ``plugin`` is the instance, or the plugin class for creator callbacks (then give ``layer``).
+    """
+    if getattr(err, "__pp_reported__", False):
+        return
+    try:
+        err.__pp_reported__ = True  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    msg = (f"plugin {describe(plugin, layer)}: {method}({summarize(args)}) raised "
+           f"{type(err).__name__}: {err}")
+    earlier = getattr(plugin, "__dict__", {}).get(_CONFIG_ERROR)
+    if earlier and method == "enqueue":
+        msg += f" [configure_plugin had failed before: {earlier}]"
+    if _trt.is_emulator(trt) or logger.hasHandlers():
+        # pyplugins' own errors explain themselves; a user's exception needs its traceback
+        logger.error(msg, exc_info=None if isinstance(err, PyPluginsError) else err)
+    else:
+        tb = "" if isinstance(err, PyPluginsError) else "\n" + "".join(
+            traceback.format_exception(type(err), err, err.__traceback__))
+        _trt_logger().log(trt.Logger.ERROR, f"[pyplugins] {msg}{tb}")
+
+
+@functools.lru_cache(maxsize=1)
+def _trt_logger() -> Any:
+    return trt.Logger(trt.Logger.ERROR)
+
+
+def summarize(args: Any, limit: int = 300) -> str:
+    """A short, readable rendering of callback arguments (descriptors as ``HALF[2, 3]``)."""
+    text = ", ".join(_one(a) for a in args)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _one(value: Any, depth: int = 0) -> str:
+    try:
+        if hasattr(value, "desc") and hasattr(value, "max"):  # DynamicPluginTensorDesc
+            return (f"{_one(value.desc)} min={list(value.min)} max={list(value.max)}")
+        if hasattr(value, "dims") and hasattr(value, "format"):  # PluginTensorDesc
+            fmt = "" if value.format == trt.TensorFormat.LINEAR else f"/{value.format.name}"
+            return f"{value.type.name}{list(value.dims)}{fmt}"
+        if isinstance(value, trt.DimsExprs):
+            return "DimsExprs[" + ", ".join(_expr(e) for e in value) + "]"
+        if isinstance(value, trt.IExprBuilder):
+            return "expr_builder"
+        if isinstance(value, (list, tuple)) and depth < 2:
+            inner = [_one(v, depth + 1) for v in list(value)[:8]]
+            return "[" + ", ".join(inner) + (", ..." if len(value) > 8 else "") + "]"
+        if hasattr(value, "name") and type(value).__name__ in ("DataType", "TensorFormat"):
+            return value.name
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    except Exception:  # a summary must never fail the report
+        return f"<{type(value).__name__}>"
+
+
+def _expr(e: Any) -> str:
+    if e is None:
+        return "None"
+    return str(e.get_constant_value()) if e.is_constant() else "?"
+
+
+_wrap_methods(Plugin)
+Plugin.__pp_formats__ = _formats.Formats(dtypes=Plugin.dtypes, same_as=Plugin.same_as)
+
+__all__ = ["PROTOCOL_METHODS", "Plugin", "describe", "missing_methods", "report", "summarize"]

@@ -1,0 +1,222 @@
+"""Field schema: field_names, conversion from ONNX-style / QDP-style / Python values, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyplugins.trt as trt
+from pyplugins.emulator.onnx_import import fields_from_attributes
+from pyplugins.errors import FieldError, PluginDefinitionError
+from pyplugins.fields import Field, collect, field_names, values_from_fc, values_from_python
+from pyplugins.plugin import Plugin
+
+FT = trt.PluginFieldType
+
+
+class Schema(Plugin):
+    name = "SchemaOp"
+    pads = Field.ints(len=4, min=0)
+    scales = Field.floats(default=(1.0, 2.0))
+    axis = Field.int(default=-1, min=-8, max=7)
+    eps = Field.float(default=1e-5, min=0.0)
+    mode = Field.enum("max", "avg", default="max")
+    level = Field.enum(1, 2, 3, default=1)
+    label = Field.str(default="")
+    flag = Field.bool(default=False)
+
+
+FIELDS = Schema.__pp_fields__
+
+
+def pf(name, values, dtype, ftype):
+    return trt.PluginField(name, np.array(values, dtype=dtype), ftype)
+
+
+def chars(name, text: bytes):
+    return trt.PluginField(name, np.frombuffer(text, dtype=np.int8), FT.CHAR)
+
+
+def fc_of(*fields):
+    return trt.PluginFieldCollection_(list(fields))
+
+
+# -- declaration ------------------------------------------------------------------------------------
+
+def test_collect_keeps_declaration_order():
+    assert list(collect(Schema)) == ["pads", "scales", "axis", "eps", "mode", "level", "label",
+                                     "flag"]
+
+
+def test_field_names_advertise_types_with_empty_data():
+    names = field_names(FIELDS)
+    assert isinstance(names, trt.PluginFieldCollection)
+    got = {f.name: (f.type, f.size) for f in names}
+    assert got == {"pads": (FT.INT32, 0), "scales": (FT.FLOAT32, 0), "axis": (FT.INT32, 0),
+                   "eps": (FT.FLOAT32, 0), "mode": (FT.CHAR, 0), "level": (FT.INT32, 0),
+                   "label": (FT.CHAR, 0), "flag": (FT.INT32, 0)}
+
+
+def test_bad_default_is_a_definition_error():
+    with pytest.raises(PluginDefinitionError, match="bad default.*'k'.*must be an int"):
+        class _Bad(Plugin):
+            name = "BadDefault"
+            k = Field.int(default=1.5)
+
+
+def test_enum_needs_homogeneous_choices():
+    with pytest.raises(PluginDefinitionError, match="at least one"):
+        Field.enum()
+    with pytest.raises(PluginDefinitionError, match="all strings or all ints"):
+        Field.enum("a", 1)
+
+
+def test_one_field_object_cannot_serve_two_names():
+    shared = Field.int(default=1)
+    with pytest.raises((PluginDefinitionError, RuntimeError), match="one Field per attribute"):
+        class _Twice(Plugin):
+            name = "Twice"
+            a = shared
+            b = shared
+
+
+# -- ONNX-parser-style field collections ------------------------------------------------------------
+
+def test_onnx_style_values_convert():
+    fc = fc_of(pf("pads", [1, 1, 2, 2], np.int32, FT.INT32),
+               pf("scales", [0.5], np.float32, FT.FLOAT32),
+               pf("axis", [3], np.int32, FT.INT32),
+               pf("eps", [1], np.int32, FT.INT32),           # an INT attribute for a float field
+               chars("mode", b"avg\0"),                      # STRING: CHAR with trailing NUL
+               chars("label", b"hello\0"),
+               pf("flag", [1], np.int32, FT.INT32))
+    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    assert values == {"pads": [1, 1, 2, 2], "scales": [0.5], "axis": 3, "eps": 1.0, "mode": "avg",
+                      "level": 1, "label": "hello", "flag": True}
+    assert type(values["axis"]) is int and type(values["eps"]) is float
+    assert all(type(v) is int for v in values["pads"])
+
+
+def test_through_the_emulated_onnx_parser():
+    attrs = {"pads": (0, 1, 2, 3), "mode": "avg", "eps": 0.25, "flag": True, "unrelated": 7}
+    fc, warnings = fields_from_attributes(attrs, field_names(FIELDS))
+    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    assert values["pads"] == [0, 1, 2, 3] and values["mode"] == "avg"
+    assert values["eps"] == 0.25 and values["flag"] is True
+    assert values["scales"] == [1.0, 2.0]  # missing attribute -> default
+    assert any("scales" in w for w in warnings)
+
+
+def test_qdp_style_int64_float64_int8():
+    fc = fc_of(pf("pads", [4, 3, 2, 1], np.int64, FT.INT64),
+               pf("scales", [0.1, 0.2], np.float64, FT.FLOAT64),
+               pf("flag", [1], np.int8, FT.INT8),
+               trt.PluginField("label", np.frombuffer(b"no-nul", np.int8), FT.CHAR))
+    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    assert values["pads"] == [4, 3, 2, 1]
+    assert values["scales"] == [0.1, 0.2]
+    assert values["flag"] is True and values["label"] == "no-nul"
+
+
+def test_string_utf8_and_nul_handling():
+    fc = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), chars("label", "héllo\0".encode()))
+    assert values_from_fc(FIELDS, fc, "SchemaOp")["label"] == "héllo"
+    two = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), chars("label", b"a\0b\0"))
+    with pytest.raises(FieldError, match="several NUL-separated"):
+        values_from_fc(FIELDS, two, "SchemaOp")
+
+
+@pytest.mark.parametrize("field, message", [
+    (pf("pads", [1.5, 0, 0, 0], np.float32, FT.FLOAT32),
+     "Field 'pads' of plugin 'SchemaOp' must be a list of ints"),
+    (pf("axis", [1, 2], np.int32, FT.INT32), "must be a single value"),
+    (chars("axis", b"3\0"), "must be an int \\(got the string '3'\\)"),
+    (pf("label", [1, 2], np.int32, FT.INT32), "must be a string"),
+    (chars("mode", b"mean\0"), "must be one of 'max', 'avg' \\(got 'mean'\\)"),
+    (pf("flag", [2], np.int32, FT.INT32), "must be a bool"),
+    (trt.PluginField("eps", np.array([1], np.float16), FT.FLOAT16), "cannot be read"),
+])
+def test_bad_onnx_values_name_field_plugin_and_value(field, message):
+    fc = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), field) if field.name != "pads" \
+        else fc_of(field)
+    with pytest.raises(FieldError, match=message):
+        values_from_fc(FIELDS, fc, "SchemaOp")
+
+
+def test_missing_required_and_unknown_and_duplicate():
+    with pytest.raises(FieldError, match="needs field\\(s\\) 'pads'.*no default"):
+        values_from_fc(FIELDS, fc_of(), "SchemaOp")
+    with pytest.raises(FieldError, match="no field 'pad' \\(did you mean 'pads'\\?\\)"):
+        values_from_fc(FIELDS, fc_of(pf("pad", [1], np.int32, FT.INT32)), "SchemaOp")
+    dup = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32),
+                pf("pads", [0, 0, 0, 0], np.int32, FT.INT32))
+    with pytest.raises(FieldError, match="appears twice"):
+        values_from_fc(FIELDS, dup, "SchemaOp")
+
+
+# -- Python values ----------------------------------------------------------------------------------
+
+def test_python_values_convert_and_validate():
+    values = values_from_python(FIELDS, {"pads": (1, 2, 3, 4), "eps": np.float32(0.5),
+                                         "axis": np.int64(2), "flag": "true", "level": 3,
+                                         "label": b"x\0"}, "SchemaOp")
+    assert values["pads"] == [1, 2, 3, 4] and isinstance(values["pads"], list)
+    assert values["eps"] == 0.5 and values["axis"] == 2 and values["flag"] is True
+    assert values["level"] == 3 and values["label"] == "x"
+    arr = values_from_python(FIELDS, {"pads": np.array([0, 0, 1, 1], np.int32)}, "SchemaOp")
+    assert arr["pads"] == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"pads": 1.5}, r"Field 'pads' of plugin 'SchemaOp' must be a list of ints \(got 1.5, a float\)\."),
+    ({"pads": [1, 2.5, 0, 0]}, r"must be a list of ints \(got \[1, 2.5, 0, 0\], whose element 2.5, a float\)"),
+    ({"pads": [1, 2, 3]}, r"must have exactly 4 elements \(got 3: \[1, 2, 3\]\)"),
+    ({"pads": [1, -2, 3, 4]}, r"must have every element >= 0"),
+    ({"pads": [0] * 4, "axis": 9}, r"Field 'axis' .* must be <= 7 \(got 9\)"),
+    ({"pads": [0] * 4, "axis": True}, r"must be an int \(got True, a bool\)"),
+    ({"pads": [0] * 4, "eps": -1.0}, r"must be >= 0.0"),
+    ({"pads": [0] * 4, "eps": "1"}, r"must be a float \(got '1', a str\)"),
+    ({"pads": [0] * 4, "level": 4}, r"must be one of 1, 2, 3 \(got 4\)"),
+    ({"pads": [0] * 4, "flag": 2}, r"must be a bool"),
+    ({"pads": [0] * 4, "label": 3}, r"must be a string"),
+    ({"pads": [0] * 4, "mod": "avg"}, r"no field 'mod' \(did you mean 'mode'\?\)"),
+])
+def test_python_value_errors(given, message):
+    with pytest.raises(FieldError, match=message):
+        values_from_python(FIELDS, given, "SchemaOp")
+
+
+def test_custom_validator():
+    def even(v):
+        if v % 2:
+            raise ValueError("must be even")
+
+    class V(Plugin):
+        name = "ValidatorOp"
+        k = Field.int(validate=even)
+        ks = Field.ints(default=(), validate=lambda v: len(v) < 3)
+
+    assert values_from_python(V.__pp_fields__, {"k": 2}, "ValidatorOp")["k"] == 2
+    with pytest.raises(FieldError, match="is invalid: must be even"):
+        values_from_python(V.__pp_fields__, {"k": 3}, "ValidatorOp")
+    with pytest.raises(FieldError, match="fails check <lambda>"):
+        values_from_python(V.__pp_fields__, {"k": 2, "ks": [1, 2, 3]}, "ValidatorOp")
+    with pytest.raises(PluginDefinitionError, match="callable"):
+        Field.int(validate=3)
+
+
+def test_defaults_are_fresh_copies():
+    a = values_from_python(FIELDS, {"pads": [0] * 4}, "SchemaOp")
+    b = values_from_python(FIELDS, {"pads": [0] * 4}, "SchemaOp")
+    a["scales"].append(9.0)
+    assert b["scales"] == [1.0, 2.0] and Schema.scales.default == [1.0, 2.0]
+
+
+def test_attribute_access_and_assignment_validate():
+    p = Schema(pads=[1, 1, 1, 1])
+    assert p.pads == [1, 1, 1, 1] and p.mode == "max"
+    p.eps = 2
+    assert p.eps == 2.0
+    with pytest.raises(FieldError, match="Field 'mode' of plugin 'SchemaOp'"):
+        p.mode = "median"
+    assert isinstance(Schema.pads, Field) and "ints" in repr(Schema.pads)
