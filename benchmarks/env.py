@@ -1,0 +1,87 @@
+"""What a result was measured on: device, driver, CUDA runtime and library versions."""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import platform
+import re
+import shutil
+import subprocess
+from typing import Any, Dict, Optional
+
+
+def _version(module: str) -> Optional[str]:
+    try:
+        return str(importlib.import_module(module).__version__)
+    except Exception:  # absent or broken: the record says so instead of failing the run
+        return None
+
+
+def _cuda_version(code: int) -> str:
+    """CUDA's integer version (13000) as text ("13.0")."""
+    return f"{code // 1000}.{(code % 1000) // 10}"
+
+
+def _run(cmd: list) -> Optional[str]:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def nvcc_version() -> Optional[str]:
+    """``nvcc --version``'s release number, or None without nvcc."""
+    text = _run(["nvcc", "--version"])
+    match = re.search(r"release ([\d.]+)", text or "")
+    return match.group(1) if match else None
+
+
+def slug(name: str) -> str:
+    """A file-name-safe device slug: "NVIDIA H200" -> "nvidia-h200"."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
+
+
+def collect(gpu: bool) -> Dict[str, Any]:
+    """Versions always; device, driver and CUDA details when ``gpu`` (needs CuPy and a GPU)."""
+    env: Dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": _version("numpy"),
+        "cupy": _version("cupy"),
+        "torch": _version("torch"),
+        "matplotlib": _version("matplotlib"),
+        "pyplugins": _version("pyplugins"),
+        "nvcc": nvcc_version(),
+        "device": None,
+    }
+    if not gpu:
+        return env
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    name = props["name"]
+    env.update({
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "device_count": cp.cuda.runtime.getDeviceCount(),
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props["l2CacheSize"]),
+        "memory_bytes": int(props["totalGlobalMem"]),
+        "cuda_driver_api": _cuda_version(cp.cuda.runtime.driverGetVersion()),
+        "cuda_runtime": _cuda_version(cp.cuda.runtime.runtimeGetVersion()),
+        "driver": _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+        "clocks": _run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,clocks.max.sm,"
+                        "power.limit", "--format=csv,noheader"]),
+    })
+    if env["driver"]:
+        env["driver"] = env["driver"].splitlines()[0]
+    return env

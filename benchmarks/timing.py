@@ -1,0 +1,122 @@
+"""Timers: host-side launch loops, CUDA-event timing of captured graphs, and summary stats.
+
+Host overhead is timed with ``time.perf_counter`` over short batches (a batch never fills the
+launch queue), synchronizing between batches; device time with CUDA events around graph
+replays, so launch gaps and host overhead stay out of kernel-efficiency figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable, Dict, List, Sequence
+
+
+def stats(values: Sequence[float], scale: float = 1.0) -> Dict[str, float]:
+    """min / median / max of ``values`` times ``scale``, plus the sample count."""
+    vals = sorted(v * scale for v in values)
+    return {"min": vals[0], "median": statistics.median(vals), "max": vals[-1], "n": len(vals)}
+
+
+def host_loop(fn: Callable[[], Any], sync: Callable[[], Any], *, calls: int,
+              batch: int = 200, warmup_batches: int = 5) -> Dict[str, Dict[str, float]]:
+    """Per-call microseconds of ``fn``: host side only, and loop plus ``sync``.
+
+    Two interleaved kinds of batch of ``batch`` calls: "host" times the loop alone (then
+    synchronizes untimed), "sync" times the loop and the synchronize together. Each kind runs
+    ``ceil(calls / batch)`` batches after ``warmup_batches`` untimed ones.
+    """
+    n_batches = max(1, -(-calls // batch))
+    rng = range(batch)
+    for _ in range(warmup_batches):
+        for _ in rng:
+            fn()
+        sync()
+    host: List[float] = []
+    both: List[float] = []
+    clock = time.perf_counter
+    for _ in range(n_batches):
+        t0 = clock()
+        for _ in rng:
+            fn()
+        t1 = clock()
+        sync()
+        host.append(t1 - t0)
+        t0 = clock()
+        for _ in rng:
+            fn()
+        sync()
+        both.append(clock() - t0)
+    per_us = 1e6 / batch
+    return {"host_us": stats(host, per_us), "sync_us": stats(both, per_us),
+            "calls": n_batches * batch, "batch": batch}
+
+
+def capture(stream: Any, body: Callable[[], Any]) -> Any:
+    """Run ``body`` under CUDA-graph capture on the CuPy ``stream``; the instantiated graph.
+
+    Ends the capture even when ``body`` raises, so the stream is usable afterwards.
+    """
+    stream.begin_capture()
+    try:
+        body()
+    except BaseException:
+        try:
+            stream.end_capture()
+        except Exception:  # the capture may already be invalidated; the body's error matters
+            pass
+        raise
+    return stream.end_capture()
+
+
+def replay_seconds(graph: Any, stream: Any, *, reps: int, warmup: int = 2) -> List[float]:
+    """Seconds of each of ``reps`` replays of a CuPy graph, by CUDA events on ``stream``."""
+    import cupy as cp
+
+    for _ in range(warmup):
+        graph.launch(stream)
+    stream.synchronize()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    out = []
+    for _ in range(reps):
+        start.record(stream)
+        graph.launch(stream)
+        end.record(stream)
+        end.synchronize()
+        out.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+    return out
+
+
+def torch_graph_seconds(fn: Callable[[int], Any], *, calls: int, reps: int,
+                        warmup: int = 2) -> List[float]:
+    """Seconds per replay of a torch CUDA graph of ``fn(0) .. fn(calls - 1)``."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # eager warm-up, as torch.cuda.graph requires
+        fn(0)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        for i in range(calls):
+            fn(i)
+    try:
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                graph.replay()
+            side.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            out = []
+            for _ in range(reps):
+                start.record(side)
+                graph.replay()
+                end.record(side)
+                end.synchronize()
+                out.append(start.elapsed_time(end) * 1e-3)
+    finally:
+        del graph
+        torch.cuda.synchronize()
+    return out
