@@ -75,6 +75,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
             for _ in range(sets)]
     ws = cp.empty(cfg.workspace_bytes, dtype=cp.uint8) if cfg.workspace_bytes else None
     ws_ptr = int(ws.data.ptr) if ws is not None else 0
+    cp.cuda.runtime.deviceSynchronize()  # inputs were made on the legacy stream
     sp = int(stream.ptr)
     enqueues = [functools.partial(cfg.plugin.enqueue, cfg.in_desc, cfg.out_desc,
                                   [int(a.data.ptr) for a in i], [int(a.data.ptr) for a in o],
@@ -112,6 +113,7 @@ def _copy(moved: int, sets: int, calls: int, stream: Any, reps: int) -> tuple:
                                         kind, sp)
     for a in src:
         a.fill(1)
+    cp.cuda.runtime.deviceSynchronize()
     graph = timing.capture(stream, body)
     seconds = timing.replay_seconds(graph, stream, reps=reps)
     return nbytes, timing.stats(seconds, 1.0 / calls)

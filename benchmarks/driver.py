@@ -29,6 +29,10 @@ def field_collection(fields: Dict[str, Any], field_names: Any) -> Any:
     from pyplugins.emulator import onnx_import
 
     names = [f.name for f in field_names] if field_names is not None else list(fields)
+    unknown = sorted(set(fields) - set(names))
+    if unknown:  # the parser would drop them silently and the plugin would run on defaults
+        msg = f"the case's field(s) {unknown} are not among the plugin's fields {names}"
+        raise SetupError(msg)
     fc, _warnings = onnx_import.fields_from_attributes(fields, names)
     return fc
 

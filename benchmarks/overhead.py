@@ -259,6 +259,7 @@ def run(*, calls: int, batch: int, rounds: int, graph_kernels: int, graph_replay
     with stream:
         for make in (_leaky_relu, _circ_pad):
             tiny = make(cp)
+            cp.cuda.runtime.deviceSynchronize()
             variants, configured = _variants(tiny, stream, notes)
             checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
             for name, bad in checks.items():

@@ -233,3 +233,72 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     host = result["overhead"]["host"]["LeakyReLU"]
     assert host["driver_ctypes"]["host_us"]["median"] > 0
     assert all(row["check"] == "ok" for row in host.values())
+
+
+def _toy_plugin_class(fail_configure: bool = False):
+    """A minimal plugin written against the emulator's raw API (no GPU work anywhere)."""
+    import numpy as np
+
+    from pyplugins import emulator as trt
+
+    class Toy(trt.IPluginV2DynamicExt):
+        def __init__(self, alpha=1.0):
+            trt.IPluginV2DynamicExt.__init__(self)
+            self.num_outputs, self.plugin_type, self.plugin_version = 1, "BenchToy", "1"
+            self.plugin_namespace = ""
+            self.alpha, self.configured = alpha, None
+
+        def get_output_datatype(self, index, input_types):
+            return input_types[0]
+
+        def get_output_dimensions(self, index, inputs, builder):
+            dims = trt.DimsExprs(inputs[0])
+            dims[0] = builder.operation(trt.DimensionOperation.PROD, inputs[0][0],
+                                        builder.constant(2))
+            return dims
+
+        def supports_format_combination(self, pos, in_out, num_inputs):
+            return in_out[pos].type == trt.DataType.FLOAT
+
+        def configure_plugin(self, inp, out):
+            if fail_configure:
+                raise ValueError("toy refuses")
+            self.configured = (tuple(inp[0].desc.dims), tuple(out[0].desc.dims))
+
+        def enqueue(self, *args):
+            return 0
+
+    class ToyCreator(trt.IPluginCreator):
+        def __init__(self):
+            trt.IPluginCreator.__init__(self)
+            self.name, self.plugin_version, self.plugin_namespace = "BenchToy", "1", ""
+            self.field_names = trt.PluginFieldCollection(
+                [trt.PluginField("alpha", np.array([], np.float32), trt.PluginFieldType.FLOAT32)])
+
+        def create_plugin(self, name, fc):
+            return Toy(float(fc[0].data[0]) if len(fc) else 1.0)
+
+    Toy.creator = ToyCreator()
+    return Toy
+
+
+def test_driver_configures_through_the_trampoline_without_gpu():
+    from benchmarks import driver
+
+    cfg = driver.configure(_toy_plugin_class(), {"alpha": 0.5}, [(3, 4)], ["float32"])
+    assert cfg.plugin.alpha == 0.5 and cfg.plugin.configured == ((3, 4), (6, 4))
+    assert cfg.out_shapes == [(6, 4)] and cfg.out_dtypes == ["float32"]
+    assert [tuple(d.dims) for d in cfg.in_desc + cfg.out_desc] == [(3, 4), (6, 4)]
+    assert driver.output_shapes_only(_toy_plugin_class(), {}, [(5, 2)], ["float32"]) == [(10, 2)]
+
+
+def test_driver_turns_swallowed_errors_and_unknown_fields_into_setup_errors(capfd):
+    from benchmarks import driver
+
+    with pytest.raises(driver.SetupError, match="toy refuses"):
+        driver.configure(_toy_plugin_class(fail_configure=True), {}, [(3, 4)], ["float32"])
+    with pytest.raises(driver.SetupError, match="refuses position 0"):
+        driver.configure(_toy_plugin_class(), {}, [(3, 4)], ["float16"])
+    with pytest.raises(driver.SetupError, match=r"\['beta'\] are not among"):
+        driver.configure(_toy_plugin_class(), {"beta": 1}, [(3, 4)], ["float32"])
+    capfd.readouterr()  # the trampoline's [ERROR] lines
