@@ -116,9 +116,11 @@ def write_plugin(directory: Path, stem: str = "scale_plugin", name: str = "PPCli
 @pytest.fixture(autouse=True)
 def clean_registry():
     registry = pyplugins.emulator.get_plugin_registry()
+    saved = dict(registry._creators)  # creators other test modules registered at import
     registry._clear()
     yield
     registry._clear()
+    registry._creators.update(saved)
 
 
 def lifecycle_available() -> bool:

@@ -532,9 +532,11 @@ def test_logger_filters_by_severity(capsys):
 @pytest.fixture
 def registry():
     reg = trt.get_plugin_registry()
+    saved = dict(reg._creators)  # creators other test modules registered at import
     reg._clear()
     yield reg
     reg._clear()
+    reg._creators.update(saved)
 
 
 def test_register_get_deregister(registry):

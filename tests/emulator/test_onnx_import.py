@@ -319,9 +319,11 @@ class _Creator(trt.IPluginCreator):
 @pytest.fixture
 def registry():
     reg = trt.get_plugin_registry()
+    saved = dict(reg._creators)  # creators other test modules registered at import
     reg._clear()
     yield reg
     reg._clear()
+    reg._creators.update(saved)
 
 
 def test_import_node_defaults_version_1_and_empty_namespace(registry):
