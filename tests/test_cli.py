@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-import textwrap
 import types
 from pathlib import Path
 
@@ -124,11 +124,7 @@ def clean_registry():
 
 
 def lifecycle_available() -> bool:
-    try:
-        from pyplugins.emulator import lifecycle  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("pyplugins.emulator.lifecycle") is not None
 
 
 needs_lifecycle = pytest.mark.skipif(not lifecycle_available(),
