@@ -1,0 +1,790 @@
+"""Drive a V2 plugin through one ONNX import, one engine build and one run, as TensorRT does.
+
+:func:`run` follows the harness model of protocol §2.3, object by object (P0 = creator output,
+P1 = ``add_plugin_v2``'s clone, P2 = the builder's clone, Pd = deserialized, Pc = the execution
+context's clone), through the trampoline (:mod:`pyplugins.emulator.trampoline`), so every call
+has TensorRT's arguments, error channel and fallbacks. The network is strongly typed (always so in
+11.x; pyplugins builds strongly typed networks on 10.x too): inputs keep their declared types and
+outputs the types ``get_output_datatype`` returned. Along the way it runs the checks of
+:mod:`pyplugins.emulator.checks` and reports what it found in a :class:`LifecycleReport`; a
+misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to ``enqueue`` runs.
+
+Example:
+    >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
+    >>> spec.shape, spec.min, spec.opt, spec.max, spec.datatype.name
+    ((-1, 3, 8, 8), (1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8), 'HALF')
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pyplugins import dtypes
+from pyplugins._config import knobs
+from pyplugins.emulator import _fresh, buffers, trampoline
+from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
+from pyplugins.emulator.checks import (PoisonedDesc, PoisonProbe, Recorder, Violation,
+                                       output_violations, serialization_violations)
+from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.dims import IExprBuilder
+from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.fields import PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.registry import get_plugin_registry
+
+__all__ = ["LifecycleReport", "TensorSpec", "Violation", "run"]
+
+#: Types offered to supports_format_combination after the declared one (those NumPy can hold).
+TYPE_TABLE = (DataType.FLOAT, DataType.HALF, DataType.INT8, DataType.INT32, DataType.INT64,
+              DataType.BOOL, DataType.UINT8)
+#: Formats offered to tensors of rank >= 3 after the declared one (rank < 3: LINEAR only).
+FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, TensorFormat.HWC)
+_MAX_TIMED = 8
+
+Combo = List[Tuple[DataType, TensorFormat]]
+
+
+def _datatype(value: Any) -> DataType:
+    """A DataType member (emulated or real, by name), a DataType name, a short name (``fp16``)
+    or anything ``numpy.dtype`` accepts -> the emulator's DataType."""
+    if isinstance(value, DataType):
+        return value
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and name in DataType.__members__ and not isinstance(value, np.dtype):
+        return DataType[name]
+    if isinstance(value, str):
+        if value.upper() in DataType.__members__:
+            return DataType[value.upper()]
+        for trt_name in DataType.__members__:
+            if dtypes.info(trt_name).short == value.lower():
+                return DataType[trt_name]
+    return DataType[dtypes.trt_name_from_numpy(value)]
+
+
+@dataclass
+class TensorSpec:
+    """One network input: its network-time shape (``-1`` = dynamic), type and profile.
+
+    ``min``/``opt``/``max`` default to ``shape`` when it is static; for a dynamic shape ``opt``
+    is required (or taken from ``data``) and ``min``/``max`` default to ``opt``. ``data`` (shape
+    ``opt``) is what ``enqueue`` gets; random when None.
+    """
+
+    shape: Tuple[int, ...]
+    dtype: Any
+    min: Optional[tuple] = None
+    opt: Optional[tuple] = None
+    max: Optional[tuple] = None
+    data: Any = None
+    format: TensorFormat = TensorFormat.LINEAR
+    scale: float = -1.0
+
+    def __post_init__(self) -> None:
+        self.shape = tuple(int(v) for v in self.shape)
+        self.datatype = _datatype(self.dtype)
+        if self.opt is None and self.data is not None:
+            self.opt = tuple(self.data.shape)
+        if self.opt is None:
+            if any(v < 0 for v in self.shape):
+                msg = (f"TensorSpec{self.shape}: a dynamic (-1) shape needs opt=... (and usually "
+                       f"min=/max=), e.g. TensorSpec.parse('1-2-4x3x8x8:float32')")
+                raise ValueError(msg)
+            self.opt = self.shape
+        self.opt = tuple(int(v) for v in self.opt)
+        self.min = tuple(int(v) for v in (self.opt if self.min is None else self.min))
+        self.max = tuple(int(v) for v in (self.opt if self.max is None else self.max))
+        for name in ("min", "opt", "max"):
+            dims = getattr(self, name)
+            ok = len(dims) == len(self.shape) and all(
+                (s < 0 or s == d) and d >= 0 for s, d in zip(self.shape, dims))
+            if not ok:
+                msg = (f"TensorSpec: {name}={dims} does not fit shape={self.shape} (same rank, "
+                       f"static dims equal, no negative dims)")
+                raise ValueError(msg)
+        if not all(a <= b <= c for a, b, c in zip(self.min, self.opt, self.max)):
+            msg = f"TensorSpec: need min <= opt <= max (got {self.min}, {self.opt}, {self.max})"
+            raise ValueError(msg)
+        if self.data is not None and tuple(self.data.shape) != self.opt:
+            msg = f"TensorSpec: data has shape {tuple(self.data.shape)}, expected opt={self.opt}"
+            raise ValueError(msg)
+
+    @classmethod
+    def parse(cls, text: str) -> "TensorSpec":
+        """``"2x3x8x8:float32"``; a dynamic dim as ``min-opt-max`` (``"1-2-4x3:fp16"``); an
+        optional third part names the format (``"1x8x4x4:float32:HWC8"``); ``":int32"`` is 0-D.
+        """
+        parts = text.strip().split(":")
+        if len(parts) > 3:
+            msg = f"tensor spec {text!r}: expected SHAPE[:DTYPE[:FORMAT]] like '2x3x8x8:float32'"
+            raise ValueError(msg)
+        shape_text, dtype_text = parts[0], (parts[1] if len(parts) > 1 and parts[1] else "float32")
+        fmt = TensorFormat[parts[2].upper()] if len(parts) > 2 and parts[2] else TensorFormat.LINEAR
+        shape, lo, mid, hi = [], [], [], []
+        for item in filter(None, shape_text.lower().replace("scalar", "").split("x")):
+            values = item.split("-")
+            try:
+                nums = [int(v) for v in values]
+            except ValueError:
+                msg = f"tensor spec {text!r}: dimension {item!r} is not an int or MIN-OPT-MAX"
+                raise ValueError(msg) from None
+            if len(nums) == 1:
+                shape.append(nums[0]); lo.append(nums[0]); mid.append(nums[0]); hi.append(nums[0])
+            elif len(nums) == 3:
+                shape.append(-1); lo.append(nums[0]); mid.append(nums[1]); hi.append(nums[2])
+            else:
+                msg = f"tensor spec {text!r}: dynamic dimension {item!r} must be MIN-OPT-MAX"
+                raise ValueError(msg)
+        return cls(tuple(shape), dtype_text, tuple(lo), tuple(mid), tuple(hi), format=fmt)
+
+    @classmethod
+    def from_array(cls, array: Any) -> "TensorSpec":
+        """A static spec whose data is ``array`` (NumPy or CuPy)."""
+        return cls(tuple(array.shape), array.dtype, data=array)
+
+
+@dataclass
+class LifecycleReport:
+    """What :func:`run` saw.
+
+    Attributes:
+        plugin: ``"Name:Version:Namespace"``.
+        violations: every broken rule found.
+        errors: the ``[ERROR]`` lines the trampoline printed.
+        output_shapes: concrete output shapes at opt.
+        output_dtypes: output DataType members (from get_output_datatype).
+        outputs: the outputs (NumPy; CuPy with ``keep_on_device``) when enqueue ran.
+        enqueue_ran: whether the runtime enqueue ran and succeeded.
+        skipped: why enqueue did not run, as a sentence, or None.
+        trace: the call trace when asked for.
+        warnings: the ONNX parser's warnings while building ``fc`` (missing attributes).
+    """
+
+    plugin: str
+    violations: List[Violation] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    output_shapes: List[tuple] = field(default_factory=list)
+    output_dtypes: List[Any] = field(default_factory=list)
+    outputs: Optional[list] = None
+    enqueue_ran: bool = False
+    skipped: Optional[str] = None
+    trace: Any = None
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No violations and no errors."""
+        return not self.violations and not self.errors
+
+    def checks(self) -> List[str]:
+        """The names of the checks that failed, in order, without repeats."""
+        return list(dict.fromkeys(v.check for v in self.violations))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-able form (outputs as shape and dtype only)."""
+        return {
+            "plugin": self.plugin, "ok": self.ok,
+            "violations": [v.to_dict() for v in self.violations], "errors": list(self.errors),
+            "output_shapes": [list(s) for s in self.output_shapes],
+            "output_dtypes": [t.name for t in self.output_dtypes],
+            "outputs": None if self.outputs is None else [
+                {"shape": list(o.shape), "dtype": str(o.dtype)} for o in self.outputs],
+            "enqueue_ran": self.enqueue_ran, "skipped": self.skipped,
+            "warnings": list(self.warnings),
+            "trace": self.trace.to_json() if self.trace is not None else None,
+        }
+
+    def format(self) -> str:
+        """A human-readable summary."""
+        verdict = "OK" if self.ok else f"{len(self.violations)} violation(s)"
+        lines = [f"{self.plugin}: {verdict}"]
+        for i, (shape, dt) in enumerate(zip(self.output_shapes, self.output_dtypes)):
+            lines.append(f"  output {i}: {tuple(shape)} {dt.name}")
+        lines.append("  enqueue ran" if self.enqueue_ran else
+                     f"  enqueue did not run: {self.skipped or 'it failed (see errors)'}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        lines += [f"  {v}" for v in self.violations]
+        lines += [f"  printed: {e}" for e in self.errors]
+        return "\n".join(lines)
+
+
+def _resolve_creator(plugin: Any) -> Any:
+    if isinstance(plugin, IPluginCreatorInterface):
+        return plugin
+    if isinstance(getattr(plugin, "creator", None), IPluginCreatorInterface):
+        return plugin.creator
+    if isinstance(plugin, str):
+        parts = plugin.split(":")
+    elif isinstance(plugin, (tuple, list)):
+        parts = [str(p) for p in plugin]
+    else:
+        msg = (f"plugin must be a creator, a (name, version, namespace) tuple or "
+               f"'Name[:Version[:Namespace]]' (got {plugin!r})")
+        raise TypeError(msg)
+    key = (parts[0], parts[1] if len(parts) > 1 and parts[1] else "1",
+           parts[2] if len(parts) > 2 else "")
+    creator = get_plugin_registry().get_creator(*key)
+    if creator is None:
+        known = sorted(":".join(map(str, (c.name, c.plugin_version, c.plugin_namespace)))
+                       for c in get_plugin_registry().all_creators)
+        msg = (f"no plugin creator is registered for {key!r} (registered: {known or 'none'}); "
+               f"import the module that registers it, or pass plugin_module=...")
+        raise LookupError(msg)
+    return creator
+
+
+def _fields(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_, List[str]]:
+    if isinstance(fields, PluginFieldCollection_):
+        return fields, []
+    if isinstance(fields, PluginFieldCollection):
+        return PluginFieldCollection_(fields), []
+    from pyplugins.emulator import onnx_import
+
+    return onnx_import.fields_from_attributes(fields or {}, creator.field_names)
+
+
+def _device(device: str) -> Tuple[Any, Optional[str]]:
+    if device not in ("auto", "cpu", "gpu", "cuda"):
+        msg = f"device must be 'auto', 'cpu' or 'gpu' (got {device!r})"
+        raise ValueError(msg)
+    if device == "cpu":
+        return None, "device='cpu' was asked for, so the run stopped before enqueue"
+    if device == "auto" and knobs.device == "cpu":
+        return None, "PYPLUGINS_DEVICE=cpu is set, so the run stopped before enqueue"
+    cp, reason = buffers.cupy_or_reason()
+    if cp is None and device != "auto":
+        raise RuntimeError(reason)
+    return cp, reason
+
+
+def _np_dtype(t: DataType) -> Optional[np.dtype]:
+    try:
+        return dtypes.numpy_from_trt(t)
+    except TypeError:
+        return None
+
+
+class _Driver:
+    """The state of one :func:`run`: the objects, shapes and the chosen format combination."""
+
+    def __init__(self, creator: Any, specs: List[TensorSpec], fc: Any, node_name: str,
+                 cp: Any, report: LifecycleReport, recorder: Recorder, trace: Any,
+                 check_capture: bool, fresh: bool, plugin_module: Optional[str],
+                 keep_on_device: bool) -> None:
+        self.creator, self.specs, self.fc, self.node_name = creator, specs, fc, node_name
+        self.cp, self.report, self.recorder, self.trace = cp, report, recorder, trace
+        self.check_capture, self.fresh, self.plugin_module = check_capture, fresh, plugin_module
+        self.keep_on_device = keep_on_device
+        self.n_in = len(specs)
+        self.violations: List[Violation] = []
+        self.host_outputs: Optional[List[np.ndarray]] = None
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self.recorder.step = name
+        with self.trace.phase(name) if self.trace is not None else contextlib.nullcontext():
+            yield
+
+    def stop(self, check: str, message: str, method: Optional[str] = None) -> bool:
+        self.violations.append(Violation(check, message, method))
+        if self.report.skipped is None:
+            self.report.skipped = f"the lifecycle stopped before enqueue: {message}"
+        return False
+
+    # -- 1. parse: create_plugin, add_plugin_v2 ------------------------------------------------
+    def parse(self) -> bool:
+        p0 = trampoline.create_plugin(self.creator, self.node_name, self.fc)
+        if p0 is None:
+            return self.stop("lifecycle", "create_plugin returned no plugin (the ONNX parser "
+                             "reports 'Could not create the plugin.')", "create_plugin")
+        p1 = trampoline.clone(p0)  # add_plugin_v2 keeps its own copy (§2.2)
+        if p1 is None:
+            trampoline.destroy(p0)
+            return self.stop("lifecycle", "clone() of P0 returned no plugin, so add_plugin_v2 "
+                             "fails", "clone")
+        self.p1 = p1
+        n_out = trampoline.get_nb_outputs(p1)
+        if n_out < 0:
+            trampoline.destroy(p0)
+            return self.stop("lifecycle", "num_outputs is not set on the plugin add_plugin_v2 "
+                             "holds (getNbOutputs gives -1): set it in __init__")
+        self.in_types = [s.datatype for s in self.specs]
+        self.out_types = [trampoline.get_output_data_type(p1, i, self.in_types)
+                          for i in range(n_out)]
+        self.out_exprs = []
+        for i in range(n_out):
+            builder = IExprBuilder()
+            exprs = [builder._input(k, s.shape) for k, s in enumerate(self.specs)]
+            self.out_exprs.append(trampoline.get_output_dimensions(p1, i, exprs, builder))
+            builder._expire()
+        trampoline.destroy(p0)  # the parser's unique_ptr dies after the node import
+        return self.shapes()
+
+    def shapes(self) -> bool:
+        profiles = {name: {k: getattr(s, name) for k, s in enumerate(self.specs)}
+                    for name in ("min", "opt", "max")}
+        self.out_dims: Dict[str, List[Tuple[int, ...]]] = {"net": [], "min": [], "opt": [],
+                                                            "max": []}
+        bad = []
+        for i, exprs in enumerate(self.out_exprs):
+            dims: Dict[str, List[int]] = {name: [] for name in self.out_dims}
+            for d, expr in enumerate(exprs):
+                if expr is None:
+                    bad.append(f"output {i} dim {d} is an empty slot (DimsExprs(n) leaves n "
+                               f"unset entries; assign every one)")
+                    continue
+                try:
+                    dims["net"].append(expr._evaluate({}))
+                except KeyError:
+                    dims["net"].append(-1)
+                except ZeroDivisionError as err:
+                    dims["net"].append(-1)
+                    bad.append(f"output {i} dim {d}: {err}")
+                    continue
+                for name, shapes in profiles.items():
+                    try:
+                        value = expr._evaluate(shapes)
+                    except ZeroDivisionError as err:
+                        bad.append(f"output {i} dim {d} at the {name} input shapes: {err}")
+                        value = -1
+                    else:
+                        if value < 0:
+                            bad.append(f"output {i} dim {d} is {value} at the {name} input "
+                                       f"shapes {list(shapes.values())} ({expr!r})")
+                    dims[name].append(value)
+            for name in self.out_dims:
+                self.out_dims[name].append(tuple(dims[name]))
+        self.report.output_shapes = list(self.out_dims["opt"])
+        self.report.output_dtypes = list(self.out_types)
+        for text in bad:
+            self.violations.append(Violation("shape", text, "get_output_dimensions"))
+        if bad:
+            trampoline.destroy(self.p1)
+            self.report.skipped = "the build failed: get_output_dimensions gave invalid shapes"
+            return False
+        return True
+
+    # -- descriptors -----------------------------------------------------------------------------
+    def _net_dims(self, k: int) -> Tuple[int, ...]:
+        return self.specs[k].shape if k < self.n_in else self.out_dims["net"][k - self.n_in]
+
+    def _profile(self, k: int, name: str) -> Tuple[int, ...]:
+        if k < self.n_in:
+            return getattr(self.specs[k], name)
+        return self.out_dims[name][k - self.n_in]
+
+    def _desc(self, k: int, cand: Tuple[DataType, TensorFormat], dims: Sequence[int]
+              ) -> PluginTensorDesc:
+        scale = self.specs[k].scale if k < self.n_in and cand[0] is DataType.INT8 else -1.0
+        return PluginTensorDesc(dims, cand[0], cand[1], scale)
+
+    def dynamic(self, combo: Combo, build: bool) -> Tuple[list, list]:
+        """configure_plugin's lists: build phase with -1 wildcards, execution phase at opt."""
+        descs = []
+        for k, cand in enumerate(combo):
+            dims = self._net_dims(k) if build else self._profile(k, "opt")
+            descs.append(DynamicPluginTensorDesc(self._desc(k, cand, dims), self._profile(k, "min"),
+                                                 self._profile(k, "opt"), self._profile(k, "max")))
+        return descs[:self.n_in], descs[self.n_in:]
+
+    def plain(self, combo: Combo, profile: str) -> Tuple[list, list]:
+        descs = [self._desc(k, c, self._profile(k, profile)) for k, c in enumerate(combo)]
+        return descs[:self.n_in], descs[self.n_in:]
+
+    # -- 2. build ----------------------------------------------------------------------------------
+    def format_search(self, plugin: Any) -> List[Combo]:
+        n = self.n_in + len(self.out_types)
+        declared = self.in_types + self.out_types
+        candidates = []
+        for k in range(n):
+            fmt0 = self.specs[k].format if k < self.n_in else TensorFormat.LINEAR
+            formats = FORMAT_TABLE if len(self._net_dims(k)) >= 3 else (TensorFormat.LINEAR,)
+            types = [declared[k]] + [t for t in TYPE_TABLE if t is not declared[k]]
+            fmts = [fmt0] + [f for f in formats if f is not fmt0]
+            candidates.append([(t, f) for t in types for f in fmts])
+        probe, combos, self.tried = PoisonProbe(), [], []
+        limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
+
+        def search(pos: int, prefix: Combo) -> None:
+            for cand in candidates[pos]:
+                if len(self.tried) >= limit:
+                    return
+                in_out = ([self._desc(k, prefix[k], self._net_dims(k)) for k in range(pos)]
+                          + [self._desc(pos, cand, self._net_dims(pos))]
+                          + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
+                probe.arm(pos)
+                ok = trampoline.supports_format_combination(plugin, pos, in_out, self.n_in)
+                probe.disarm()
+                self.tried.append((pos, tuple(prefix), cand, ok))
+                if ok and pos == n - 1:
+                    combos.append(prefix + [cand])
+                elif ok:
+                    search(pos + 1, prefix + [cand])
+
+        trampoline.listeners.insert(0, probe.disarm)  # before any listener reads in_out
+        try:
+            if n:
+                search(0, [])
+            else:
+                combos.append([])
+        finally:
+            trampoline.listeners.remove(probe.disarm)
+        self.violations.extend(probe.violations())
+        return combos
+
+    def choose(self, combos: List[Combo]) -> Optional[List[Combo]]:
+        """The accepted combinations that keep the network's types (first = chosen), or None."""
+        want = self.in_types + self.out_types
+        typed = [c for c in combos if [t for t, _ in c] == want]
+        if typed:
+            return typed
+        names = [t.name for t in want]
+        same_inputs = [c for c in combos if [t for t, _ in c[:self.n_in]] == want[:self.n_in]]
+        if same_inputs:
+            combo = same_inputs[0]
+            for j, (t, _) in enumerate(combo[self.n_in:]):
+                if t is not want[self.n_in + j]:
+                    msg = (f"supports_format_combination accepts output {j} as {t.name} for "
+                           f"inputs {names[:self.n_in]}, but get_output_datatype({j}, ...) "
+                           f"returned {want[self.n_in + j].name}: in a strongly typed network the "
+                           f"output keeps get_output_datatype's type, which the plugin refuses, "
+                           f"so the build fails. Make both agree.")
+                    self.violations.append(Violation("output_mismatch", msg,
+                                                     "supports_format_combination"))
+                    break
+        else:
+            accepted = ", ".join(str([f"{t.name}/{f.name}" for t, f in c]) for c in combos[:4])
+            refused = [(pos, cand) for pos, prefix, cand, ok in self.tried
+                       if not ok and cand[0] is want[pos]
+                       and [t for t, _ in prefix] == want[:pos]][:1]
+            where = (f"; it refused in_out[{refused[0][0]}] = {refused[0][1][0].name}/"
+                     f"{refused[0][1][1].name}" if refused else "")
+            msg = (f"no format combination keeps the network's types {names} (inputs as "
+                   f"declared, outputs from get_output_datatype): {len(self.tried)} "
+                   f"supports_format_combination calls{where}; accepted combinations: "
+                   f"{accepted or 'none'}. The strongly typed build fails.")
+            self.violations.append(Violation("format", msg, "supports_format_combination"))
+        self.report.skipped = "the build failed: no usable format combination"
+        return None
+
+    def build(self) -> bool:
+        p2 = trampoline.clone(self.p1)  # the builder's own copy for its graph [infer]
+        if p2 is None:
+            trampoline.destroy(self.p1)
+            return self.stop("lifecycle", "clone() of P1 returned no plugin: the build fails",
+                             "clone")
+        initialized = False
+        try:
+            timed = self.choose(self.format_search(p2))
+            if timed is None:
+                return False
+            self.combo = timed[0]
+            trampoline.configure_plugin(p2, *self.dynamic(self.combo, build=True))
+            trampoline.get_workspace_size(p2, *self.plain(self.combo, "max"))
+            if trampoline.initialize(p2) != 0:
+                return self.stop("lifecycle", "initialize() raised, so the build fails",
+                                 "initialize")
+            initialized = True
+            trampoline.configure_plugin(p2, *self.dynamic(self.combo, build=False))
+            if len(timed) > 1 and self.cp is not None:
+                self.time(p2, timed[:_MAX_TIMED])
+            self.engine = self.serialize(p2)
+            self.identity = trampoline.identity(p2)
+            return self.engine is not None
+        finally:
+            if initialized:
+                trampoline.terminate(p2)
+            trampoline.destroy(p2)
+            trampoline.destroy(self.p1)
+
+    def time(self, plugin: Any, combos: List[Combo]) -> None:
+        """Timing: enqueue once per accepted combination on scratch buffers (§2.3)."""
+        for combo in combos:
+            trampoline.configure_plugin(plugin, *self.dynamic(combo, build=False))
+            ins, outs = self.plain(combo, "opt")
+            workspace = trampoline.get_workspace_size(plugin, ins, outs)
+            found = self.recorder.unconfigured_violation(plugin, "a timing enqueue of the build")
+            if found is not None:
+                self.violations.append(found)
+            sizes = [buffers.padded_volume(d.dims, d.format) * max(dtypes.itemsize_from_trt(
+                d.type), 1) for d in ins + outs]
+            try:
+                buffers.scratch_enqueue(
+                    sizes[:self.n_in], sizes[self.n_in:], max(workspace, 0),
+                    lambda i, o, w, s: trampoline.enqueue(plugin, ins, outs, i, o, w, s))
+            except Exception as err:
+                self.violations.append(Violation("device_error", "a timing enqueue failed on "
+                                                 f"the device: {buffers.cuda_error_text(err)}",
+                                                 "enqueue"))
+                return
+        trampoline.configure_plugin(plugin, *self.dynamic(self.combo, build=False))
+
+    def serialize(self, plugin: Any) -> Optional[bytes]:
+        """TensorRT's serialization of one plugin: the size, then serialize() and the copy."""
+        self.recorder.take_serialized(plugin)
+        size = trampoline.get_serialization_size(plugin)  # to size the engine's buffer
+        data = trampoline.serialize(plugin)
+        copied = trampoline.get_serialization_size(plugin)  # the binding copies this many bytes
+        results = self.recorder.take_serialized(plugin)
+        self.violations.extend(serialization_violations(results, copied, data))
+        if data is None:
+            self.report.skipped = "the build failed: serialize() produced no bytes"
+            return None
+        buffer = bytearray(max(size, 0))
+        n = min(copied, size)
+        buffer[:n] = data[:n].ljust(n, b"\0")  # past the end of the string: junk (here zeros)
+        return bytes(buffer)
+
+    # -- 3. runtime ---------------------------------------------------------------------------------
+    def runtime(self) -> None:
+        key = self.identity
+        creator = get_plugin_registry().get_creator(*key) if None not in key else None
+        if creator is None:
+            self.stop("lifecycle", f"the engine records the plugin as {key!r} (plugin_type, "
+                      f"plugin_version, plugin_namespace of the built plugin) but no creator is "
+                      f"registered under that key, so deserialization fails: they must equal the "
+                      f"creator's name, plugin_version and plugin_namespace")
+            return
+        pd = trampoline.deserialize_plugin(creator, self.node_name, self.engine)
+        if pd is None:
+            self.stop("lifecycle", "deserialize_plugin returned no plugin: "
+                      "deserialize_cuda_engine fails", "deserialize_plugin")
+            return
+        initialized = trampoline.initialize(pd) == 0
+        pc = trampoline.clone(pd) if initialized else None  # create_execution_context
+        try:
+            if not initialized:
+                self.stop("lifecycle", "initialize() of the deserialized plugin raised: "
+                          "deserialize_cuda_engine fails", "initialize")
+                return
+            if pc is None:
+                self.stop("lifecycle", "clone() of the deserialized plugin returned no plugin: "
+                          "create_execution_context fails", "clone")
+                return
+            ins, outs = self.dynamic(self.combo, build=False)
+            trampoline.configure_plugin(pc, ins, outs)
+            in_desc, out_desc = self.plain(self.combo, "opt")
+            workspace = max(trampoline.get_workspace_size(pc, in_desc, out_desc), 0)
+            found = self.recorder.unconfigured_violation(pc, "enqueue (execute_async_v3)")
+            if found is not None:
+                self.violations.append(found)
+            arrays = self.input_arrays()
+            if self.cp is not None and arrays is not None:
+                self.enqueue(pc, in_desc, out_desc, arrays, workspace)
+            if self.fresh:
+                with self.phase("fresh-process"):
+                    self.fresh_process(ins, outs, arrays)
+        finally:
+            if pc is not None:
+                trampoline.destroy(pc)
+            if initialized:
+                trampoline.terminate(pd)
+            trampoline.destroy(pd)
+
+    def input_arrays(self) -> Optional[List[Any]]:
+        arrays = []
+        for k, spec in enumerate(self.specs):
+            dt = _np_dtype(self.combo[k][0])
+            if dt is None:
+                self.report.skipped = (f"input {k} is {self.combo[k][0].name}, which NumPy and "
+                                       f"CuPy cannot hold, so enqueue was not run")
+                return None
+            if spec.data is None:
+                rng = np.random.default_rng(1234 + k)
+                if dt.kind == "f":
+                    data = rng.standard_normal(spec.opt)
+                elif dt.kind == "b":
+                    data = rng.integers(0, 2, spec.opt)
+                else:
+                    data = rng.integers(0 if dt.kind == "u" else -8, 16, spec.opt)
+                arrays.append(np.ascontiguousarray(data.astype(dt)))
+            else:
+                arrays.append(spec.data.astype(dt, copy=False))
+        for k, cand in enumerate(self.combo):
+            if cand[1] is not TensorFormat.LINEAR:
+                self.report.skipped = (f"in_out[{k}] uses format {cand[1].name}; the emulator "
+                                       f"runs enqueue on LINEAR tensors only")
+                return None
+        for j, t in enumerate(self.out_types):
+            if _np_dtype(t) is None:
+                self.report.skipped = f"output {j} is {t.name}, which NumPy cannot hold"
+                return None
+        return arrays
+
+    def enqueue(self, plugin: Any, in_desc: list, out_desc: list, arrays: List[Any],
+                workspace: int) -> None:
+        metas = [(shape, _np_dtype(t)) for shape, t in zip(self.out_dims["opt"], self.out_types)]
+
+        def call(i: List[int], o: List[int], w: int, s: int) -> int:
+            return trampoline.enqueue(plugin, in_desc, out_desc, i, o, w, s)
+
+        try:
+            run = buffers.DeviceRun(arrays, metas, workspace)
+            self.recorder.step = "enqueue"
+            status = run.call(call)
+            raw = run.read_raw()
+        except Exception as err:
+            self.violations.append(Violation(
+                "device_error", f"the work enqueue launched failed on the device: "
+                f"{buffers.cuda_error_text(err)} (the CUDA context may be unusable now)",
+                "enqueue"))
+            return
+        self.recorder.step = "runtime"
+        if status != 0:
+            return  # the [ERROR] line is reported as a callback_error
+        self.report.enqueue_ran = True
+        for i, ((shape, dt), buf) in enumerate(zip(metas, raw)):
+            self.violations.extend(output_violations(i, buf, shape, dt))
+        self.host_outputs = run.outputs()
+        self.report.outputs = run.outputs(on_device=True) if self.keep_on_device \
+            else self.host_outputs
+        if self.check_capture:
+            self.capture(run, call, raw)
+
+    def capture(self, run: Any, call: Any, eager: List[np.ndarray]) -> None:
+        self.recorder.step = "capture"
+        try:
+            outcome = run.capture(call)
+        except Exception as err:
+            outcome = buffers.CaptureOutcome(status=-1, errors=[buffers.cuda_error_text(err)])
+        self.recorder.step = "runtime"
+        problems = []
+        if outcome.allocations:
+            problems.append(f"enqueue allocated device memory while the stream was captured "
+                            f"({len(outcome.allocations)} allocation(s), "
+                            f"{sum(outcome.allocations)} bytes through CuPy): the graph would "
+                            f"replay into memory it does not own")
+        raised = [e[1] for e in self.recorder.errors if e[2] == "capture"]
+        if outcome.status != 0 or raised:
+            problems.append("enqueue raised while the stream was captured: "
+                            + (" | ".join(raised) or "(no message)"))
+        problems.extend(outcome.errors)
+        if not problems and outcome.replay is not None:
+            differ = [i for i, (a, b) in enumerate(zip(eager, outcome.replay))
+                      if not np.array_equal(a, b)]
+            if differ:
+                problems.append(f"replaying the captured graph left output(s) {differ} different "
+                                f"from the eager run: work enqueue launched outside the given "
+                                f"stream (the legacy default stream, another stream) is not in "
+                                f"the graph")
+        if problems:
+            msg = ("enqueue is not CUDA-graph capture safe: " + "; ".join(problems) + ". Launch "
+                   "only on the stream TensorRT passes (cp.cuda.ExternalStream(stream)); allocate "
+                   "in configure_plugin/initialize; never synchronize or copy to the host in "
+                   "enqueue (§9).")
+            self.violations.append(Violation("capture_unsafe", msg, "enqueue"))
+
+    def fresh_process(self, ins: list, outs: list, arrays: Optional[List[Any]]) -> None:
+        module = self.plugin_module or _fresh.module_of(self.creator)
+        if module is None:
+            self.violations.append(Violation(
+                "fresh_process", "cannot tell which module registers the creator; pass "
+                "plugin_module=... (a module name or .py path)"))
+            return
+        gpu = self.host_outputs is not None
+        host = [a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else
+                np.asarray(a) for a in (arrays or [])]
+        result = _fresh.run_fresh(module, self.identity, self.node_name, self.engine, ins, outs,
+                                  host, gpu)
+        where = f"in a new process that only imports {module!r}"
+        if result.error is not None:
+            self.violations.append(Violation("fresh_process", f"{where}: {result.error}"))
+            return
+        if result.reserialized != self.engine:
+            self.violations.append(Violation(
+                "fresh_process", f"{where}, the deserialized plugin serializes to different "
+                f"bytes ({len(result.reserialized or b'')} vs {len(self.engine)}): its state "
+                f"depends on something outside the serialized bytes", "serialize"))
+        if gpu and result.outputs is not None:
+            differ = [i for i, (a, b) in enumerate(zip(self.host_outputs, result.outputs))
+                      if a.tobytes() != b.tobytes()]
+            if differ:
+                self.violations.append(Violation(
+                    "fresh_process", f"{where}, enqueue produced different output(s) {differ} "
+                    f"from this process for the same inputs: the plugin reads state that is not "
+                    f"in its serialized bytes (module globals, __main__)", "enqueue"))
+
+
+def _as_spec(item: Any) -> TensorSpec:
+    if isinstance(item, TensorSpec):
+        return item
+    if isinstance(item, str):
+        return TensorSpec.parse(item)
+    if hasattr(item, "shape") and hasattr(item, "dtype"):
+        return TensorSpec.from_array(item)
+    msg = f"inputs must be TensorSpec objects, spec strings or arrays (got {item!r})"
+    raise TypeError(msg)
+
+
+def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
+        node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
+        fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
+        keep_on_device: bool = False) -> LifecycleReport:
+    """Drive one plugin through import, build and run as TensorRT does, checking it on the way.
+
+    Args:
+        plugin: a creator, a ``(name, version, namespace)`` tuple or ``"Name[:Version[:Ns]]"``.
+        inputs: one :class:`TensorSpec` (or spec string, or array) per plugin input.
+        fields: node attributes (Python values or ``onnx.AttributeProto``), converted as the ONNX
+            parser does, or a ready ``PluginFieldCollection_``.
+        node_name: the ONNX node's name, passed to ``create_plugin``/``deserialize_plugin``.
+        device: ``"auto"`` (GPU when CuPy sees one), ``"cpu"`` (never touch the GPU) or
+            ``"gpu"`` (require one).
+        check_capture: also capture ``enqueue`` into a CUDA graph and replay it (GPU).
+        fresh_process: also deserialize and run the engine bytes in a new Python process.
+        plugin_module: module name or ``.py`` path registering the creator; imported here first
+            (with the emulator installed) and in the fresh process.
+        trace: record a :class:`~pyplugins.emulator.trace.Trace` of every callback.
+        keep_on_device: return outputs as CuPy arrays.
+
+    Returns:
+        A :class:`LifecycleReport`.
+
+    Raises:
+        LookupError: no creator is registered for ``plugin``.
+        ValueError, TypeError: malformed ``inputs``/``device``; FieldError: an attribute the
+            ONNX parser refuses.
+    """
+    if plugin_module is not None:
+        _fresh.import_module(plugin_module)
+    creator = _resolve_creator(plugin)
+    specs = [_as_spec(s) for s in inputs]
+    key = (creator.name, creator.plugin_version, creator.plugin_namespace)
+    report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
+    fc, report.warnings = _fields(creator, fields)
+    cp, reason = _device(device)
+    recorder = Recorder()
+    tracer = None
+    if trace:
+        from pyplugins.emulator.trace import Trace
+
+        tracer = report.trace = Trace()
+    driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer, check_capture,
+                     fresh_process, plugin_module, keep_on_device)
+    trampoline.listeners.append(recorder)
+    if tracer is not None:
+        tracer.start()
+    try:
+        with driver.phase("parse"):
+            going = driver.parse()
+        if going:
+            with driver.phase("build"):
+                going = driver.build()
+        if going:
+            with driver.phase("runtime"):
+                driver.runtime()
+    finally:
+        if tracer is not None:
+            tracer.stop()
+        trampoline.listeners.remove(recorder)
+    if not report.enqueue_ran and report.skipped is None and cp is None:
+        report.skipped = reason
+    report.violations = driver.violations + recorder.violations
+    for method, line, step, label in recorder.errors:
+        report.errors.append(line)
+        if step != "capture":
+            report.violations.append(Violation("callback_error", f"{label} ({step}): {line}",
+                                               method))
+    return report

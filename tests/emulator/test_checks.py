@@ -1,0 +1,256 @@
+"""Each lifecycle check, tripped by a plugin module broken on purpose (tests/emulator/plugins/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyplugins import emulator
+from pyplugins.emulator import _fresh, checks, lifecycle
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.lifecycle import TensorSpec
+
+emulator.install()
+
+PLUGINS = Path(__file__).parent / "plugins"
+
+
+def load(name):
+    return _fresh.import_module(str(PLUGINS / f"{name}.py"))
+
+
+def run(plugin, spec="2x8:float32", **kwargs):
+    kwargs.setdefault("device", "cpu")
+    return lifecycle.run(plugin, [TensorSpec.parse(spec)], **kwargs)
+
+
+def messages(report, check):
+    return [v.message for v in report.violations if v.check == check]
+
+
+# -- host-side checks (CPU) ------------------------------------------------------------------------
+
+def test_in_out_beyond_pos():
+    load("bad_beyond_pos")
+    report = run("PPTestBeyondPos")
+    assert report.checks() == ["in_out_beyond_pos"], report.format()
+    (message,) = messages(report, "in_out_beyond_pos")
+    assert "pos=0" in message and "in_out[1].type" in message
+    assert report.violations[0].method == "supports_format_combination"
+
+
+def test_clone_shares_state():
+    load("bad_clone")
+    report = run("PPTestCloneShared")
+    assert report.checks() == ["clone_shares_state"], report.format()
+    named = " ".join(messages(report, "clone_shares_state"))
+    assert "'scales'" in named and "'table'" in named and "'name'" not in named
+    assert "P0" in named and "P1" in named  # every clone is checked: P0->P1, P1->P2, Pd->Pc
+
+
+def test_clone_returning_self():
+    load("bad_clone")
+    report = run("PPTestCloneSelf")
+    assert "clone_shares_state" in report.checks(), report.format()
+    assert any("source object itself" in m for m in messages(report, "clone_shares_state"))
+
+
+def test_clone_without_init():
+    load("bad_clone")
+    report = run("PPTestCloneNoInit")
+    found = messages(report, "clone_shares_state")
+    assert found and "num_outputs is unset" in found[0] and "plugin_type is None" in found[0]
+    assert "lifecycle" in report.checks()  # add_plugin_v2's copy has no num_outputs
+
+
+def test_serialize_nondeterministic():
+    load("bad_serialize")
+    report = run("PPTestSerializeCounter")
+    assert "serialize_nondeterministic" in report.checks(), report.format()
+    assert "3 calls" in messages(report, "serialize_nondeterministic")[0]
+
+
+def test_enqueue_unconfigured():
+    load("bad_configure")
+    report = run("PPTestConfigureRaises")
+    assert report.checks() == ["enqueue_unconfigured", "callback_error"], report.format()
+    (message,) = messages(report, "enqueue_unconfigured")
+    assert "raised in configure_plugin" in message and "P4" in message
+    assert any("IndexError" in e for e in report.errors)
+    assert run("PPTestConfigureRaises", "2x8x4:float32").ok  # rank 3: configure works
+
+
+def test_output_dtype_disagreement():
+    load("bad_output")
+    report = run("PPTestOutputDtype")
+    assert report.checks() == ["output_mismatch"], report.format()
+    message = messages(report, "output_mismatch")[0]
+    assert "accepts output 0 as FLOAT" in message and "returned HALF" in message
+
+
+def test_callback_error_reports_every_printed_line(capfd):
+    load("bad_errors")
+    report = run("PPTestWorkspaceRaises", "2x8:float32")
+    assert report.checks() == ["callback_error"], report.format()
+    assert len(report.errors) == 2  # build and runtime get_workspace_size
+    assert all(e.startswith("[ERROR] Exception caught in get_workspace_size(): IndexError")
+               for e in report.errors)
+    assert all(v.method == "get_workspace_size" for v in report.violations)
+    assert "[ERROR] Exception caught in get_workspace_size()" in capfd.readouterr().err
+
+
+def test_shape_empty_slot_and_negative():
+    load("bad_errors")
+    slot = run("PPTestShapeSlot")
+    assert slot.checks() == ["shape"] and "empty slot" in slot.violations[0].message
+    assert "build failed" in slot.skipped
+    negative = run("PPTestShapeNegative", "2-6-8x4:float32")
+    assert negative.checks() == ["shape"]
+    assert "output 0 dim 0 is -3 at the min input shapes" in negative.violations[0].message
+    assert run("PPTestShapeNegative", "6-7-8x4:float32").ok
+
+
+def test_fresh_process_catches_module_globals():
+    module = load("bad_global")
+    module.SCALE = 3.0  # what the script's __main__ block does
+    path = str(PLUGINS / "bad_global.py")
+    assert run("PPTestGlobalScale").ok
+    report = run("PPTestGlobalScale", fresh_process=True, plugin_module=path)
+    assert report.checks() == ["fresh_process"], report.format()
+    message = messages(report, "fresh_process")[0]
+    assert "NameError" in message and "SCALE" in message and "bad_global.py" in message
+
+
+def test_fresh_process_infers_module_from_creator():
+    module = load("bad_global")
+    module.SCALE = 3.0
+    report = run(module.my_plugin_creator, fresh_process=True)
+    assert report.checks() == ["fresh_process"], report.format()
+
+
+# -- the check helpers -----------------------------------------------------------------------------
+
+def test_output_violations_guard_and_unwritten():
+    shape, dt = (2, 3), np.dtype(np.float16)
+    raw = np.frombuffer(checks.poison_pattern(dt, 6 + checks.GUARD_BYTES // 2), np.uint8).copy()
+    body = raw[:12].view(np.float16)
+    body[:] = 1.0
+    assert checks.output_violations(0, raw, shape, dt) == []
+    assert np.isnan(np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0])
+    body[4] = np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0]
+    (under,) = checks.output_violations(0, raw, shape, dt)
+    assert "left 1 of 6" in under.message and "(1, 1)" in under.message
+    body[4] = 2.0
+    raw[12:14] = 0
+    (over,) = checks.output_violations(1, raw, shape, dt)
+    assert "past the end of output 1" in over.message and over.check == "output_mismatch"
+
+
+def test_int_poison_is_a_byte_pattern():
+    assert checks.poison_pattern(np.int32, 2) == b"\xa5" * 8
+    raw = np.frombuffer(checks.poison_pattern(np.int32, 4 + 64), np.uint8).copy()
+    raw[:16] = 0
+    assert checks.output_violations(0, raw, (4,), np.int32) == []
+
+
+def test_serialization_violations():
+    assert checks.serialization_violations([b"ab", b"ab", b"ab"], 2, b"ab") == []
+    (v,) = checks.serialization_violations([b"ab", b"ac"], 2, b"ab")
+    assert v.check == "serialize_nondeterministic" and "byte 1" in v.message
+    (v,) = checks.serialization_violations([b"ab"], 5, b"ab")
+    assert v.check == "serialize" and "read past the end" in v.message
+    (v,) = checks.serialization_violations([None], 0, None)
+    assert v.check == "serialize"
+
+
+def test_clone_violations_immutable_values_pass():
+    class Obj:
+        pass
+
+    a, b = Obj(), Obj()
+    a._pp_num_outputs = b._pp_num_outputs = 1
+    a._pp_type = b._pp_type = "X"
+    shared = (1, "s", (2.0, None), np.float32(1), emulator.DataType.HALF, np.dtype("f4"))
+    for i, value in enumerate(shared):
+        setattr(a, f"v{i}", value)
+        setattr(b, f"v{i}", value)
+    assert checks.clone_violations(a, b) == []
+    a.t = b.t = (1, [2])
+    (v,) = checks.clone_violations(a, b)
+    assert "'t'" in v.message
+
+
+def test_poisoned_desc_records_only_beyond_pos_while_armed():
+    probe = checks.PoisonProbe()
+    desc = checks.PoisonedDesc(2, probe)
+    assert isinstance(desc, emulator.PluginTensorDesc)
+    desc.type  # not armed: nobody's call
+    probe.arm(1)
+    _ = desc.format
+    probe.disarm()
+    _ = desc.dims
+    assert probe.reads == [(1, 2, "format")]
+    (v,) = probe.violations()
+    assert isinstance(v, Violation) and "in_out[2].format" in v.message
+
+
+def test_every_check_is_documented():
+    for name in ("in_out_beyond_pos", "clone_shares_state", "serialize_nondeterministic",
+                 "enqueue_unconfigured", "output_mismatch", "capture_unsafe", "fresh_process",
+                 "callback_error", "shape", "format"):
+        assert name in checks.CHECKS
+
+
+# -- GPU checks ---------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, extra", [("PPTestOutputOver", "past the end"),
+                                         ("PPTestOutputUnder", "left 1 of 24")])
+def test_output_mismatch_on_gpu(name, extra):
+    load("bad_output")
+    report = run(name, "2x3x4:float32", device="gpu")
+    assert report.enqueue_ran
+    assert report.checks() == ["output_mismatch"], report.format()
+    assert extra in messages(report, "output_mismatch")[0]
+
+
+@pytest.mark.gpu
+def test_capture_check_passes_for_good_plugins():
+    circ_pad = load("circ_pad")
+    report = lifecycle.run(circ_pad.my_plugin_creator, ["1x2x5x5:float32"],
+                           {"pads": (1, 1, 1, 1)}, device="gpu")
+    assert report.ok and report.enqueue_ran, report.format()
+    load("bad_errors")
+    assert run("PPTestWorkspaceRaises", device="gpu").checks() == ["callback_error"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, needle", [
+    ("PPTestCaptureAlloc", "allocated device memory"),
+    ("PPTestCaptureSync", "raised while the stream was captured"),
+    ("PPTestCaptureNullStream", "raised while the stream was captured"),
+    ("PPTestCaptureOtherStream", "different from the eager run"),
+])
+def test_capture_unsafe(name, needle):
+    load("bad_capture")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    report = lifecycle.run(name, [x], device="gpu")
+    assert report.enqueue_ran
+    np.testing.assert_array_equal(report.outputs[0], 2 * x)  # eagerly it works
+    assert report.checks() == ["capture_unsafe"], report.format()
+    assert needle in messages(report, "capture_unsafe")[0], report.format()
+    assert lifecycle.run(name, [x], device="gpu", check_capture=False).ok
+
+
+@pytest.mark.gpu
+def test_fresh_process_on_gpu_compares_outputs():
+    module = load("bad_global")
+    module.SCALE = 3.0
+    x = np.ones((2, 8), np.float32)
+    good = lifecycle.run("PPTestGlobalScale", [x], device="gpu")
+    assert good.ok and np.all(good.outputs[0] == 3.0), good.format()
+    report = lifecycle.run("PPTestGlobalScale", [x], device="gpu", fresh_process=True,
+                           plugin_module=str(PLUGINS / "bad_global.py"))
+    assert report.checks() == ["fresh_process"], report.format()
