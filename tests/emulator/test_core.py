@@ -810,8 +810,9 @@ def test_uninterpretable_return_prints_and_falls_back(method, capfd):
 
 @pytest.mark.xfail(strict=True, reason=(
     "pyPlugin.cpp PLUGIN_API_CATCH_CAST names the C++ types: 'nvinfer1::DataType', "
-    "'nvinfer1::DimsExprs', 'bool', 'size_t', 'std::string', 'nvinfer1::IPluginV2DynamicExt'; "
-    "the trampoline prints 'DataType', 'DimsExprs', 'int', 'bytes', 'IPluginV2DynamicExt'"))
+    "'nvinfer1::DimsExprs', 'bool', 'size_t', 'std::string', 'nvinfer1::IPluginV2DynamicExt', and "
+    "'IPluginV2*' for create_plugin/deserialize_plugin; the trampoline prints 'DataType', "
+    "'DimsExprs', 'int', 'bytes', 'IPluginV2DynamicExt'"))
 def test_uninterpretable_return_names_the_cpp_type(capfd):
     expected = {"get_output_datatype": "nvinfer1::DataType",
                 "get_output_dimensions": "nvinfer1::DimsExprs",
@@ -822,6 +823,9 @@ def test_uninterpretable_return_names_the_cpp_type(capfd):
         p = plugin_with(**{method: lambda self, *a: bad})
         CALLS[method][0](p)
         assert f"could not be interpreted as {ctype}\n" in capfd.readouterr().err
+    wrong = type("W", (Creator,), {"create_plugin": lambda self, name, fc: "not a plugin"})()
+    trampoline.create_plugin(wrong, "n", trt.PluginFieldCollection_())
+    assert "create_plugin() could not be interpreted as IPluginV2*\n" in capfd.readouterr().err
 
 
 @pytest.mark.xfail(strict=True, reason=(
