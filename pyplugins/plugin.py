@@ -339,10 +339,10 @@ def _dims_result(plugin: Any, result: Any, args: tuple) -> Any:
 
 
 def _bool_result(plugin: Any, result: Any, args: tuple) -> bool:
-    if isinstance(result, bool) or type(result).__name__ == "bool_":
-        return bool(result)
-    msg = f"supports_format_combination() must return True or False (got {result!r})"
-    raise TypeError(msg)
+    if result is None:  # TensorRT reads None as False, silently: a forgotten return
+        msg = "supports_format_combination() must return True or False (got None)"
+        raise TypeError(msg)
+    return bool(result)  # as pybind's bool caster: 1, numpy bools, ... are accepted
 
 
 _POST = {"get_output_datatype": _datatype_result, "get_output_dimensions": _dims_result,
