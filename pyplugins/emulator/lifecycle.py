@@ -283,9 +283,12 @@ class _Driver:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        self.recorder.step = name
-        with self.trace.phase(name) if self.trace is not None else contextlib.nullcontext():
-            yield
+        saved, self.recorder.step = self.recorder.step, name
+        try:
+            with self.trace.phase(name) if self.trace is not None else contextlib.nullcontext():
+                yield
+        finally:
+            self.recorder.step = saved
 
     def stop(self, check: str, message: str, method: Optional[str] = None) -> bool:
         self.violations.append(Violation(check, message, method))
@@ -626,6 +629,7 @@ class _Driver:
             status = run.call(call)
             raw = run.read_raw()
         except Exception as err:
+            self.recorder.step = "runtime"
             self.violations.append(Violation(
                 "device_error", f"the work enqueue launched failed on the device: "
                 f"{buffers.cuda_error_text(err)} (the CUDA context may be unusable now)",

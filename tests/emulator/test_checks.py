@@ -230,7 +230,9 @@ def test_capture_check_passes_for_good_plugins():
 @pytest.mark.parametrize("name, needle", [
     ("PPTestCaptureAlloc", "allocated device memory"),
     ("PPTestCaptureSync", "raised while the stream was captured"),
-    ("PPTestCaptureNullStream", "raised while the stream was captured"),
+    # CUDA refuses legacy-stream work while a blocking stream captures (cudaErrorStreamCapture-
+    # Implicit): at the launch, or when the capture ends.
+    ("PPTestCaptureNullStream", ("raised while the stream was captured", "ending the capture")),
     ("PPTestCaptureOtherStream", "different from the eager run"),
 ])
 def test_capture_unsafe(name, needle):
@@ -240,7 +242,8 @@ def test_capture_unsafe(name, needle):
     assert report.enqueue_ran
     np.testing.assert_array_equal(report.outputs[0], 2 * x)  # eagerly it works
     assert report.checks() == ["capture_unsafe"], report.format()
-    assert needle in messages(report, "capture_unsafe")[0], report.format()
+    needles = needle if isinstance(needle, tuple) else (needle,)
+    assert any(n in messages(report, "capture_unsafe")[0] for n in needles), report.format()
     assert lifecycle.run(name, [x], device="gpu", check_capture=False).ok
 
 

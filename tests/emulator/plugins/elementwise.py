@@ -23,8 +23,8 @@ _FORMATS = (trt.TensorFormat.LINEAR, trt.TensorFormat.HWC)
 def _axpy():
     global _AXPY
     if _AXPY is None:
-        _AXPY = cp.ElementwiseKernel("T a, T b, float32 alpha", "T out",
-                                     "out = (T)(alpha * (float)a + (float)b)", "pp_test_axpy")
+        _AXPY = cp.ElementwiseKernel("T a, T b, float32 alpha", "T c",
+                                     "c = (T)(alpha * (float)a + (float)b)", "pp_test_axpy")
     return _AXPY
 
 
