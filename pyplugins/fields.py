@@ -24,15 +24,10 @@ Values come from three places, and all are accepted:
 A wrong value raises :class:`~pyplugins.errors.FieldError`, e.g.
 ``Field 'pads' of plugin 'CircPad' must be a list of ints (got 1.5, a float).``
 
-| constructor          | Python value  | declared PluginFieldType |
-|----------------------|---------------|--------------------------|
-| ``Field.int()``      | ``int``       | INT32                    |
-| ``Field.float()``    | ``float``     | FLOAT32                  |
-| ``Field.ints()``     | ``list[int]`` | INT32                    |
-| ``Field.floats()``   | ``list[float]``| FLOAT32                 |
-| ``Field.str()``      | ``str``       | CHAR                     |
-| ``Field.bool()``     | ``bool``      | INT32                    |
-| ``Field.enum(...)``  | one of choices| CHAR (str choices) / INT32 (int choices) |
+Constructors -> Python value (declared PluginFieldType): ``Field.int()`` -> int (INT32),
+``Field.float()`` -> float (FLOAT32), ``Field.ints()`` -> list of int (INT32),
+``Field.floats()`` -> list of float (FLOAT32), ``Field.str()`` -> str (CHAR), ``Field.bool()`` ->
+bool (INT32), ``Field.enum(*choices)`` -> one of the choices (CHAR for strings, INT32 for ints).
 
 Example:
     >>> from pyplugins.fields import Field
@@ -60,6 +55,8 @@ from pyplugins.errors import FieldError, PluginDefinitionError
 from pyplugins.serialize import Tag
 
 MISSING: Any = type("MISSING", (), {"__repr__": lambda self: "MISSING"})()
+Check = Optional[Callable[[Any], Any]]  # a custom validator: raise ValueError or return False
+OptInt = Optional[int]
 
 _INT_TYPES = {"INT8", "INT16", "INT32", "INT64"}
 _FLOAT_TYPES = {"FLOAT32", "FLOAT64"}
@@ -105,9 +102,8 @@ class Field:
     """
 
     def __init__(self, kind: builtins.str, default: Any = MISSING, *, min: Any = None,  # noqa: A002
-                 max: Any = None, len: Optional[builtins.int] = None,  # noqa: A002
-                 min_len: Optional[builtins.int] = None, max_len: Optional[builtins.int] = None,
-                 choices: Sequence[Any] = (), validate: Optional[Callable[[Any], Any]] = None,
+                 max: Any = None, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
+                 max_len: OptInt = None, choices: Sequence[Any] = (), validate: Check = None,
                  doc: builtins.str = "") -> None:
         if kind == "enum":
             if not choices:
@@ -135,58 +131,54 @@ class Field:
             validate, doc
         self.min_len = len if len is not None else min_len
         self.max_len = len if len is not None else max_len
-        self.default = MISSING
-        if default is not MISSING:
-            self.default = default  # checked in __set_name__, once the name is known
+        self.default = default  # converted and checked by finalize(), once the class exists
 
     # -- constructors -----------------------------------------------------------------------------
 
     @classmethod
     def int(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
-            validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+            validate: Check = None, doc: builtins.str = "") -> "Field":
         """An ``int`` (ONNX INT). ``min``/``max`` bound it; ``validate`` is a custom check."""
         return cls("int", default, min=min, max=max, validate=validate, doc=doc)
 
     @classmethod
     def float(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
-              validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+              validate: Check = None, doc: builtins.str = "") -> "Field":
         """A ``float`` (ONNX FLOAT; ints are accepted and converted)."""
         return cls("float", default, min=min, max=max, validate=validate, doc=doc)
 
     @classmethod
-    def ints(cls, default: Any = MISSING, *, len: Optional[builtins.int] = None,  # noqa: A002
-             min_len: Optional[builtins.int] = None, max_len: Optional[builtins.int] = None,
-             min: Any = None, max: Any = None,  # noqa: A002
-             validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+    def ints(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
+             max_len: OptInt = None, min: Any = None, max: Any = None,  # noqa: A002
+             validate: Check = None, doc: builtins.str = "") -> "Field":
         """A ``list[int]`` (ONNX INTS). ``len``/``min_len``/``max_len`` bound its length,
         ``min``/``max`` every element."""
         return cls("ints", default, len=len, min_len=min_len, max_len=max_len, min=min, max=max,
                    validate=validate, doc=doc)
 
     @classmethod
-    def floats(cls, default: Any = MISSING, *, len: Optional[builtins.int] = None,  # noqa: A002
-               min_len: Optional[builtins.int] = None, max_len: Optional[builtins.int] = None,
-               min: Any = None, max: Any = None,  # noqa: A002
-               validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+    def floats(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
+               max_len: OptInt = None, min: Any = None, max: Any = None,  # noqa: A002
+               validate: Check = None, doc: builtins.str = "") -> "Field":
         """A ``list[float]`` (ONNX FLOATS; ints are accepted and converted)."""
         return cls("floats", default, len=len, min_len=min_len, max_len=max_len, min=min,
                    max=max, validate=validate, doc=doc)
 
     @classmethod
-    def str(cls, default: Any = MISSING, *,  # noqa: A003
-            validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+    def str(cls, default: Any = MISSING, *, validate: Check = None,  # noqa: A003
+            doc: builtins.str = "") -> "Field":
         """A ``str`` (ONNX STRING; the parser's trailing NUL is stripped)."""
         return cls("str", default, validate=validate, doc=doc)
 
     @classmethod
     def bool(cls, default: Any = MISSING, *,  # noqa: A003
-             validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+             validate: Check = None, doc: builtins.str = "") -> "Field":
         """A ``bool`` (ONNX INT 0/1; also INT8 from QDP, and "true"/"false" strings)."""
         return cls("bool", default, validate=validate, doc=doc)
 
     @classmethod
     def enum(cls, *choices: Any, default: Any = MISSING,
-             validate: Optional[Callable[[Any], Any]] = None, doc: builtins.str = "") -> "Field":
+             validate: Check = None, doc: builtins.str = "") -> "Field":
         """One of ``choices`` (all strings: ONNX STRING; all ints: ONNX INT)."""
         return cls("enum", default, choices=choices, validate=validate, doc=doc)
 

@@ -44,16 +44,15 @@ What the base class does for you:
 - **Fields** (:mod:`pyplugins.fields`) are the plugin's attributes, ONNX attributes and
   serialized state. ``__init__(**fields)`` converts and validates them, then calls
   :meth:`Plugin.setup`, the hook for derived host state and cross-field checks.
-- **clone()** builds the clone through ``__init__`` (so the C++-side identity is set again; if
-  you override ``__init__``, accept ``**fields`` and call ``super().__init__(**fields)``), then
-  copies the rest of the instance state, so a configured source gives a configured clone:
-  field values and plain Python/NumPy state are deep-copied; launch objects
-  (:class:`pyplugins.launch.Launch`), kernels, compiled CuPy functions and attributes named in
-  the class's ``shared`` tuple are shared (they are immutable); **device buffers** (CuPy arrays,
-  device memory) are never shared or copied: the clone's attribute is ``None``. Allocate device
+- **clone()** builds the clone through ``__init__`` (so the C++-side identity is set again; an
+  overridden ``__init__`` must accept ``**fields`` and call ``super().__init__(**fields)``), then
+  copies the other instance state, so a configured source gives a configured clone. Fields and
+  plain Python/NumPy state are deep-copied; kernels, compiled CuPy functions, launch objects (a
+  :class:`~pyplugins.launch.Launch` is copied if its type defines ``__deepcopy__``, else shared)
+  and attributes named in the class's ``shared`` tuple are shared; **device buffers** (CuPy
+  arrays, device memory) are never shared or copied: the clone gets ``None``. Allocate device
   state in ``configure_plugin`` (TensorRT configures every clone before its ``enqueue``), e.g.
-  ``if self.buf is None or self.buf.size < n: self.buf = cupy.empty(n)``, or better ask for it
-  with ``get_workspace_size``.
+  ``if self.buf is None: self.buf = cupy.empty(n)``, or ask for ``get_workspace_size`` bytes.
 - Defaults: ``get_output_datatype`` -> the first input's type (networks are strongly typed);
   ``supports_format_combination`` -> :func:`pyplugins.formats.check` with the class's ``dtypes``
   (default FLOAT and HALF) and ``same_as`` (default 0: every tensor has input 0's type), LINEAR
@@ -91,18 +90,15 @@ _RENAMED = {"num_outputs": "outputs", "plugin_type": "name", "plugin_version": "
             "plugin_namespace": "namespace", "plugin_name": "name"}
 _READ_ONLY = ("tensorrt_version", "serialization_size", "FORMAT_COMBINATION_LIMIT")
 #: IPluginV3 (or misspelled) method names a V2 plugin never receives -> the V2 method.
-_V2_NAME = {
-    "get_output_data_types": "get_output_datatype(index, input_types)",
-    "get_output_data_type": "get_output_datatype(index, input_types)",
-    "get_output_shapes": "get_output_dimensions(output_index, inputs, expr_builder)",
-    "get_output_dims": "get_output_dimensions(output_index, inputs, expr_builder)",
-    "on_shape_change": "configure_plugin(inp, out)",
-    "get_fields_to_serialize": "nothing: fields are serialized for you",
-    "get_capability_interface": "nothing: pp.Plugin is an IPluginV2DynamicExt",
-    "attach_to_context": "clone()",
-    "set_tactic": "nothing: IPluginV2DynamicExt has no tactics",
-    "get_valid_tactics": "nothing: IPluginV2DynamicExt has no tactics",
-}
+_NO_TACTICS = "nothing: IPluginV2DynamicExt has no tactics"
+_V2_NAME = {"get_output_data_types": "get_output_datatype(index, input_types)",
+            "get_output_data_type": "get_output_datatype(index, input_types)",
+            "get_output_shapes": "get_output_dimensions(output_index, inputs, expr_builder)",
+            "get_output_dims": "get_output_dimensions(output_index, inputs, expr_builder)",
+            "on_shape_change": "configure_plugin(inp, out)", "attach_to_context": "clone()",
+            "get_fields_to_serialize": "nothing: fields are serialized for you",
+            "get_capability_interface": "nothing: pp.Plugin is an IPluginV2DynamicExt",
+            "set_tactic": _NO_TACTICS, "get_valid_tactics": _NO_TACTICS}
 #: Every method TensorRT calls on a V2 plugin (wrapped for error reports).
 PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_format_combination",
                     "configure_plugin", "get_workspace_size", "enqueue", "initialize",
@@ -358,31 +354,26 @@ def _wrap_methods(cls: type) -> None:
 
 def _wrap(method: str, fn: Any) -> Any:
     post = _POST.get(method)
-    if method == "enqueue":
+    if method == "enqueue":  # the hot path: nothing but the try
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(self, *args, **kwargs)
             except Exception as err:
                 report(self, method, args, err)
                 raise
-    elif method == "configure_plugin":
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                result = fn(self, *args, **kwargs)
-            except Exception as err:
-                self.__dict__[_CONFIG_ERROR] = f"{type(err).__name__}: {err}"
-                report(self, method, args, err)
-                raise
-            self.__dict__.pop(_CONFIG_ERROR, None)
-            return result
     else:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 result = fn(self, *args, **kwargs)
-                return result if post is None else post(self, result, args)
+                result = result if post is None else post(self, result, args)
             except Exception as err:
+                if method == "configure_plugin":  # C++ ignores it: remember for enqueue's report
+                    self.__dict__[_CONFIG_ERROR] = f"{type(err).__name__}: {err}"
                 report(self, method, args, err)
                 raise
+            if method == "configure_plugin":
+                self.__dict__.pop(_CONFIG_ERROR, None)
+            return result
     functools.update_wrapper(wrapper, fn)
     wrapper.__pp_wrapped__ = True  # type: ignore[attr-defined]
     return wrapper
