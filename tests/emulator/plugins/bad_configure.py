@@ -4,7 +4,6 @@ TensorRT prints the error and carries on, so enqueue later reaches an object who
 completed (and here reads ``self.count``, which was never set).
 """
 
-import numpy as np
 import tensorrt as trt
 
 
