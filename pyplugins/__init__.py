@@ -6,6 +6,9 @@ Example:
     >>> import pyplugins as pp
     >>> pp.__version__
     '0.1.0'
+
+A plugin is a subclass of :class:`pyplugins.Plugin` registered with :func:`pyplugins.register`;
+see :mod:`pyplugins.plugin` for a complete example.
 """
 
 from __future__ import annotations
@@ -17,16 +20,42 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {
-    "emulator": "pyplugins.emulator",
+    "Plugin": "pyplugins.plugin",
+    "Field": "pyplugins.fields",
+    "register": "pyplugins.creator",
+    "unregister": "pyplugins.creator",
+    "Kernel": "pyplugins.kernels",
+    "Launch": "pyplugins.launch",
+    "POINTER": "pyplugins.launch",
+    "run": "pyplugins.eager",
+    "EagerRunError": "pyplugins.eager",
     "dtypes": "pyplugins.dtypes",
+    "emulator": "pyplugins.emulator",
     "errors": "pyplugins.errors",
+    "fields": "pyplugins.fields",
+    "formats": "pyplugins.formats",
+    "serialize": "pyplugins.serialize",
+    "shapes": "pyplugins.shapes",
 }
 
 __all__ = [
+    "EagerRunError",
+    "Field",
+    "Kernel",
+    "Launch",
+    "POINTER",
+    "Plugin",
     "__version__",
     "dtypes",
     "emulator",
     "errors",
+    "fields",
+    "formats",
+    "register",
+    "run",
+    "serialize",
+    "shapes",
+    "unregister",
 ]
 
 
