@@ -11,6 +11,7 @@
 //   Bits<N>::type          an unsigned integer type of N bytes, for moving elements as bits
 //   to_float / from_float  float <-> float, __half, __nv_bfloat16 conversions
 //   Vec16, load16, store16 16-byte vectors of any element type, and aligned 16-byte access
+//   load16_any             16 bytes from any address, as one or two aligned 16-byte loads
 //   is_aligned16           whether a pointer is 16-byte aligned
 //   global_thread_id, grid_threads   for grid-stride loops (64-bit, so huge tensors are safe)
 //   divmod                 an unsigned division that takes the 32-bit path when it can
@@ -74,6 +75,39 @@ __device__ __forceinline__ Vec16<T> load16(const T* p) {
 template <typename T>
 __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
     *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+}
+
+// Bytes [delta, delta + 16) of the 32 bytes lo:hi (little-endian), delta in [0, 16).
+__device__ __forceinline__ uint4 bytes_at(const uint4& lo, const uint4& hi, unsigned int delta) {
+    const unsigned int q = delta >> 2;       // whole words to skip
+    const unsigned int r = (delta & 3u) * 8;  // then bits to shift
+    const bool q2 = (q & 2u) != 0;
+    const bool q1 = (q & 1u) != 0;
+    const unsigned int t0 = q2 ? lo.z : lo.x, t1 = q2 ? lo.w : lo.y, t2 = q2 ? hi.x : lo.z;
+    const unsigned int t3 = q2 ? hi.y : lo.w, t4 = q2 ? hi.z : hi.x, t5 = q2 ? hi.w : hi.y;
+    const unsigned int u0 = q1 ? t1 : t0, u1 = q1 ? t2 : t1, u2 = q1 ? t3 : t2;
+    const unsigned int u3 = q1 ? t4 : t3, u4 = q1 ? t5 : t4;
+    uint4 out;
+    out.x = __funnelshift_r(u0, u1, r);
+    out.y = __funnelshift_r(u1, u2, r);
+    out.z = __funnelshift_r(u2, u3, r);
+    out.w = __funnelshift_r(u3, u4, r);
+    return out;
+}
+
+// 16 bytes starting at any address p, read through the non-coherent cache as the one or two
+// aligned 16-byte blocks that hold them. It reads the whole of those blocks: bytes of the same
+// aligned block before p or after p + 16, which is safe for device memory (allocations are
+// 256-byte aligned and mapped in pages) but reads outside the tensor when p is near its ends.
+__device__ __forceinline__ uint4 load16_any(const void* p) {
+    const uindex_t addr = reinterpret_cast<uindex_t>(p);
+    const unsigned int delta = static_cast<unsigned int>(addr & 15u);
+    const uint4* block = reinterpret_cast<const uint4*>(addr - delta);
+    const uint4 lo = __ldg(block);
+    if (delta == 0) {
+        return lo;
+    }
+    return bytes_at(lo, __ldg(block + 1), delta);
 }
 
 __device__ __forceinline__ index_t global_thread_id() {

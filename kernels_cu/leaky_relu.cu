@@ -7,7 +7,8 @@
 //              neg_slope: float32, by value.
 //   block      any multiple of 32 threads (256 recommended), 1-D.
 //   grid       any number of blocks >= 1, 1-D: the kernel loops grid-stride over the data.
-//              Recommended: min(ceil(n / (V * block * 4)), resident blocks), V = 16 / sizeof(T).
+//              Recommended: min(ceil(n / (V * block * 4)), 4 * resident blocks),
+//              V = 16 / sizeof(T).
 //   shared     0 bytes.
 //   layout     flat: any shape, any number of elements, any pointer alignment. When x and y
 //              share the same offset from 16-byte alignment the body moves in 16-byte vectors

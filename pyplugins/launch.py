@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
@@ -235,9 +236,14 @@ def device_view(ptr: int, shape: Sequence[int], dtype: Any, *, device: int) -> A
 def external_stream(stream: int, *, device: int) -> Any:
     """A ``cupy.cuda.ExternalStream`` for TensorRT's stream handle, cached per (stream, device).
 
-    It owns nothing: destroying it leaves the CUDA stream alone.
+    It owns nothing: destroying it leaves the CUDA stream alone. (CuPy 14 deprecates
+    ExternalStream in favour of ``Stream.from_external``, which wants an object with
+    ``__cuda_stream__`` rather than a bare handle and a device; the warning is silenced here.)
     """
-    return _cupy().cuda.ExternalStream(int(stream), int(device))
+    cupy = _cupy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(int(stream), int(device))
 
 
 # ---------------------------------------------------------------------------------------------

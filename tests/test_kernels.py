@@ -12,6 +12,7 @@ The ``*_plan`` helpers below compute each kernel's launch configuration from its
 from __future__ import annotations
 
 import math
+import struct
 import subprocess
 import sys
 import textwrap
@@ -33,7 +34,7 @@ BLOCK = 256
 
 CIRC_PAD_PARAMS = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
                             ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
-                            ("strip_len", "<i8"), ("group", "<i8")], align=True)
+                            ("strip_vecs", "<i8"), ("group", "<i8")], align=True)
 
 
 def pad_widths(rank: int, pads: list[int]) -> list[tuple[int, int]]:
@@ -45,7 +46,7 @@ def pad_widths(rank: int, pads: list[int]) -> list[tuple[int, int]]:
 
 
 def circ_pad_plan(in_shape: tuple[int, ...], pads: list[int], itemsize: int, *,
-                  max_blocks: int) -> tuple[tuple[int, ...], np.void, int]:
+                  max_blocks: int, block: int = BLOCK) -> tuple[tuple[int, ...], np.void, int]:
     """(output shape, CircPadParams scalar, grid) for circ_pad<T> per its launch contract."""
     rank = len(in_shape)
     widths = pad_widths(rank, pads)
@@ -59,37 +60,71 @@ def circ_pad_plan(in_shape: tuple[int, ...], pads: list[int], itemsize: int, *,
     p["out_dims"] = out8
     p["shift"] = [(-b) % n if n else 0 for b, n in zip(befores, in8)]
     p["in_strides"] = [math.prod(in8[d + 1:]) for d in range(8)]
-    wo = out8[7]
     rows = math.prod(out8[:7])
-    group = 32 if wo >= 32 else 1 << max(wo - 1, 0).bit_length()
-    unroll = 4 if itemsize >= 8 else 32 // itemsize
-    tile = 8 * group * unroll
-    strip_len = max(wo if wo <= tile else tile, 1)
-    strips = -(-wo // strip_len)
-    p["rows"], p["strips"], p["strip_len"], p["group"] = rows, strips, strip_len, group
-    grid = min(-(-rows * strips * group // BLOCK), max_blocks)
+    nvec = out8[7] // (16 // itemsize)
+    group = min(32, 1 << (max(1, -(-nvec // 2)) - 1).bit_length())
+    strip_vecs = max(1, nvec if nvec <= 8 * group else 8 * group)
+    strips = max(1, -(-nvec // strip_vecs))
+    p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
+    grid = min(-(-rows * strips * group // block), max_blocks)
     return out_shape, p, grid
 
 
-def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int) -> int:
+def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int, block: int = BLOCK) -> int:
     """Grid for leaky_relu<T> per its launch contract (0 for an empty tensor)."""
-    per_block = (16 // itemsize) * BLOCK * 4
+    per_block = (16 // itemsize) * block * 4
     return min(-(-n // per_block), max_blocks)
 
 
-def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK) -> np.ndarray:
-    """circ_pad<T>'s index arithmetic, statement by statement, in Python.
+def _bytes_at(lo: bytes, hi: bytes, delta: int) -> bytes:
+    """pp::bytes_at of common.cuh, word selects and funnel shifts as written there."""
+    w = struct.unpack("<8I", lo + hi)
+    q, r = delta >> 2, (delta & 3) * 8
+    t = w[2:8] if q & 2 else w[0:6]
+    u = t[1:6] if q & 1 else t[0:5]
+    return struct.pack("<4I", *[(((u[i + 1] << 32) | u[i]) >> r) & 0xFFFFFFFF
+                                for i in range(4)])
 
-    Returns the flat output (-1 where nothing was written).
+
+def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK, *,
+                     x_mis: int = 0, y_mis: int = 0, unroll: int = 2) -> np.ndarray:
+    """circ_pad<T>, statement by statement, in Python, on bytes at emulated addresses.
+
+    ``x`` starts ``x_mis`` elements and ``y`` ``y_mis`` elements past a 16-byte boundary. Memory
+    around ``x`` holds 0xEE and ``y`` starts as 0xDD, so bytes read from outside the input or
+    never written show up in the result. Returns the output as ``x.dtype``, flat.
     """
+    size = x.itemsize
+    v_elems = 16 // size
     g = int(p["group"])
-    unroll = 4 if x.itemsize >= 8 else 32 // x.itemsize
     in_dims, out_dims = [int(v) for v in p["in_dims"]], [int(v) for v in p["out_dims"]]
     shift, strides = [int(v) for v in p["shift"]], [int(v) for v in p["in_strides"]]
-    rows, strips, strip_len = int(p["rows"]), int(p["strips"]), int(p["strip_len"])
-    xf = x.reshape(-1)
-    y = np.full(math.prod(out_dims), -1, dtype=np.int64)
-    wo, wi = out_dims[7], in_dims[7]
+    rows, strips, strip_vecs = int(p["rows"]), int(p["strips"]), int(p["strip_vecs"])
+    x0, y0 = 64 + x_mis * size, 64 + y_mis * size
+    mem = bytearray(b"\xee" * (x0 + x.nbytes + 64))
+    mem[x0:x0 + x.nbytes] = x.tobytes()
+    n_out = math.prod(out_dims)
+    out = bytearray(b"\xdd" * (y0 + n_out * size + 64))
+
+    def load16_any(addr: int) -> bytes:
+        delta = addr & 15
+        lo = bytes(mem[addr - delta:addr - delta + 16])
+        if delta == 0:
+            return lo
+        return _bytes_at(lo, bytes(mem[addr - delta + 16:addr - delta + 32]), delta)
+
+    def element(index: int) -> bytes:
+        return bytes(mem[x0 + index * size:x0 + (index + 1) * size])
+
+    def wrap_col(v: int, wi: int) -> int:
+        if v >= wi:
+            v -= wi
+            if v >= wi:
+                v %= wi
+        return v
+
+    wo, wi, s = out_dims[7], in_dims[7], shift[7]
+    step = (g * v_elems) % wi
     ngroups = grid * block // g
     units = rows * strips
     per = -(-units // ngroups)
@@ -98,10 +133,8 @@ def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK) -
             unit, unit_end = gid * per, min(units, gid * per + per)
             if unit >= unit_end:
                 continue
-            lane_c, step, strip_step = (lane + shift[7]) % wi, g % wi, strip_len % wi
             row, strip = divmod(unit, strips)
-            strip_c = (strip * strip_len) % wi
-            o, s, in_off, rest = [0] * 7, [0] * 7, 0, row
+            o, si, in_off, rest = [0] * 7, [0] * 7, 0, row
             for d in range(6, -1, -1):
                 od = 0
                 if out_dims[d] > 1:
@@ -109,28 +142,50 @@ def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK) -
                 sd = od + shift[d]
                 if sd >= in_dims[d]:
                     sd %= in_dims[d]
-                o[d], s[d] = od, sd
+                o[d], si[d] = od, sd
                 in_off += sd * strides[d]
             while True:
-                col0 = strip * strip_len
-                ncols = min(strip_len, wo - col0)
-                c = lane_c + strip_c
-                c -= wi if c >= wi else 0
-                for jb in range(lane, ncols, g * unroll):
-                    for k in range(unroll):
-                        if jb + k * g < ncols:
-                            y[row * wo + col0 + jb + k * g] = xf[in_off + c]
-                        c += step
-                        c -= wi if c >= wi else 0
+                dst = y0 + row * wo * size
+                mis = (dst & 15) // size
+                head = min((v_elems - mis) & (v_elems - 1), wo)
+                nvec = (wo - head) // v_elems
+                kend = min(nvec, (strip + 1) * strip_vecs)
+                k = strip * strip_vecs + lane
+                if k < kend:
+                    c = wrap_col(head + k * v_elems + s, wi)
+                    while k < kend:
+                        vals = [None] * unroll
+                        for u in range(unroll):
+                            if k + u * g < kend:
+                                if c + v_elems <= wi:
+                                    vals[u] = load16_any(x0 + (in_off + c) * size)
+                                else:
+                                    cc, parts = c, []
+                                    for _ in range(v_elems):
+                                        parts.append(element(in_off + cc))
+                                        cc = 0 if cc + 1 == wi else cc + 1
+                                    vals[u] = b"".join(parts)
+                            c += step
+                            c -= wi if c >= wi else 0
+                        for u in range(unroll):
+                            if k + u * g < kend:
+                                at = dst + (head + (k + u * g) * v_elems) * size
+                                assert at % 16 == 0
+                                out[at:at + 16] = vals[u]
+                        k += g * unroll
+                if strip == 0:
+                    cols = list(range(lane, head, g)) + list(
+                        range(head + nvec * v_elems + lane, wo, g))
+                    for e in cols:
+                        at = dst + e * size
+                        out[at:at + size] = element(in_off + wrap_col(e + s, wi))
                 unit += 1
                 if unit >= unit_end:
                     break
                 strip += 1
                 if strip < strips:
-                    strip_c += strip_step
-                    strip_c -= wi if strip_c >= wi else 0
                     continue
-                strip, strip_c, row = 0, 0, row + 1
+                strip, row = 0, row + 1
                 carry = True
                 for d in range(6, -1, -1):
                     if carry:
@@ -138,14 +193,15 @@ def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK) -
                         carry = o[d] == out_dims[d]
                         if not carry:
                             in_off += strides[d]
-                            s[d] += 1
-                            if s[d] == in_dims[d]:
-                                s[d] = 0
+                            si[d] += 1
+                            if si[d] == in_dims[d]:
+                                si[d] = 0
                                 in_off -= in_dims[d] * strides[d]
                         else:
-                            in_off += (shift[d] - s[d]) * strides[d]
-                            s[d], o[d] = shift[d], 0
-    return y
+                            in_off += (shift[d] - si[d]) * strides[d]
+                            si[d], o[d] = shift[d], 0
+    assert out[:y0] == b"\xdd" * y0 and out[y0 + n_out * size:] == b"\xdd" * 64
+    return np.frombuffer(bytes(out[y0:y0 + n_out * size]), dtype=x.dtype)
 
 
 # (input shape, pads): ranks 1..5, odd sizes, zero pads, pads larger than the dim, rows shorter
@@ -448,24 +504,34 @@ def test_launch_rejects_unknown_function_type():
 
 @pytest.mark.parametrize("in_shape, pads", CIRC_CASES)
 @pytest.mark.parametrize("max_blocks", [1, 2, 10**6])
-@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
-def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, itemsize):
-    x = np.arange(math.prod(in_shape), dtype=np.int64).reshape(in_shape)
-    out_shape, p, grid = circ_pad_plan(in_shape, pads, itemsize, max_blocks=max_blocks)
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, dtype):
+    rng = np.random.default_rng()
+    x = rng.integers(-100, 100, size=in_shape).astype(dtype)
+    out_shape, p, grid = circ_pad_plan(in_shape, pads, x.itemsize, max_blocks=max_blocks)
     expected = np.pad(x, pad_widths(len(in_shape), pads), mode="wrap")
     assert out_shape == expected.shape
-    if itemsize != 4 and max_blocks != 1:
-        return  # the unroll depth only matters in combination; keep the matrix small
-    got = emulate_circ_pad(x, p, grid, block=64).reshape(expected.shape)
-    np.testing.assert_array_equal(got, expected)
+    room = 16 // x.itemsize
+    x_mis, y_mis = int(rng.integers(0, room)), int(rng.integers(0, room))
+    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis)
+    np.testing.assert_array_equal(got.reshape(expected.shape), expected)
 
 
-def test_circ_pad_plan_splits_long_rows_into_strips():
-    out_shape, p, grid = circ_pad_plan((3, 5000), [7, 11], 4, max_blocks=1)
-    assert int(p["strips"]) == 3 and int(p["strip_len"]) == 8 * 32 * 8
-    x = np.arange(15000, dtype=np.int64).reshape(3, 5000)
-    got = emulate_circ_pad(x, p, grid, block=32).reshape(3, 5018)
-    np.testing.assert_array_equal(got, np.pad(x, [(0, 0), (7, 11)], mode="wrap"))
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+@pytest.mark.parametrize("x_mis, y_mis", [(0, 0), (1, 0), (0, 7), (5, 3)])
+def test_circ_pad_long_rows_strips_and_alignment(unroll, x_mis, y_mis):
+    x = np.arange(3 * 3000, dtype=np.int16).reshape(3, 3000)
+    out_shape, p, grid = circ_pad_plan(x.shape, [7, 11], 2, max_blocks=2)
+    assert int(p["strips"]) > 1 and int(p["group"]) == 32
+    got = emulate_circ_pad(x, p, grid, block=32, x_mis=x_mis, y_mis=y_mis, unroll=unroll)
+    np.testing.assert_array_equal(got.reshape(out_shape),
+                                  np.pad(x, [(0, 0), (7, 11)], mode="wrap"))
+
+
+@pytest.mark.parametrize("delta", range(16))
+def test_bytes_at_selects_the_right_bytes(delta):
+    lo, hi = bytes(range(16)), bytes(range(16, 32))
+    assert _bytes_at(lo, hi, delta) == bytes(range(delta, delta + 16))
 
 
 def test_circ_pad_params_dtype_matches_the_c_struct():
@@ -520,7 +586,7 @@ def _circ_pad_launch(cp, x, pads, max_blocks=None):
     from pyplugins.launch import resident_blocks
 
     fn = CIRC_PAD.function(CTYPES[x.dtype])
-    cap = resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
+    cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
     out_shape, params, grid = circ_pad_plan(x.shape, pads, x.itemsize, max_blocks=cap)
     y = _poisoned(cp, out_shape, x.dtype)
     return Launch(fn, grid, BLOCK, (POINTER, POINTER, params)), y
@@ -559,6 +625,29 @@ def test_circ_pad_other_element_sizes(cp, stream, dtype):
     np.testing.assert_array_equal(cp.asnumpy(y), np.pad(host, pad_widths(3, pads), mode="wrap"))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.float32])
+@pytest.mark.parametrize("x_off, y_off", [(1, 0), (0, 3), (5, 7), (2, 2)])
+def test_circ_pad_unaligned_pointers(cp, stream, dtype, x_off, y_off):
+    rng = np.random.default_rng()
+    host, _ = _random(cp, (4, 5, 37), dtype, rng)
+    pads = [3, 40, 1, 2]
+    expected = np.pad(host, pad_widths(3, pads), mode="wrap").reshape(-1)
+    xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
+    ybuf = _poisoned(cp, expected.size + y_off + 9, dtype)
+    fn = CIRC_PAD.function(CTYPES[np.dtype(dtype)])
+    _, params, grid = circ_pad_plan(host.shape, pads, host.itemsize, max_blocks=5)
+    launch = Launch(fn, grid, BLOCK, (POINTER, POINTER, params))
+    _ready(cp)
+    launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize,
+           ybuf.data.ptr + y_off * host.itemsize)
+    stream.synchronize()
+    got = cp.asnumpy(ybuf)
+    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
+    untouched = np.concatenate([got[:y_off], got[y_off + expected.size:]])
+    assert (np.isnan(untouched) if host.dtype.kind == "f" else untouched == -1).all()
+
+
 def _leaky_reference(host, slope):
     wide = host.astype(np.float32)
     return np.where(wide >= 0, wide, wide * np.float32(slope)).astype(host.dtype)
@@ -568,7 +657,7 @@ def _leaky_launch(cp, n, dtype, max_blocks=None):
     from pyplugins.launch import resident_blocks
 
     fn = LEAKY.function(CTYPES[np.dtype(dtype)])
-    cap = resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
+    cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
     grid = leaky_relu_grid(n, np.dtype(dtype).itemsize, max_blocks=cap)
     return lambda slope: Launch(fn, grid, BLOCK, (POINTER, POINTER, np.int64(n),
                                                   np.float32(slope)))
