@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -121,14 +120,6 @@ def clean_registry():
     yield
     registry._clear()
     registry._creators.update(saved)
-
-
-def lifecycle_available() -> bool:
-    return importlib.util.find_spec("pyplugins.emulator.lifecycle") is not None
-
-
-needs_lifecycle = pytest.mark.skipif(not lifecycle_available(),
-                                     reason="pyplugins.emulator.lifecycle is not there yet")
 
 
 # -- parsing helpers --------------------------------------------------------------------------------
@@ -430,7 +421,6 @@ def test_dotted_module_from_the_current_directory(tmp_path, capsys, fake_lifecyc
 
 # -- against the real lifecycle driver --------------------------------------------------------------
 
-@needs_lifecycle
 def test_clean_plugin_exits_0(tmp_path, capsys):
     code, out, err = run_main(["check", write_plugin(tmp_path), "--input", "1-2-4x3x8:float32",
                                "--attr", "alpha=2.0", "--device", "cpu"], capsys)
@@ -438,7 +428,6 @@ def test_clean_plugin_exits_0(tmp_path, capsys):
     assert "PPCliScale:1:" in out
 
 
-@needs_lifecycle
 def test_broken_plugin_exits_1_and_says_why(tmp_path, capsys):
     code, out, err = run_main(["check", write_plugin(tmp_path, broken=True), "--input",
                                "2x3:float32", "--device", "cpu"], capsys)
@@ -446,7 +435,6 @@ def test_broken_plugin_exits_1_and_says_why(tmp_path, capsys):
     assert "configure exploded" in out + err
 
 
-@needs_lifecycle
 def test_json_and_trace_from_a_real_run(tmp_path, capsys):
     code, out, _ = run_main(["check", write_plugin(tmp_path), "--input", "2x3:float16",
                              "--device", "cpu", "--json", "--trace"], capsys)
@@ -457,7 +445,6 @@ def test_json_and_trace_from_a_real_run(tmp_path, capsys):
     assert methods[0] == "create_plugin" and "configure_plugin" in methods
 
 
-@needs_lifecycle
 def test_human_output_with_trace_from_a_real_run(tmp_path, capsys):
     code, out, _ = run_main(["check", write_plugin(tmp_path), "--input", "2x3:float32",
                              "--device", "cpu", "--trace"], capsys)
@@ -484,7 +471,6 @@ def test_subprocess_help_and_usage_error(tmp_path):
     assert "--input '2x3x:float32'" in proc.stderr and proc.stdout == ""
 
 
-@needs_lifecycle
 def test_subprocess_json_run(tmp_path):
     proc = run_cli("check", write_plugin(tmp_path), "--input", "1-2-4x3:float32",
                    "--attr", "alpha=3", "--device", "cpu", "--json")
@@ -494,7 +480,6 @@ def test_subprocess_json_run(tmp_path):
     assert "module-level print" in proc.stderr
 
 
-@needs_lifecycle
 def test_subprocess_violation_exit_1(tmp_path):
     proc = run_cli("check", write_plugin(tmp_path, broken=True), "--input", "2:float32",
                    "--device", "cpu")
