@@ -1,0 +1,285 @@
+"""``Pool``: 2-D max and average pooling over NCHW tensors (FP32, FP16, INT8) as a TensorRT plugin.
+
+What it computes: for ``x`` of shape ``[N, C, H, W]`` and each output position, the max or the
+average of the window of ``kernel = [kh, kw]`` elements that starts at ``(oh * sh - ph,
+ow * sw - pw)``. The output is ``[N, C, Ho, Wo]`` with ``Ho = floor((H + 2 ph - kh) / sh) + 1``
+and ``Wo`` likewise. **Padding is never read**: max ignores it, and the average divides by the
+number of *in-bounds* elements of each window (``count_include_pad=False`` in PyTorch terms), so
+border outputs are not pulled towards zero. The CUDA kernel is ``kernels_cu/pool.cu``; its NumPy
+twin is :func:`pyplugins.reference.pool2d`.
+
+Fields (ONNX attributes of the ``Pool`` node; plugin version ``"1"``, namespace ``""``):
+
+=============  =========================  ==================================================
+``mode``       STRING, required           ``"max"`` or ``"avg"`` (the parser's trailing NUL is
+                                          stripped by the field)
+``kernel``     INTS ``[kh, kw]``, required  window size, each >= 1
+``stride``     INTS ``[sh, sw]``          each >= 1; default ``[]`` = the window size
+``padding``    INTS ``[ph, pw]``          default ``[0, 0]``; ``0 <= p < k`` per axis
+``in_scale``   FLOAT                      INT8 only: input scale when TensorRT gives none
+``out_scale``  FLOAT                      INT8 only: output scale when TensorRT gives none
+=============  =========================  ==================================================
+
+Data types: every tensor FP32, or every tensor FP16 (float math inside), or every tensor INT8
+(real value = ``q * scale``, per-tensor scales). For INT8 the scales come from the tensor
+descriptors (``desc.scale``) when TensorRT provides them (``> 0``; it is ``-1`` otherwise), else
+from ``in_scale`` / ``out_scale``, which are then required. Max pooling takes the max of ``q``
+(exact when the two scales are equal); average pooling sums ``q`` exactly and requantizes
+``clip(rne(sum / count * in_scale / out_scale), -128, 127)`` (round to nearest even, saturate).
+
+The lifecycle, method by method (what matters for this op and why):
+
+1. ``create_plugin`` -> ``__init__`` / :meth:`Pool.setup`: the fields are converted and checked
+   one by one (``pyplugins.fields``), then against each other (``padding < kernel``: a window
+   made only of padding would have nothing to pool).
+2. ``get_output_dimensions``: ``Ho``/``Wo`` are built as *symbolic* expressions with
+   :mod:`pyplugins.shapes` (``(h + 2 p - k) // s + 1``), so dynamic ``N``, ``C``, ``H`` and
+   ``W`` work; only when ``H``/``W`` are build-time constants can a too-small input be refused
+   here. Dynamic ones are checked in ``configure_plugin`` against the profile's ``min`` and the
+   concrete shape.
+3. ``supports_format_combination``: the class attributes ``dtypes`` and ``same_as`` give the
+   rule "LINEAR, FLOAT/HALF/INT8, every tensor of input 0's type", checked position by position
+   without reading entries after ``pos`` (:mod:`pyplugins.formats`).
+4. ``configure_plugin``: the INT8 scales are resolved (build and execution phase alike, so a
+   missing scale fails the build). In the execution phase (no ``-1`` dims) the kernel is
+   compiled for the element type, the grid sized, and every launch argument packed into a
+   :class:`~pyplugins.launch.Launch`. On a machine where CuPy sees no GPU (or with
+   ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator then stops before ``enqueue``.
+5. ``enqueue``: one call, ``self.launch(stream, inputs[0], outputs[0])``: no allocation, copy,
+   synchronization or compilation, so it is CUDA-graph capture safe. Empty tensors (``N`` or
+   ``C`` = 0) give an empty grid, which launches nothing.
+6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
+
+Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
+absolute; FP16 ``1e-3`` + ``1e-3``; INT8 +-1 LSB for averages and for max with different
+scales, exact for max with equal scales.
+
+Example (the eager runner needs a GPU)::
+
+    import numpy as np
+    from pyplugins.eager import run
+    from pyplugins.ops.pool import Pool
+
+    x = np.random.rand(2, 3, 9, 9).astype(np.float32)
+    y = run(Pool, x, mode="avg", kernel=[3, 3], stride=[2, 2], padding=[1, 1])  # (2, 3, 5, 5)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, List, Sequence, Tuple
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import dtypes, shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.errors import FieldError, LaunchError, ShapeError
+from pyplugins.fields import Field
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.plugin import Plugin
+
+__all__ = ["BLOCK", "MODES", "Pool", "output_size"]
+
+#: Threads per block of the pool2d launch.
+BLOCK = 256
+#: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
+_OUTPUTS_PER_THREAD = 4
+#: Field value of ``mode`` -> the kernel's ``mode`` argument.
+MODES = {"max": 0, "avg": 1}
+_INT32_MAX = 2**31 - 1
+
+
+def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """``floor((size + 2 padding - kernel) / stride) + 1``: one output dim (may be <= 0).
+
+    Example:
+        >>> output_size(7, 3, 2, 1), output_size(2, 3, 1, 0)
+        (4, 0)
+    """
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def finite(value: float) -> bool:
+    """Field check: the value is a finite number (no NaN, no infinity)."""
+    return math.isfinite(value)
+
+
+def _empty_or_pair(value: List[int]) -> bool:
+    if len(value) not in (0, 2):
+        msg = "expected [] (the window size) or two strides [sh, sw]"
+        raise ValueError(msg)
+    return True
+
+
+def _gpu_ready() -> bool:
+    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
+    return knobs.device != "cpu" and _device_count() > 0
+
+
+@functools.lru_cache(maxsize=None)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, or a driver too old for the runtime
+        return 0
+
+
+def _no_launch(why: str, stream: int, *pointers: int) -> None:
+    """What ``enqueue`` calls while no kernel launch has been configured."""
+    raise LaunchError(why)
+
+
+@register
+class Pool(Plugin):
+    """2-D max / average pooling over NCHW; see the module docstring for the full story.
+
+    Example:
+        >>> p = Pool(mode="avg", kernel=[3, 3], padding=[1, 1])
+        >>> p.window()
+        (3, 3, 3, 3, 1, 1)
+        >>> Pool(mode="max", kernel=[2, 2], padding=[2, 0])
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.FieldError: Field 'padding' of plugin 'Pool' must be smaller than 'kernel' on each axis (got padding [2, 0], kernel [2, 2]): a window made only of padding has nothing to pool. Use padding <= kernel - 1.
+    """
+
+    name = "Pool"
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8)
+    same_as = 0
+
+    mode = Field.enum("max", "avg", doc="'max' or 'avg' (average over in-bounds elements)")
+    kernel = Field.ints(len=2, min=1, doc="window [kh, kw]")
+    stride = Field.ints(default=[], min=1, validate=_empty_or_pair,
+                        doc="[sh, sw]; [] means the window size")
+    padding = Field.ints(default=[0, 0], len=2, min=0, doc="[ph, pw], each < the window")
+    in_scale = Field.float(default=0.0, min=0.0, validate=finite,
+                           doc="INT8 input scale, used when TensorRT gives none (0 = unset)")
+    out_scale = Field.float(default=0.0, min=0.0, validate=finite,
+                            doc="INT8 output scale, used when TensorRT gives none (0 = unset)")
+
+    pool2d = Kernel("pool.cu", "pool2d<{T}>")
+
+    def setup(self) -> None:
+        """Cross-field check (padding < kernel) and the not-yet-configured launch."""
+        kh, kw, _, _, ph, pw = self.window()
+        if ph >= kh or pw >= kw:
+            msg = (f"Field 'padding' of plugin 'Pool' must be smaller than 'kernel' on each axis "
+                   f"(got padding {self.padding!r}, kernel {self.kernel!r}): a window made only "
+                   f"of padding has nothing to pool. Use padding <= kernel - 1.")
+            raise FieldError(msg)
+        self.scales: Tuple[float, float] = (1.0, 1.0)
+        self.launch: Any = functools.partial(
+            _no_launch, "plugin 'Pool': enqueue before configure_plugin built the kernel launch "
+                        "(TensorRT configures a plugin with concrete dims before enqueue).")
+
+    def window(self) -> Tuple[int, int, int, int, int, int]:
+        """``(kh, kw, sh, sw, ph, pw)`` with the default stride resolved to the window size."""
+        kh, kw = self.kernel
+        sh, sw = self.stride or self.kernel
+        ph, pw = self.padding
+        return kh, kw, sh, sw, ph, pw
+
+    # -- shape inference ---------------------------------------------------------------------------
+
+    def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
+                              expr_builder: Any) -> List[shapes.Dim]:
+        """``[N, C, Ho, Wo]``, with ``Ho``/``Wo`` symbolic when ``H``/``W`` are dynamic."""
+        if len(inputs) != 1:
+            msg = (f"plugin 'Pool' takes exactly 1 input, x [N, C, H, W] (got {len(inputs)} "
+                   f"inputs); connect only the tensor to pool.")
+            raise ShapeError(msg)
+        x = shapes.dims(inputs[0], expr_builder)
+        if len(x) != 4:
+            msg = (f"plugin 'Pool': input 0 must be NCHW, rank 4 (got rank {len(x)}); reshape it "
+                   f"to [N, C, H, W] first.")
+            raise ShapeError(msg)
+        kh, kw, sh, sw, ph, pw = self.window()
+        out = x[:2]
+        for axis, k, s, p in ((2, kh, sh, ph), (3, kw, sw, pw)):
+            if x[axis].is_constant:
+                self._check_output(axis, x[axis].value, k, s, p, "the network input shape")
+            out.append((x[axis] + 2 * p - k) // s + 1)
+        return out
+
+    def _check_output(self, axis: int, size: int, k: int, s: int, p: int, where: str) -> int:
+        n = output_size(size, k, s, p)
+        if n <= 0:
+            dim = "HW"[axis - 2]
+            msg = (f"plugin 'Pool': input {dim} = {size} (in {where}) gives output {dim} = "
+                   f"floor(({size} + 2*{p} - {k}) / {s}) + 1 = {n}; the window {k} with padding "
+                   f"{p} must fit: need {dim} >= {k - 2 * p}. Use a larger input or a smaller "
+                   f"kernel.")
+            raise ShapeError(msg)
+        return n
+
+    # -- configuration -----------------------------------------------------------------------------
+
+    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Resolve the INT8 scales; with concrete dims, compile and pack the kernel launch."""
+        x, y = inp[0].desc, out[0].desc
+        self.scales = self._resolve_scales(x, y)
+        kh, kw, sh, sw, ph, pw = self.window()
+        profile_min = tuple(int(d) for d in inp[0].min)
+        if len(profile_min) == 4 and shapes.is_concrete(profile_min):
+            self._check_output(2, profile_min[2], kh, sh, ph, "the profile's min shape")
+            self._check_output(3, profile_min[3], kw, sw, pw, "the profile's min shape")
+        if not shapes.is_concrete(x.dims):
+            return  # build phase: dynamic dims are -1, nothing to pack yet
+        n, c, h, w = (int(d) for d in x.dims)
+        ho = self._check_output(2, h, kh, sh, ph, "the input shape")
+        wo = self._check_output(3, w, kw, sw, pw, "the input shape")
+        for what, value in (("H", h), ("W", w)):
+            if value > _INT32_MAX:
+                msg = (f"plugin 'Pool': input {what} = {value} exceeds the kernel's int32 "
+                       f"limit {_INT32_MAX}; split the tensor.")
+                raise ShapeError(msg)
+        nc = n * c
+        ctype = dtypes.ctype_from_trt(x.type)
+        if not _gpu_ready():
+            self.launch = functools.partial(
+                _no_launch, "plugin 'Pool': no CUDA device was visible to CuPy when "
+                            "configure_plugin ran, so no kernel was compiled; run on a GPU.")
+            return
+        fn = self.pool2d.function(ctype)
+        total = nc * ho * wo
+        blocks = shapes.cdiv(total, BLOCK * _OUTPUTS_PER_THREAD)
+        grid = min(blocks, resident_blocks(fn, BLOCK)) if total else 0
+        in_scale, out_scale = self.scales
+        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"pool2d<{ctype}>", args=(
+            POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w), np.int32(ho),
+            np.int32(wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw),
+            np.int32(ph), np.int32(pw), np.int32(MODES[self.mode]), np.float32(in_scale),
+            np.float32(out_scale)))
+
+    def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
+        """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""
+        if x.type != trt.DataType.INT8:
+            return 1.0, 1.0
+        return (self._scale(x.scale, "in_scale", "input 0"),
+                self._scale(y.scale, "out_scale", "output 0"))
+
+    def _scale(self, desc_scale: float, field: str, tensor: str) -> float:
+        if desc_scale > 0 and math.isfinite(desc_scale):
+            return float(desc_scale)
+        value = getattr(self, field)
+        if value > 0:
+            return value
+        msg = (f"plugin 'Pool': {tensor} is INT8 but has no quantization scale: TensorRT gave "
+               f"none (desc.scale = {desc_scale!r}) and field {field!r} is {value!r}. Set the "
+               f"{field!r} attribute to the tensor's per-tensor scale (> 0), e.g. "
+               f"{field}=0.05.")
+        raise FieldError(msg)
+
+    # -- execution ---------------------------------------------------------------------------------
+
+    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
+                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
+                stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
+        self.launch(stream, inputs[0], outputs[0])

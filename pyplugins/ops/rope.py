@@ -1,0 +1,295 @@
+"""``RoPE``: rotary position embedding on ``x [batch, seq, heads, head_dim]`` (FP32, FP16), with an
+optional second input of int32 positions, as a TensorRT plugin.
+
+What it computes: each token's features are rotated in pairs by angles that grow with its
+position. With ``r = rotary_dim``, ``inv_freq[i] = theta ** (-2 i / r)`` for ``i < r / 2`` and
+the token's position ``pos``, pair ``i`` becomes ``(a cos - b sin, b cos + a sin)`` of the angle
+``pos * inv_freq[i]``. The pairs are ``(x[i], x[i + r/2])`` for ``layout="neox"``
+(rotate-half, GPT-NeoX / Llama) and ``(x[2 i], x[2 i + 1])`` for ``layout="gptj"``
+(interleaved, GPT-J). Features past ``rotary_dim`` are copied unchanged. The CUDA kernel is
+``kernels_cu/rope.cu``; its NumPy twin is :func:`pyplugins.reference.rope`.
+
+Positions: with one input, token ``(b, s)`` sits at ``position_offset + s`` (a decoder step
+with a KV cache passes the cache length as the offset). With a second input ``positions``
+(int32 ``[batch, seq]``), token ``(b, s)`` sits at ``positions[b, s]`` exactly; the two are not
+combined, so ``position_offset`` must then be 0 (anything else is refused rather than silently
+ignored: add the offset to the positions tensor instead).
+
+Fields (ONNX attributes of the ``RoPE`` node; plugin version ``"1"``, namespace ``""``):
+
+===================  ==========================  ===========================================
+``rotary_dim``       INT, default 0              features rotated; 0 means ``head_dim``; even,
+                                                 ``<= head_dim``
+``theta``            FLOAT, default 10000.0      frequency base, > 0 (float32, as ONNX carries
+                                                 it)
+``layout``           STRING, default ``"neox"``  ``"neox"`` (rotate-half) or ``"gptj"``
+                                                 (interleaved)
+``position_offset``  INT, default 0              first position when there is no positions
+                                                 input
+===================  ==========================  ===========================================
+
+Data types: ``x`` and the output FP32, or both FP16 (the math is float32 inside, with angles
+accurate to float rounding even for positions in the thousands); ``positions`` INT32. All LINEAR.
+
+The lifecycle, method by method (what matters for this op and why):
+
+1. ``create_plugin`` -> ``__init__``: each field is converted and checked (``rotary_dim`` even
+   and >= 0, ``theta`` finite and > 0, ``layout`` one of the two names).
+2. ``get_output_dimensions``: the output has x's shape, so x's expressions are returned as they
+   are and dynamic batch and sequence simply flow through. The plugin learns here, from
+   ``len(inputs)``, whether a positions tensor is connected, and checks what is known at build
+   time (ranks, ``rotary_dim <= head_dim``, positions ``[batch, seq]`` where those are constants).
+3. ``supports_format_combination``: ``num_inputs`` (1 or 2) tells where the output sits:
+   x is FLOAT or HALF, positions (if any) INT32, the output x's type; LINEAR only. The rule for
+   each count is a :class:`pyplugins.formats.Formats`, which reads no entry after ``pos``.
+4. ``configure_plugin``: ``len(inp)`` is the input count again. In the execution phase (no
+   ``-1`` dims) the shapes are checked (positions must be ``[batch, seq]`` of x), the kernel is
+   compiled for the element type, the grid sized and every launch argument packed into a
+   :class:`~pyplugins.launch.Launch` with three pointer slots (x, positions, y). On a machine
+   where CuPy sees no GPU (or with ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator
+   then stops before ``enqueue``.
+5. ``enqueue``: one capture-safe launch; the positions slot gets ``inputs[1]``, or a null
+   pointer when there is no second input (the kernel then uses ``position_offset + s``). Empty
+   tensors (batch, seq or heads 0) give an empty grid, which launches nothing.
+6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
+
+Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
+absolute; FP16 ``1e-3`` + ``1e-3``.
+
+Example (the eager runner needs a GPU)::
+
+    import numpy as np
+    from pyplugins.eager import run
+    from pyplugins.ops.rope import RoPE
+
+    x = np.random.randn(2, 16, 4, 64).astype(np.float16)
+    y = run(RoPE, x, rotary_dim=32, layout="gptj", position_offset=100)
+    pos = np.arange(32, dtype=np.int32).reshape(2, 16)
+    y2 = run(RoPE, x, pos)                         # positions given per token
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import dtypes, shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.errors import FieldError, LaunchError, ShapeError
+from pyplugins.fields import Field
+from pyplugins.formats import Formats
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.plugin import Plugin
+
+__all__ = ["BLOCK", "LAYOUTS", "RoPE"]
+
+#: Threads per block of the rope launch.
+BLOCK = 256
+#: Heads one thread handles with the same angles (``kHeads`` in rope.cu).
+_HEADS_PER_THREAD = 8
+#: Field value of ``layout`` -> the kernel's ``layout`` argument.
+LAYOUTS = {"neox": 0, "gptj": 1}
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+_FLOATS = (trt.DataType.FLOAT, trt.DataType.HALF)
+#: Format rule per input count: {tensor index: allowed types}, output has x's type.
+_RULES = {
+    1: Formats(dtypes={0: _FLOATS, 1: _FLOATS}, same_as={1: 0}),
+    2: Formats(dtypes={0: _FLOATS, 1: (trt.DataType.INT32,), 2: _FLOATS}, same_as={2: 0}),
+}
+
+
+def even(value: int) -> bool:
+    """Field check: the value is even (features rotate in pairs)."""
+    if value % 2:
+        msg = "rotary_dim must be even, since features rotate in pairs"
+        raise ValueError(msg)
+    return True
+
+
+def positive_finite(value: float) -> bool:
+    """Field check: a finite number > 0."""
+    if not (math.isfinite(value) and value > 0):
+        msg = "expected a finite number > 0"
+        raise ValueError(msg)
+    return True
+
+
+def _gpu_ready() -> bool:
+    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
+    return knobs.device != "cpu" and _device_count() > 0
+
+
+@functools.lru_cache(maxsize=None)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, or a driver too old for the runtime
+        return 0
+
+
+def _no_launch(why: str, stream: int, *pointers: int) -> None:
+    """What ``enqueue`` calls while no kernel launch has been configured."""
+    raise LaunchError(why)
+
+
+def _show(dims: Sequence[shapes.Dim]) -> str:
+    """``[2, ?, 4]``: build-time dims, ``?`` where only the runtime knows the value."""
+    return "[" + ", ".join("?" if d.value is None else str(d.value) for d in dims) + "]"
+
+
+def _input_count(n: int, method: str) -> int:
+    if n not in (1, 2):
+        msg = (f"plugin 'RoPE' takes 1 input (x) or 2 inputs (x, positions) (got {n} in "
+               f"{method}); connect x [batch, seq, heads, head_dim] and optionally int32 "
+               f"positions [batch, seq].")
+        raise ShapeError(msg)
+    return n
+
+
+@register
+class RoPE(Plugin):
+    """Rotary position embedding; see the module docstring for the full story.
+
+    Example:
+        >>> RoPE(rotary_dim=64, layout="gptj").rotary_for(128)
+        64
+        >>> RoPE().rotary_for(80)          # rotary_dim 0 means head_dim
+        80
+        >>> RoPE(rotary_dim=3)
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.FieldError: Field 'rotary_dim' of plugin 'RoPE' is invalid: rotary_dim must be even, since features rotate in pairs (got 3).
+    """
+
+    name = "RoPE"
+
+    rotary_dim = Field.int(default=0, min=0, validate=even,
+                           doc="features rotated (even); 0 means head_dim")
+    theta = Field.float(default=10000.0, validate=positive_finite, doc="frequency base, > 0")
+    layout = Field.enum("neox", "gptj", default="neox",
+                        doc="'neox' (rotate-half) or 'gptj' (interleaved pairs)")
+    position_offset = Field.int(default=0, min=_INT32_MIN, max=_INT32_MAX,
+                                doc="first position when there is no positions input")
+
+    rope = Kernel("rope.cu", "rope<{T}>")
+
+    def setup(self) -> None:
+        """The not-yet-configured launch."""
+        self.launch: Any = functools.partial(
+            _no_launch, "plugin 'RoPE': enqueue before configure_plugin built the kernel launch "
+                        "(TensorRT configures a plugin with concrete dims before enqueue).")
+
+    def rotary_for(self, head_dim: int) -> int:
+        """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
+
+        Raises:
+            ShapeError: ``rotary_dim > head_dim``, or ``head_dim`` odd when ``rotary_dim`` is 0.
+        """
+        rotary = self.rotary_dim or head_dim
+        if rotary > head_dim:
+            msg = (f"plugin 'RoPE': field 'rotary_dim' = {self.rotary_dim!r} exceeds x's "
+                   f"head_dim {head_dim}; use rotary_dim <= head_dim (0 means all of it).")
+            raise ShapeError(msg)
+        if rotary % 2:
+            msg = (f"plugin 'RoPE': rotary_dim 0 means head_dim, which is odd ({head_dim}); "
+                   f"features rotate in pairs, so set an even rotary_dim < {head_dim}.")
+            raise ShapeError(msg)
+        return rotary
+
+    def _check_offset(self, n_in: int) -> None:
+        if n_in == 2 and self.position_offset != 0:
+            msg = (f"plugin 'RoPE': field 'position_offset' is {self.position_offset!r} but a "
+                   f"positions input is connected, whose values are used as they are; set "
+                   f"position_offset to 0 and add the offset to the positions tensor.")
+            raise FieldError(msg)
+
+    # -- shape inference ---------------------------------------------------------------------------
+
+    def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
+                              expr_builder: Any) -> Any:
+        """x's shape; checks ranks and what build-time constants allow."""
+        n_in = _input_count(len(inputs), "get_output_dimensions")
+        self._check_offset(n_in)
+        x = shapes.dims(inputs[0], expr_builder)
+        if len(x) != 4:
+            msg = (f"plugin 'RoPE': input 0 (x) must be [batch, seq, heads, head_dim], rank 4 "
+                   f"(got rank {len(x)}: {_show(x)}); reshape it first.")
+            raise ShapeError(msg)
+        if x[3].is_constant:
+            self.rotary_for(x[3].value)
+        if n_in == 2:
+            pos = shapes.dims(inputs[1], expr_builder)
+            fits = len(pos) == 2 and all(
+                pos[i].value == x[i].value for i in (0, 1)
+                if pos[i].is_constant and x[i].is_constant)
+            if not fits:
+                msg = (f"plugin 'RoPE': input 1 (positions) must be [batch, seq] of x "
+                       f"{_show(x[:2])} (got {_show(pos)}).")
+                raise ShapeError(msg)
+        return inputs[0]
+
+    # -- format negotiation ------------------------------------------------------------------------
+
+    def supports_format_combination(self, pos: int, in_out: Sequence[Any],
+                                    num_inputs: int) -> bool:
+        """x FLOAT/HALF, positions INT32, output x's type; LINEAR; 1 or 2 inputs."""
+        rule = _RULES[_input_count(num_inputs, "supports_format_combination")]
+        return rule(pos, in_out, num_inputs)
+
+    # -- configuration -----------------------------------------------------------------------------
+
+    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """With concrete dims: check shapes, compile and pack the kernel launch."""
+        n_in = _input_count(len(inp), "configure_plugin")
+        self._check_offset(n_in)
+        x = inp[0].desc
+        dims = [tuple(int(v) for v in d.desc.dims) for d in inp]
+        if not all(shapes.is_concrete(d) for d in dims):
+            return  # build phase: dynamic dims are -1, nothing to pack yet
+        batch, seq, heads, head_dim = dims[0]
+        rotary = self.rotary_for(head_dim)
+        if n_in == 2 and dims[1] != (batch, seq):
+            msg = (f"plugin 'RoPE': input 1 (positions) has shape {dims[1]}, expected [batch, "
+                   f"seq] = {(batch, seq)} of x {dims[0]}.")
+            raise ShapeError(msg)
+        for what, value in (("seq", seq), ("heads", heads), ("head_dim", head_dim)):
+            if value > _INT32_MAX:
+                msg = (f"plugin 'RoPE': x's {what} = {value} exceeds the kernel's int32 limit; "
+                       f"split the tensor.")
+                raise ShapeError(msg)
+        if n_in == 1 and seq and self.position_offset + seq - 1 > _INT32_MAX:
+            msg = (f"plugin 'RoPE': position_offset {self.position_offset} + seq {seq} passes "
+                   f"the int32 position limit {_INT32_MAX}; use a smaller offset.")
+            raise ShapeError(msg)
+        ctype = dtypes.ctype_from_trt(x.type)
+        if not _gpu_ready():
+            self.launch = functools.partial(
+                _no_launch, "plugin 'RoPE': no CUDA device was visible to CuPy when "
+                            "configure_plugin ran, so no kernel was compiled; run on a GPU.")
+            return
+        fn = self.rope.function(ctype)
+        tokens = batch * seq
+        columns = shapes.cdiv(head_dim * dtypes.itemsize_from_trt(x.type), 16)
+        items = tokens * shapes.cdiv(heads, _HEADS_PER_THREAD) * columns
+        grid = min(shapes.cdiv(items, BLOCK), resident_blocks(fn, BLOCK)) if items else 0
+        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"rope<{ctype}>", args=(
+            POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq), np.int32(heads),
+            np.int32(head_dim), np.int32(rotary), np.int32(LAYOUTS[self.layout]),
+            np.int32(self.position_offset), np.float32(self.theta)))
+
+    # -- execution ---------------------------------------------------------------------------------
+
+    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
+                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
+                stream: int) -> None:
+        """One capture-safe launch; a null positions pointer when there is no second input."""
+        self.launch(stream, inputs[0], inputs[1] if len(inputs) > 1 else 0, outputs[0])
