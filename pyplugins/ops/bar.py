@@ -1,0 +1,244 @@
+"""BarPlugin: two inputs, two outputs -- ``out0 = concat([A, B], axis=0)`` and ``out1 = copy(B)``.
+
+What it computes. For ``A`` of shape ``[a0, r...]`` and ``B`` of shape ``[b0, r...]`` (the same
+rank, at least 1, and the same trailing dims ``r``):
+
+- output 0 is ``np.concatenate([A, B], axis=0)``, shape ``[a0 + b0, r...]``;
+- output 1 is a copy of ``B``, shape ``[b0, r...]``.
+
+The guide this plugin comes from contradicts itself about which output is which (one passage
+has output 0 copy an input and output 1 concatenate). **This is pyplugins' definition**: output
+0 is the concatenation, output 1 the copy of input 1. :func:`pyplugins.reference.bar` states the
+same semantics in NumPy.
+
+ONNX: op type ``BarPlugin`` (``plugin_version`` "1", ``plugin_namespace`` ""), two inputs, two
+outputs, **no attributes** (``field_names`` is empty, so the serialized state is just the
+versioned header of :mod:`pyplugins.serialize`).
+
+Data types: FP32, FP16, INT8 and INT32 -- the instantiations ``kernels_cu/bar.cu`` lists. All
+four tensors share one type and the LINEAR format. The kernel moves elements as unsigned
+integers of their size, so the result is bit-exact: ``reference.TOLERANCES`` allows 0 for
+INT32, and the tests compare every type with ``np.array_equal`` (no rounding is involved).
+
+The lifecycle, method by method:
+
+1. ``create_plugin`` / ``deserialize_plugin``: nothing to read (no fields).
+2. ``get_output_datatype``: both outputs take input 0's type (``pp.Plugin``'s default; networks
+   are strongly typed, so that is the type the network expects).
+3. ``get_output_dimensions``: output 0's dim 0 is the **symbolic sum** ``A[0] + B[0]``
+   (``IExprBuilder.operation(SUM, ...)`` through :mod:`pyplugins.shapes`), so a dynamic batch
+   stays dynamic; its trailing dims are A's (B's where only B's is a build-time constant).
+   Output 1 is ``[B[0], trailing...]``. Ranks that differ, rank 0, or trailing dims that are
+   both constants and differ raise :class:`~pyplugins.errors.ShapeError` here, naming both
+   shapes.
+4. ``supports_format_combination``: TensorRT asks one position at a time and ``in_out`` holds
+   junk after ``pos``. Position 0 (input A) picks the type from the supported four; every later
+   position must equal ``in_out[0]`` -- an earlier, already accepted entry -- and be LINEAR.
+5. ``configure_plugin``: in the build phase runtime dims are ``-1``: only the dims that are
+   known are compared. In the execution phase every dim is concrete: trailing dims that were
+   symbolic at network time are compared now (a clear ``ShapeError``; TensorRT prints a V2
+   ``configure_plugin`` exception and carries on, and pyplugins' report names it again if
+   ``enqueue`` follows), then the element counts ``na``/``nb`` are computed, the kernel is
+   compiled for the type and the launch (grid, block, by-value counts) is packed once.
+6. ``enqueue``: one call, ``self.launch(stream, A, B, out0, out1)``: no allocation, no copy, no
+   synchronization, so it is CUDA-graph capture safe. Empty tensors give an empty grid, which
+   launches nothing.
+
+Example (no GPU needed: the run stops before ``enqueue``):
+    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.ops.bar import BarPlugin
+    >>> report = lifecycle.run(BarPlugin.creator, ["2x3:float32", "1-4-8x3:float32"],
+    ...                        device="cpu")
+    >>> report.ok, report.output_shapes
+    (True, [(6, 3), (4, 3)])
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, List, Optional, Sequence
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch
+from pyplugins.plugin import Plugin, describe
+
+__all__ = ["BarPlugin"]
+
+#: Threads per block (the kernel accepts any 1-D block; 256 is its suggestion).
+BLOCK = 256
+#: 16-byte accesses each thread keeps in flight per trip (``kUnroll`` in bar.cu).
+UNROLL = 4
+#: Blocks per multiprocessor at most (the kernel strides over the grid).
+BLOCKS_PER_SM = 32
+
+
+@register
+class BarPlugin(Plugin):
+    """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``; see the module docstring.
+
+    Example:
+        >>> import pyplugins.trt as trt
+        >>> from pyplugins.ops.bar import BarPlugin
+        >>> p = BarPlugin()
+        >>> p.num_outputs, BarPlugin.creator.name
+        (2, 'BarPlugin')
+        >>> d = lambda t: trt.PluginTensorDesc([4, 3], t, trt.TensorFormat.LINEAR)
+        >>> F, H = trt.DataType.FLOAT, trt.DataType.HALF
+        >>> p.supports_format_combination(2, [d(F), d(F), d(F), None], 2)  # in_out[3]: junk
+        True
+        >>> p.supports_format_combination(2, [d(F), d(F), d(H), None], 2)
+        False
+
+        On a GPU (``pp.run`` drives the whole lifecycle; needs CuPy and a device)::
+
+            a, b = np.ones((2, 3), np.float32), np.zeros((1, 3), np.float32)
+            out0, out1 = pp.run(BarPlugin, a, b)
+    """
+
+    name = "BarPlugin"
+    outputs = 2
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
+    kernel = Kernel("bar.cu", "bar<{T}>")
+
+    def setup(self) -> None:
+        """No launch until an execution-phase ``configure_plugin`` builds one."""
+        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+
+    def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
+        """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
+
+        Raises:
+            ShapeError: not two inputs, rank 0, different ranks, or trailing dims that are
+                build-time constants and differ.
+        """
+        if len(inputs) != 2:
+            msg = (f"plugin {describe(self)} takes exactly 2 inputs (A, B) but the node has "
+                   f"{len(inputs)}; connect two tensors.")
+            raise ShapeError(msg)
+        a, b = shapes.dims(inputs[0], expr_builder), shapes.dims(inputs[1], expr_builder)
+        _check_dims(self, [d.value for d in a], [d.value for d in b], "at network definition")
+        # Prefer a build-time constant: the dims are equal at run time, and a constant tells
+        # the builder more than a symbol.
+        trailing = [y if (y.is_constant and not x.is_constant) else x for x, y in zip(a[1:], b[1:])]
+        first = a[0] + b[0] if output_index == 0 else b[0]
+        return [first, *trailing]
+
+    def supports_format_combination(self, pos: int, in_out: Any, num_inputs: int) -> bool:
+        """LINEAR everywhere; position 0 picks one of :attr:`dtypes`, the rest must equal it.
+
+        Reads ``in_out[pos]`` and ``in_out[0]`` only (entries after ``pos`` are junk).
+        """
+        desc = in_out[pos]
+        if desc.format != trt.TensorFormat.LINEAR:
+            return False
+        if pos == 0:
+            return desc.type in type(self).dtypes
+        return desc.type == in_out[0].type
+
+    def configure_plugin(self, inp: Any, out: Any) -> None:
+        """Check the dims known now; with concrete dims compile and pack the launch.
+
+        Raises:
+            ShapeError: trailing dims (or ranks) of A and B differ.
+        """
+        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        a, b = inp[0].desc, inp[1].desc
+        a_dims, b_dims = [int(v) for v in a.dims], [int(v) for v in b.dims]
+        _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
+        if not (shapes.is_concrete(a_dims) and shapes.is_concrete(b_dims)):
+            return  # build phase: runtime dims are -1, nothing to size yet
+        device = _usable_device()
+        if device is None:
+            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
+            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
+                                          "configure_plugin ran, so no kernel was compiled")
+            return
+        na, nb = shapes.volume(a_dims), shapes.volume(b_dims)
+        per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))
+        grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * _multiprocessors(device))
+        fn = self.kernel.function(ctype_from_trt(a.type), device)
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
+                             args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
+                                   np.int64(nb)))
+
+    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
+                workspace: int, stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream."""
+        self.launch(stream, inputs[0], inputs[1], outputs[0], outputs[1])
+
+
+def _known(dims: Sequence[int]) -> List[Optional[int]]:
+    """Concrete dims as ints, runtime (-1) dims as None."""
+    return [d if d >= 0 else None for d in dims]
+
+
+def _show(dims: Sequence[Optional[int]]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _check_dims(plugin: Any, a: Sequence[Optional[int]], b: Sequence[Optional[int]],
+                when: str) -> None:
+    """Raise ShapeError unless A and B can be concatenated along dim 0 (None = not known yet)."""
+    if not a or len(a) != len(b):
+        msg = (f"plugin {describe(plugin)}: inputs A {_show(a)} and B {_show(b)} must have the "
+               f"same rank, at least 1 (got ranks {len(a)} and {len(b)}, {when}), because output "
+               f"0 concatenates them along dim 0; reshape them to [a0, r...] and [b0, r...].")
+        raise ShapeError(msg)
+    for d in range(1, len(a)):
+        if a[d] is not None and b[d] is not None and a[d] != b[d]:
+            msg = (f"plugin {describe(plugin)}: dim {d} of B is {b[d]!r} but dim {d} of A is "
+                   f"{a[d]!r} ({when}: A {_show(a)}, B {_show(b)}); every dim but dim 0 must "
+                   f"match to concatenate along dim 0. Give B the trailing dims {_show(a[1:])}.")
+            raise ShapeError(msg)
+
+
+def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
+    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
+    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
+           "configure_plugin with concrete dims on the same object before enqueue, and that "
+           "call builds it.")
+    return functools.partial(_raise_launch_error, msg)
+
+
+def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
+    raise LaunchError(msg)
+
+
+# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
+def _usable_device() -> Optional[int]:
+    """The current CUDA device id, or None when kernels cannot run in this process.
+
+    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
+    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
+    """
+    if knobs.device == "cpu" or _device_count() < 1:
+        return None
+    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
+
+    return int(cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device: int) -> int:
+    import cupy  # noqa: PLC0415 - optional GPU dependency
+
+    runtime = cupy.cuda.runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))

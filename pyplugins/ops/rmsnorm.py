@@ -1,0 +1,230 @@
+"""RMSNorm: ``y = x / sqrt(mean(x^2 over the last dim) + eps) * weight``, FP32 accumulation.
+
+What it computes. For ``x`` of shape ``[..., D]`` (any leading dims, dynamic or not) and
+``weight`` of shape ``[D]``, each row ``x[r, :]`` of ``D`` elements is scaled by the reciprocal
+of its root mean square, then multiplied element-wise by ``weight``. The sum of squares is a
+float32 tree reduction for FP16 inputs too, and the result is rounded to the input type once.
+:func:`pyplugins.reference.rmsnorm` states the same in float64 NumPy.
+
+ONNX: op type ``RMSNorm`` (``plugin_version`` "1", ``plugin_namespace`` ""), inputs ``x`` and
+``weight`` (in that order), one output, one attribute:
+
+- ``eps`` (FLOAT, default ``1e-6``, finite and > 0): added to the mean square before the square
+  root, so an all-zero row gives zeros instead of a division by zero. The ONNX parser passes it
+  as FLOAT32.
+
+Data types: FP32 or FP16 (the instantiations ``kernels_cu/rmsnorm.cu`` lists); ``weight`` and
+the output have ``x``'s type; LINEAR only. Tolerances (``reference.TOLERANCES``, against the
+float64 reference): FP32 ``rtol = atol = 1e-5`` (rsqrtf's 2 ulp and a float sum of squares);
+FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
+
+The lifecycle, method by method:
+
+1. ``create_plugin``: ``eps`` arrives as a FLOAT32 ``PluginField``;
+   :class:`pyplugins.fields.Field` converts it and its validator refuses 0, negatives, NaN and
+   infinities. It is serialized with the plugin, so a loaded engine keeps its eps.
+2. ``get_output_datatype``: ``x``'s type.
+3. ``get_output_dimensions``: the output has ``x``'s shape (its DimsExprs as given, symbols and
+   all). Checked here: two inputs, ``x`` of rank >= 1, ``weight`` of rank 1, and -- when both are
+   build-time constants -- ``weight``'s length equal to ``x``'s last dim; otherwise a
+   :class:`~pyplugins.errors.ShapeError` names both shapes.
+4. ``supports_format_combination``: ``pp.Plugin``'s default rule from ``dtypes``: position 0
+   (``x``) FP32 or FP16, positions 1 (``weight``) and 2 (output) the same type, LINEAR; no entry
+   after ``pos`` is read.
+5. ``configure_plugin``: the build phase (dims with ``-1``) checks what is known. With concrete
+   dims a symbolic ``D`` is checked against the weight now (a clear ``ShapeError``), then x is
+   viewed as ``[rows, D]``, the block size chosen (256 threads, 512 for rows over 16 KiB), the
+   kernel compiled for the type and the launch packed (``rows`` int64, ``D`` int32, ``eps``
+   float32, all by value).
+6. ``enqueue``: ``self.launch(stream, x, weight, y)``: capture-safe; no rows (or ``D = 0``)
+   gives an empty grid, which launches nothing.
+
+Example (no GPU needed: the run stops before ``enqueue``):
+    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.ops.rmsnorm import RMSNorm
+    >>> report = lifecycle.run(RMSNorm.creator, ["1-3-8x5x64:float16", "64:float16"],
+    ...                        {"eps": 1e-5}, device="cpu")
+    >>> report.ok, report.output_shapes
+    (True, [(3, 5, 64)])
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.fields import Field
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch
+from pyplugins.plugin import Plugin, describe
+
+__all__ = ["RMSNorm"]
+
+#: Threads per block: 256, or 512 when a row is longer than LONG_ROW_BYTES (kernel contract).
+BLOCK = 256
+LONG_ROW_BLOCK = 512
+LONG_ROW_BYTES = 16 * 1024
+#: Blocks per multiprocessor at most (the kernel strides over the rows).
+BLOCKS_PER_SM = 32
+INT32_MAX = 2**31 - 1
+
+
+def _positive_finite(value: float) -> None:
+    """The check of ``eps``: finite and > 0."""
+    if not (math.isfinite(value) and value > 0):
+        msg = ("must be finite and > 0 (it keeps an all-zero row from dividing by zero); use "
+               "e.g. 1e-6")
+        raise ValueError(msg)
+
+
+@register
+class RMSNorm(Plugin):
+    """RMS normalization over the last dim, times ``weight``; see the module docstring.
+
+    Example:
+        >>> from pyplugins.ops.rmsnorm import RMSNorm
+        >>> RMSNorm().eps == 1e-6, RMSNorm(eps=1e-5).eps
+        (True, 1e-05)
+        >>> RMSNorm(eps=0.0)
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.FieldError: Field 'eps' of plugin 'RMSNorm' is invalid: must be finite ...
+
+        On a GPU (``pp.run`` drives the whole lifecycle; needs CuPy and a device)::
+
+            y = pp.run(RMSNorm, x, np.ones(x.shape[-1], x.dtype), eps=1e-6)
+    """
+
+    name = "RMSNorm"
+    eps = Field.float(default=1e-6, validate=_positive_finite,
+                      doc="added to the mean square before the square root")
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
+    kernel = Kernel("rmsnorm.cu", "rmsnorm<{T}>")
+
+    def setup(self) -> None:
+        """No launch until an execution-phase ``configure_plugin`` builds one."""
+        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+
+    def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
+        """``x``'s shape.
+
+        Raises:
+            ShapeError: not two inputs, ``x`` of rank 0, ``weight`` not of rank 1, or a
+                constant weight length that differs from a constant last dim of ``x``.
+        """
+        if len(inputs) != 2:
+            msg = (f"plugin {describe(self)} takes exactly 2 inputs (x, weight) but the node has "
+                   f"{len(inputs)}; connect x [..., D] and weight [D].")
+            raise ShapeError(msg)
+        x, w = shapes.dims(inputs[0], expr_builder), shapes.dims(inputs[1], expr_builder)
+        _check_dims(self, [d.value for d in x], [d.value for d in w], "at network definition")
+        return inputs[0]
+
+    def configure_plugin(self, inp: Any, out: Any) -> None:
+        """Check the dims known now; with concrete dims compile and pack the launch.
+
+        Raises:
+            ShapeError: the weight's length differs from x's last dim, or D exceeds int32.
+        """
+        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        x, w = inp[0].desc, inp[1].desc
+        x_dims, w_dims = [int(v) for v in x.dims], [int(v) for v in w.dims]
+        _check_dims(self, [v if v >= 0 else None for v in x_dims],
+                    [v if v >= 0 else None for v in w_dims], "at configure_plugin")
+        if not (shapes.is_concrete(x_dims) and shapes.is_concrete(w_dims)):
+            return  # build phase: runtime dims are -1, nothing to size yet
+        d = x_dims[-1]
+        if d > INT32_MAX:
+            msg = (f"plugin {describe(self)}: the last dim of x is {d}, more than the kernel's "
+                   f"int32 row length allows ({INT32_MAX}).")
+            raise ShapeError(msg)
+        device = _usable_device()
+        if device is None:
+            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
+            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
+                                          "configure_plugin ran, so no kernel was compiled")
+            return
+        rows = shapes.volume(x_dims[:-1])
+        itemsize = itemsize_from_trt(x.type)
+        block = LONG_ROW_BLOCK if d * itemsize > LONG_ROW_BYTES else BLOCK
+        grid = min(rows, BLOCKS_PER_SM * _multiprocessors(device)) if d > 0 else 0
+        fn = self.kernel.function(ctype_from_trt(x.type), device)
+        self.launch = Launch(fn, grid=grid, block=block, device=device,
+                             args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
+                                   np.float32(self.eps)))
+
+    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
+                workspace: int, stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream."""
+        self.launch(stream, inputs[0], inputs[1], outputs[0])
+
+
+def _check_dims(plugin: Any, x: Sequence[Optional[int]], w: Sequence[Optional[int]],
+                when: str) -> None:
+    """Raise ShapeError unless weight [D] fits x [..., D] (None = not known yet)."""
+    def show(dims: Sequence[Optional[int]]) -> str:
+        return "[" + ", ".join("?" if v is None else str(v) for v in dims) + "]"
+
+    if len(x) < 1 or len(w) != 1:
+        msg = (f"plugin {describe(plugin)} needs x of rank >= 1 and weight of rank 1 (x "
+               f"[..., D], weight [D]); got x {show(x)} and weight {show(w)} ({when}). Reshape "
+               f"the weight to [D].")
+        raise ShapeError(msg)
+    if x[-1] is not None and w[0] is not None and x[-1] != w[0]:
+        msg = (f"plugin {describe(plugin)}: the weight has {w[0]} elements but the last dim of x "
+               f"is {x[-1]} ({when}: x {show(x)}, weight {show(w)}); the weight holds one scale "
+               f"per element of the normalized (last) dim, so it must be [{x[-1]}].")
+        raise ShapeError(msg)
+
+
+def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
+    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
+    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
+           "configure_plugin with concrete dims on the same object before enqueue, and that "
+           "call builds it.")
+    return functools.partial(_raise_launch_error, msg)
+
+
+def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
+    raise LaunchError(msg)
+
+
+# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
+def _usable_device() -> Optional[int]:
+    """The current CUDA device id, or None when kernels cannot run in this process.
+
+    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
+    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
+    """
+    if knobs.device == "cpu" or _device_count() < 1:
+        return None
+    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
+
+    return int(cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device: int) -> int:
+    import cupy  # noqa: PLC0415 - optional GPU dependency
+
+    runtime = cupy.cuda.runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))

@@ -1,0 +1,203 @@
+"""SeqRepeat: nearest-neighbour repeat along dim 1 by an integer factor (``np.repeat(x, f, 1)``).
+
+What it computes. For ``x`` of shape ``[d0, len, rest...]`` (rank >= 2) and ``factor`` ``f``,
+the output has shape ``[d0, len * f, rest...]`` and ``y[:, j] = x[:, j // f]``: every step of
+the sequence is repeated ``f`` times in place -- the "output length = input length x 2" example
+of the plugin guides, with the 2 made a field. :func:`pyplugins.reference.seq_repeat` is the
+NumPy statement of the same thing.
+
+ONNX: op type ``SeqRepeat`` (``plugin_version`` "1", ``plugin_namespace`` ""), one input, one
+output, one attribute:
+
+- ``factor`` (INT, required, 1 <= factor <= 2**31 - 1): the repeat count. It has no default: a
+  node that forgets it fails with a message naming the field instead of silently doubling.
+
+Data types: FP32, FP16, INT8 and INT32 (the instantiations ``kernels_cu/seq_repeat.cu`` lists);
+the output has the input's type; LINEAR only. The kernel copies elements as unsigned integers
+of their size, so results are bit-exact (``reference.TOLERANCES`` would allow nothing less for
+INT32; the tests compare every type with ``np.array_equal``).
+
+The lifecycle, method by method:
+
+1. ``create_plugin``: ``factor`` arrives as an INT32 ``PluginField`` (the ONNX parser narrows
+   INT to int32); :class:`pyplugins.fields.Field` checks it is an int >= 1. ``serialize`` writes
+   it, ``deserialize_plugin`` reads it back (the engine carries it; nothing else is needed).
+2. ``get_output_datatype``: the input's type.
+3. ``get_output_dimensions``: ``out[1] = in[1] * factor``, a **symbolic product**
+   (``IExprBuilder.operation(PROD, in[1], constant(factor))`` through :mod:`pyplugins.shapes`):
+   a dynamic sequence length stays dynamic and TensorRT evaluates the product for every profile
+   shape. Rank < 2 raises :class:`~pyplugins.errors.ShapeError` here.
+4. ``supports_format_combination``: ``pp.Plugin``'s default rule from the ``dtypes`` class
+   attribute: position 0 one of the four types, position 1 the same type, LINEAR; it reads no
+   entry after ``pos``.
+5. ``configure_plugin``: the build phase (dims with ``-1``) only checks the rank. With concrete
+   dims it views x as ``[d0, len, inner]`` (``inner`` = product of the rest), compiles the
+   kernel for the type and packs the launch (pointers filled in per call, ``d0``, ``len``,
+   ``inner`` as int64 and ``factor`` as int32 by value).
+6. ``enqueue``: ``self.launch(stream, x, y)``: capture-safe, and an empty tensor (any dim 0)
+   gives an empty grid that launches nothing.
+
+Example (no GPU needed: the run stops before ``enqueue``):
+    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.ops.seq_repeat import SeqRepeat
+    >>> spec = lifecycle.TensorSpec((2, -1, 4), "float16", min=(2, 1, 4), opt=(2, 5, 4),
+    ...                             max=(2, 9, 4))
+    >>> report = lifecycle.run(SeqRepeat.creator, [spec], {"factor": 3}, device="cpu")
+    >>> report.ok, report.output_shapes
+    (True, [(2, 15, 4)])
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.fields import Field
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch
+from pyplugins.plugin import Plugin, describe
+
+__all__ = ["SeqRepeat"]
+
+#: Threads per block (any 1-D block works; 256 is the kernel's suggestion).
+BLOCK = 256
+#: Blocks per multiprocessor at most (the kernel strides over the grid).
+BLOCKS_PER_SM = 32
+INT32_MAX = 2**31 - 1
+
+
+@register
+class SeqRepeat(Plugin):
+    """``y = np.repeat(x, factor, axis=1)``; see the module docstring.
+
+    Example:
+        >>> from pyplugins.ops.seq_repeat import SeqRepeat
+        >>> p = SeqRepeat(factor=2)
+        >>> SeqRepeat.from_bytes(p.serialize()).factor
+        2
+        >>> SeqRepeat(factor=0)
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.FieldError: Field 'factor' of plugin 'SeqRepeat' must be >= 1 (got 0).
+
+        On a GPU (``pp.run`` drives the whole lifecycle; needs CuPy and a device)::
+
+            y = pp.run(SeqRepeat, np.arange(6, dtype=np.float32).reshape(1, 3, 2), factor=2)
+    """
+
+    name = "SeqRepeat"
+    factor = Field.int(min=1, max=INT32_MAX, doc="how many times each step of dim 1 repeats")
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
+    kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>")
+
+    def setup(self) -> None:
+        """No launch until an execution-phase ``configure_plugin`` builds one."""
+        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+
+    def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
+        """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
+
+        Raises:
+            ShapeError: not one input, or rank < 2.
+        """
+        if len(inputs) != 1:
+            msg = (f"plugin {describe(self)} takes exactly 1 input but the node has "
+                   f"{len(inputs)}; connect one tensor.")
+            raise ShapeError(msg)
+        x = shapes.dims(inputs[0], expr_builder)
+        _check_rank(self, [d.value for d in x])
+        x[1] = x[1] * self.factor
+        return x
+
+    def configure_plugin(self, inp: Any, out: Any) -> None:
+        """With concrete dims, compile the kernel for the type and pack the launch.
+
+        Raises:
+            ShapeError: the input has rank < 2.
+        """
+        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        desc = inp[0].desc
+        dims = [int(v) for v in desc.dims]
+        _check_rank(self, [d if d >= 0 else None for d in dims])
+        if not shapes.is_concrete(dims):
+            return  # build phase: runtime dims are -1, nothing to size yet
+        device = _usable_device()
+        if device is None:
+            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
+            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
+                                          "configure_plugin ran, so no kernel was compiled")
+            return
+        d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
+        total = d0 * length * inner * self.factor
+        per_block = BLOCK * (16 // itemsize_from_trt(desc.type))
+        grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * _multiprocessors(device))
+        fn = self.kernel.function(ctype_from_trt(desc.type), device)
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
+                             args=(POINTER, POINTER, np.int64(d0), np.int64(length),
+                                   np.int64(inner), np.int32(self.factor)))
+
+    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
+                workspace: int, stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream."""
+        self.launch(stream, inputs[0], outputs[0])
+
+
+def _check_rank(plugin: Any, dims: Sequence[Optional[int]]) -> None:
+    if len(dims) < 2:
+        shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+        msg = (f"plugin {describe(plugin)} repeats along dim 1, so its input needs rank >= 2 "
+               f"([d0, len, ...]); got rank {len(dims)} {shown}. Reshape it, e.g. to "
+               f"[1, len] for a single sequence.")
+        raise ShapeError(msg)
+
+
+def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
+    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
+    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
+           "configure_plugin with concrete dims on the same object before enqueue, and that "
+           "call builds it.")
+    return functools.partial(_raise_launch_error, msg)
+
+
+def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
+    raise LaunchError(msg)
+
+
+# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
+def _usable_device() -> Optional[int]:
+    """The current CUDA device id, or None when kernels cannot run in this process.
+
+    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
+    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
+    """
+    if knobs.device == "cpu" or _device_count() < 1:
+        return None
+    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
+
+    return int(cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device: int) -> int:
+    import cupy  # noqa: PLC0415 - optional GPU dependency
+
+    runtime = cupy.cuda.runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))
