@@ -1,0 +1,329 @@
+"""``CircPad``: circular (wrap) padding of the last dims of a tensor, as a TensorRT plugin.
+
+This is the op of NVIDIA's Python plugin samples (``samples/python/python_plugin/
+circ_pad_plugin_*.py``), written with pyplugins. Element ``y[o]`` is ``x[(o - before) mod in]``
+on every padded dim, which is ``numpy.pad(x, widths, mode="wrap")`` exactly, pads larger than
+the dim included (the input repeats as often as needed). The kernel is ``kernels_cu/circ_pad.cu``;
+its NumPy twin is :func:`pyplugins.reference.circ_pad`.
+
+Field (the ONNX attribute of a ``CircPad`` node; plugin version ``"1"``, namespace ``""``):
+
+``pads`` (INTS, required): ``2k`` non-negative ints, ``k`` <= the input's rank, in the samples'
+order: ``pads[2i]`` and ``pads[2i + 1]`` are the before and after pads of dim ``rank - 1 - i``,
+the last dim first (as in ``torch.nn.functional.pad``). ``[1, 2, 3, 4]`` on ``[N, C, H, W]``
+pads W by 1 before and 2 after, H by 3 and 4. The ONNX parser hands them over as int32.
+
+Data types: every tensor of one type among FP32, FP16, BF16, INT8, UINT8, BOOL, INT32 and INT64
+(the kernel moves elements as raw bits, so any element size works); LINEAR format; any rank up
+to 8. The output is bit-for-bit ``np.pad(x, ..., mode="wrap")``: no arithmetic happens, so the
+tests demand exact equality, stricter than :data:`pyplugins.reference.TOLERANCES` (FP32 1e-5,
+FP16 1e-3).
+
+The lifecycle, method by method (what matters for this op and why):
+
+1. ``create_plugin`` / ``deserialize_plugin`` -> ``__init__``: ``pads`` is converted and checked
+   (:mod:`pyplugins.fields`): non-negative, an even count, at most 16 values. Serialization and
+   ``clone`` carry the field; nothing else defines the op.
+2. ``get_output_dimensions``: each padded dim becomes the *symbolic* expression
+   ``in + before + after`` (:mod:`pyplugins.shapes`), so dynamic (``-1``) dims work; a rank
+   smaller than ``k`` is refused here, naming the field and the rank.
+3. ``supports_format_combination``: the class attributes ``dtypes`` and ``same_as`` give "LINEAR,
+   one of the types above, the output of the input's type", checked position by position without
+   reading entries after ``pos`` (:mod:`pyplugins.formats`).
+4. ``configure_plugin``: in the build phase (``-1`` dims) it checks the profile's ``min`` (a
+   padded dim of size 0 has nothing to wrap). In the execution phase (concrete dims) it compiles
+   the kernel for the element type (once per device, cached), computes the kernel's
+   ``CircPadParams`` struct (:func:`launch_plan`) and the grid, and packs everything into a
+   :class:`~pyplugins.launch.Launch`. Without a usable GPU nothing is compiled (the emulator then
+   stops before ``enqueue``).
+5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``, one driver call on TensorRT's
+   stream: no allocation, copy, synchronization or compilation, so it is CUDA-graph capture
+   safe. An empty output gives an empty grid, which launches nothing.
+6. ``clone``: the base class re-runs ``__init__`` and deep-copies the fields; this class then
+   gives the clone its own :class:`~pyplugins.launch.Launch` (a Launch holds the pointer slots
+   it writes at each call, so two clones must not share one).
+
+Mistakes of NVIDIA's sample that this version avoids:
+
+- **Reading a global** (protocol §10.11): the CuPy sample's ``configure_plugin`` loops over the
+  module-level ``pads`` of its ``__main__`` block, not ``self.pads`` (the Triton sample does so
+  in all of ``enqueue``). It works only in the script that defines that global; a process that
+  merely loads the engine fails. Here every value comes from ``self.pads``, which is serialized;
+  the emulator's ``fresh_process`` check proves it.
+- **Wrapping pointers per call**: the samples build ``UnownedMemory``, ``MemoryPointer``,
+  ``ndarray`` objects and a ``cp.cuda.ExternalStream`` in every ``enqueue``. Here ``enqueue``
+  writes two ints into a parameter buffer packed in ``configure_plugin`` and launches.
+- **Compiling in enqueue**: the samples' kernels compile on their first launch, which happens in
+  ``enqueue`` (a stall, and illegal during CUDA-graph capture). Here ``configure_plugin``
+  compiles.
+- **Clones sharing state**: the samples clone with ``cloned.__dict__.update(self.__dict__)``, so
+  a clone shares the ``pads`` array and the device arrays ``configure_plugin`` allocated with its
+  source. Here fields are deep-copied, no device memory is allocated at all (shapes go by value
+  in a struct), and each clone gets its own Launch.
+
+(The CuPy sample's own NumPy check also pads the dims in the other order, which its symmetric
+``pads = (1, 1, 1, 1)`` hides; and its kernel handles rank 4 only.)
+
+Example (the eager runner needs a GPU)::
+
+    import cupy as cp
+    from pyplugins.eager import run
+    from pyplugins.ops.circ_pad import CircPad
+
+    x = cp.arange(6, dtype=cp.float32).reshape(2, 3)
+    y = run(CircPad, x, pads=[1, 2])        # [[2, 0, 1, 2, 0, 1], [5, 3, 4, 5, 3, 4]]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.fields import Field
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.plugin import Plugin
+
+__all__ = ["BLOCK", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "launch_plan", "pad_widths"]
+
+#: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
+BLOCK = 256
+#: ``struct CircPadParams`` of ``kernels_cu/circ_pad.cu``: 288 bytes, all int64, C layout.
+PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
+                         ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
+                         ("strip_vecs", "<i8"), ("group", "<i8")], align=True)
+_MAX_RANK = 8
+_DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
+
+
+def _pairs(value: List[int]) -> bool:
+    if len(value) % 2:
+        msg = (f"it needs (before, after) pairs, an even number of values, but has "
+               f"{len(value)}; pads[2i], pads[2i+1] pad dim rank-1-i (the last dim first)")
+        raise ValueError(msg)
+    return True
+
+
+def pad_widths(rank: int, pads: Sequence[int]) -> List[Tuple[int, int]]:
+    """The ``(before, after)`` pads of each of ``rank`` dims, in dim order (``np.pad``'s
+    ``pad_width``), from ``pads`` in the samples' order (the last dim first).
+
+    Raises:
+        ShapeError: ``pads`` names more dims than ``rank``.
+
+    Example:
+        >>> pad_widths(3, [1, 2, 3, 4])
+        [(0, 0), (3, 4), (1, 2)]
+    """
+    k = len(pads) // 2
+    if k > rank:
+        msg = (f"plugin 'CircPad': field 'pads' = {list(pads)!r} pads the last {k} dims but "
+               f"input 0 has rank {rank}; give at most {2 * rank} values ((before, after) "
+               f"pairs, the last dim first).")
+        raise ShapeError(msg)
+    widths = [(0, 0)] * rank
+    for i in range(k):
+        widths[rank - 1 - i] = (int(pads[2 * i]), int(pads[2 * i + 1]))
+    return widths
+
+
+class LaunchPlan(NamedTuple):
+    """What :func:`launch_plan` computes for one input shape and element size.
+
+    Attributes:
+        out_shape: the output shape.
+        params: the ``CircPadParams`` struct, a NumPy structured scalar of :data:`PARAMS_DTYPE`.
+        threads: threads the work needs (``rows * strips * group``); 0 for an empty output.
+    """
+
+    out_shape: Tuple[int, ...]
+    params: np.void
+    threads: int
+
+
+def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> LaunchPlan:
+    """The kernel's parameters for a concrete input shape, per ``circ_pad.cu``'s launch contract
+    (right-aligned dims, shifts, strides, and the recommended rows/strips/group plan).
+
+    Args:
+        in_shape: the concrete input shape (rank 0 to 8).
+        pads: the ``pads`` field (the last dim first).
+        itemsize: bytes per element (1, 2, 4 or 8).
+
+    Raises:
+        ShapeError: too many pads for the rank, a padded dim of size 0, or a dim of 2**31 or more.
+
+    Example:
+        >>> plan = launch_plan((2, 3), [1, 2], itemsize=4)
+        >>> plan.out_shape, plan.params["in_dims"][-2:].tolist(), int(plan.params["shift"][-1])
+        ((2, 6), [2, 3], 2)
+    """
+    rank = len(in_shape)
+    if rank > _MAX_RANK:
+        msg = f"plugin 'CircPad': input 0 has rank {rank}; TensorRT tensors have at most 8 dims."
+        raise ShapeError(msg)
+    widths = pad_widths(rank, pads)
+    in_shape = tuple(int(d) for d in in_shape)
+    _check_no_empty_padded_dim(in_shape, widths, "the input shape")
+    out_shape = tuple(n + b + a for n, (b, a) in zip(in_shape, widths))
+    if any(d >= _DIM_LIMIT for d in in_shape + out_shape):
+        msg = (f"plugin 'CircPad': input {in_shape} padded to {out_shape} has a dim of 2**31 "
+               f"or more, beyond the kernel's 32-bit row indexing; pad a smaller tensor.")
+        raise ShapeError(msg)
+    lead = _MAX_RANK - rank
+    in8 = [1] * lead + list(in_shape)
+    out8 = [1] * lead + list(out_shape)
+    before8 = [0] * lead + [b for b, _ in widths]
+    p = np.zeros((), PARAMS_DTYPE)[()]
+    p["in_dims"] = in8
+    p["out_dims"] = out8
+    p["shift"] = [(-b) % n if n else 0 for b, n in zip(before8, in8)]
+    p["in_strides"] = [math.prod(in8[d + 1:]) for d in range(_MAX_RANK)]
+    rows = math.prod(out8[:_MAX_RANK - 1])
+    nvec = out8[-1] // (16 // itemsize)  # 16-byte vectors per output row
+    group = min(32, 1 << (max(1, -(-nvec // 2)) - 1).bit_length())
+    strip_vecs = max(1, nvec if nvec <= 8 * group else 8 * group)
+    strips = max(1, -(-nvec // strip_vecs))
+    p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
+    threads = rows * strips * group if math.prod(out_shape) else 0
+    return LaunchPlan(out_shape, p, threads)
+
+
+def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int, int]],
+                               where: str) -> None:
+    for d, (n, (before, after)) in enumerate(zip(shape, widths)):
+        if n == 0 and (before or after):
+            msg = (f"plugin 'CircPad': dim {d} of input 0 is 0 in {where} {tuple(shape)} but "
+                   f"'pads' adds ({before}, {after}) to it: an empty dim has nothing to wrap "
+                   f"around. Keep that dim >= 1 (also in the profile's min) or do not pad it.")
+            raise ShapeError(msg)
+
+
+def _gpu_ready() -> bool:
+    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
+    return knobs.device != "cpu" and _device_count() > 0
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+class _NoLaunch:
+    """Stands where the Launch goes until ``configure_plugin`` builds one; calling it says why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __call__(self, stream: int, *pointers: int) -> None:
+        raise LaunchError(self.why)
+
+
+_UNCONFIGURED = ("plugin 'CircPad': enqueue before a successful execution-phase configure_plugin "
+                 "(TensorRT configures every plugin object with concrete dims before its "
+                 "enqueue; look for a configure_plugin error above).")
+
+
+@register
+class CircPad(Plugin):
+    """Circular padding; see the module docstring for the lifecycle walk-through.
+
+    Example:
+        >>> p = CircPad(pads=[1, 1, 2, 0])
+        >>> p.pads, p.plugin_type
+        ([1, 1, 2, 0], 'CircPad')
+        >>> CircPad(pads=[1, 1, 2])
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.FieldError: Field 'pads' of plugin 'CircPad' is invalid: it needs (before, after) pairs, an even number of values, but has 3; pads[2i], pads[2i+1] pad dim rank-1-i (the last dim first) (got [1, 1, 2]).
+    """
+
+    name = "CircPad"
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.BF16, trt.DataType.INT8,
+              trt.DataType.UINT8, trt.DataType.BOOL, trt.DataType.INT32, trt.DataType.INT64)
+    same_as = 0
+
+    pads = Field.ints(min=0, max=_DIM_LIMIT - 1, max_len=2 * _MAX_RANK, validate=_pairs,
+                      doc="(before, after) pairs, the last dim first")
+    kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
+
+    def setup(self) -> None:
+        """No launch until ``configure_plugin`` builds one."""
+        self.launch: Any = _NoLaunch(_UNCONFIGURED)
+        self._configured: Optional[Tuple[Tuple[int, ...], Any]] = None
+
+    # -- shape inference ---------------------------------------------------------------------------
+
+    def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
+                              expr_builder: Any) -> List[shapes.Dim]:
+        """Each padded dim becomes ``in + before + after``, symbolic when ``in`` is dynamic."""
+        if len(inputs) != 1:
+            msg = (f"plugin 'CircPad' takes exactly 1 input (got {len(inputs)}); connect only "
+                   f"the tensor to pad.")
+            raise ShapeError(msg)
+        x = shapes.dims(inputs[0], expr_builder)
+        widths = pad_widths(len(x), self.pads)
+        _check_no_empty_padded_dim([d.value if d.is_constant else 1 for d in x], widths,
+                                   "the network's input shape")
+        return [d + (before + after) if before + after else d
+                for d, (before, after) in zip(x, widths)]
+
+    # -- configuration -----------------------------------------------------------------------------
+
+    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Check the profile; with concrete dims, compile the kernel and pack its launch."""
+        self.launch, self._configured = _NoLaunch(_UNCONFIGURED), None
+        desc = inp[0].desc
+        widths = pad_widths(len(desc.dims), self.pads)
+        profile_min = tuple(int(d) for d in inp[0].min)
+        if len(profile_min) == len(widths) and shapes.is_concrete(profile_min):
+            _check_no_empty_padded_dim(profile_min, widths, "the profile's min shape")
+        if not shapes.is_concrete(desc.dims):
+            return  # build phase: dynamic dims are -1, nothing to pack yet
+        in_shape = tuple(int(d) for d in desc.dims)
+        if not _gpu_ready():
+            launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))  # checks
+            self.launch = _NoLaunch("plugin 'CircPad': no CUDA device was visible to CuPy when "
+                                    "configure_plugin ran, so no kernel was compiled; run on a "
+                                    "GPU.")
+            return
+        self._build(in_shape, desc.type)
+
+    def _build(self, in_shape: Tuple[int, ...], data_type: Any) -> None:
+        """Compile (or fetch) the kernel for ``data_type`` and pack the launch for ``in_shape``."""
+        ctype = ctype_from_trt(data_type)
+        plan = launch_plan(in_shape, self.pads, itemsize_from_trt(data_type))
+        fn = self.kernel.function(ctype)
+        grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK))
+        self.launch = Launch(fn, grid=grid, block=BLOCK, args=(POINTER, POINTER, plan.params),
+                             name=f"circ_pad<{ctype}>")
+        self._configured = (in_shape, data_type)
+
+    # -- execution ---------------------------------------------------------------------------------
+
+    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
+                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
+                stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
+        self.launch(stream, inputs[0], outputs[0])
+
+    def clone(self) -> "CircPad":
+        """A configured clone gets its own Launch (its own parameter buffer), not the source's."""
+        new = super().clone()
+        if self._configured is not None:
+            new._build(*self._configured)
+        return new

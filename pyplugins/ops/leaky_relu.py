@@ -1,0 +1,226 @@
+"""``LeakyReLU``, registered as TensorRT's ``LReLU_TRT`` plugin: ``y = x if x >= 0 else a * x``.
+
+TensorRT shipped a C++ plugin named ``LReLU_TRT`` (version ``"1"``, namespace ``""``) until
+TensorRT 11 removed it. Models and scripts that ask the registry for it keep working once
+``pyplugins.ops.leaky_relu`` (or ``pyplugins.ops``) is imported: this module registers a creator
+under the same name, version and namespace. The kernel is ``kernels_cu/leaky_relu.cu``; its
+NumPy twin is :func:`pyplugins.reference.leaky_relu`.
+
+Field (the ONNX attribute of an ``LReLU_TRT`` node):
+
+``neg_slope`` (FLOAT, default 0.01): the slope ``a`` for negative inputs, any finite float.
+TensorRT's own creator called this field ``negSlope``; every model and script written for it
+passes that name, so ``create_plugin`` also accepts ``negSlope`` (not both at once), and the
+creator lists it in ``field_names`` so the ONNX parser hands it over. The price: the parser logs
+"Attribute ... not found in plugin node!" for whichever of the two names a node does not carry.
+
+Data types: FP32 or FP16, the output of the input's type, LINEAR; any shape (the kernel is
+elementwise over the flat tensor). The product is computed in float and rounded once to the
+output type. Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 1e-5 relative + 1e-5
+absolute, FP16 1e-3 + 1e-3.
+
+The lifecycle, method by method (what matters for this op and why):
+
+1. ``create_plugin`` -> :meth:`LeakyReLU.from_fields`: ``negSlope`` is renamed to ``neg_slope``,
+   then the field is converted (FLOAT32 from the parser, any number from Python) and checked.
+2. ``get_output_dimensions``: the input's dims, unchanged (``inputs[0]`` as it came: symbolic
+   dims stay symbolic).
+3. ``supports_format_combination``: ``dtypes`` and ``same_as`` give "LINEAR, FLOAT or HALF,
+   the output of the input's type" (:mod:`pyplugins.formats`).
+4. ``configure_plugin``: with concrete dims, the element count, the grid and the by-value
+   arguments ``(n, neg_slope)`` are packed into a :class:`~pyplugins.launch.Launch`, after the
+   kernel is compiled for the element type (once per device). Without a usable GPU nothing is
+   compiled (the emulator then stops before ``enqueue``).
+5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``: one driver call on TensorRT's
+   stream, CUDA-graph capture safe; an empty tensor launches nothing.
+6. ``clone``: fields deep-copied by the base class; a configured clone gets its own Launch.
+
+Example (what a script written for TensorRT's built-in plugin does)::
+
+    import numpy as np
+    import pyplugins.ops.leaky_relu  # noqa: F401 - registers LReLU_TRT
+    import pyplugins.trt as trt
+
+    creator = trt.get_plugin_registry().get_creator("LReLU_TRT", "1", "")
+    fc = trt.PluginFieldCollection([trt.PluginField(
+        "neg_slope", np.array([0.2], np.float32), trt.PluginFieldType.FLOAT32)])
+    plugin = creator.create_plugin("lrelu", fc)   # then network.add_plugin_v2([x], plugin)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+import pyplugins.trt as trt
+from pyplugins import shapes
+from pyplugins._config import knobs
+from pyplugins.creator import register
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.errors import FieldError, LaunchError
+from pyplugins.fields import Field
+from pyplugins.kernels import Kernel
+from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.plugin import Plugin
+
+__all__ = ["BLOCK", "NVIDIA_FIELD_NAME", "LeakyReLU", "grid_size"]
+
+#: Threads per block (any multiple of 32 works; 256 is the kernel's recommendation).
+BLOCK = 256
+#: The name TensorRT's own ``LReLU_TRT`` creator gave the slope field.
+NVIDIA_FIELD_NAME = "negSlope"
+_UNROLL = 4  # 16-byte vectors each thread keeps in flight (the kernel's kUnroll)
+
+
+def _finite(value: float) -> bool:
+    if not math.isfinite(value):
+        msg = "the slope must be a finite number"
+        raise ValueError(msg)
+    return True
+
+
+def grid_size(n: int, itemsize: int, max_blocks: int) -> int:
+    """Blocks for ``n`` elements, per ``leaky_relu.cu``'s recommendation (0 when ``n`` is 0).
+
+    Example:
+        >>> grid_size(0, 4, 528), grid_size(1000, 4, 528), grid_size(10**9, 2, 528)
+        (0, 1, 528)
+    """
+    per_block = (16 // itemsize) * BLOCK * _UNROLL
+    return min(shapes.cdiv(n, per_block), max_blocks)
+
+
+def _gpu_ready() -> bool:
+    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
+    return knobs.device != "cpu" and _device_count() > 0
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        import cupy  # noqa: PLC0415 - optional GPU dependency
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+class _NoLaunch:
+    """Stands where the Launch goes until ``configure_plugin`` builds one; calling it says why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __call__(self, stream: int, *pointers: int) -> None:
+        raise LaunchError(self.why)
+
+
+_UNCONFIGURED = ("plugin 'LReLU_TRT': enqueue before a successful execution-phase "
+                 "configure_plugin (TensorRT configures every plugin object with concrete dims "
+                 "before its enqueue; look for a configure_plugin error above).")
+
+
+class _Renamed:
+    """A ``PluginField`` seen under another name (``negSlope`` read as ``neg_slope``)."""
+
+    def __init__(self, field: Any, name: str) -> None:
+        self._field = field
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._field, attr)
+
+
+@register
+class LeakyReLU(Plugin):
+    """Leaky ReLU as ``LReLU_TRT``; see the module docstring for the lifecycle walk-through.
+
+    Example:
+        >>> LeakyReLU().neg_slope, LeakyReLU(neg_slope=0.2).neg_slope
+        (0.01, 0.2)
+        >>> LeakyReLU.creator.name, [f.name for f in LeakyReLU.creator.field_names]
+        ('LReLU_TRT', ['neg_slope', 'negSlope'])
+    """
+
+    name = "LReLU_TRT"
+    dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
+    same_as = 0
+
+    neg_slope = Field.float(default=0.01, validate=_finite, doc="slope for negative inputs")
+    kernel = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
+
+    @classmethod
+    def from_fields(cls, fc: Any, layer_name: str = "") -> "LeakyReLU":
+        """Accept TensorRT's field name ``negSlope`` as well as ``neg_slope``, then build.
+
+        Raises:
+            FieldError: both names are given, or a bad value (see :mod:`pyplugins.fields`).
+        """
+        items = [fc[i] for i in range(len(fc))]  # fc has no negative indexing (§10.7)
+        names = [f.name for f in items]
+        if NVIDIA_FIELD_NAME in names and "neg_slope" in names:
+            msg = (f"plugin 'LReLU_TRT' (layer {layer_name!r}) got both 'neg_slope' and "
+                   f"{NVIDIA_FIELD_NAME!r} (TensorRT's name for the same slope); give one.")
+            raise FieldError(msg)
+        items = [_Renamed(f, "neg_slope") if f.name == NVIDIA_FIELD_NAME else f for f in items]
+        return super().from_fields(items, layer_name)
+
+    def setup(self) -> None:
+        """No launch until ``configure_plugin`` builds one."""
+        self.launch: Any = _NoLaunch(_UNCONFIGURED)
+        self._configured: Optional[Tuple[int, Any]] = None
+
+    def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
+                              expr_builder: Any) -> Any:
+        """The input's dims."""
+        return inputs[0]
+
+    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """With concrete dims, compile the kernel and pack its launch."""
+        self.launch, self._configured = _NoLaunch(_UNCONFIGURED), None
+        desc = inp[0].desc
+        if not shapes.is_concrete(desc.dims):
+            return  # build phase: dynamic dims are -1, nothing to pack yet
+        if not _gpu_ready():
+            self.launch = _NoLaunch("plugin 'LReLU_TRT': no CUDA device was visible to CuPy "
+                                    "when configure_plugin ran, so no kernel was compiled; run "
+                                    "on a GPU.")
+            return
+        self._build(shapes.volume(desc.dims), desc.type)
+
+    def _build(self, n: int, data_type: Any) -> None:
+        """Compile (or fetch) the kernel for ``data_type`` and pack the launch for ``n`` items."""
+        ctype = ctype_from_trt(data_type)
+        fn = self.kernel.function(ctype)
+        grid = grid_size(n, itemsize_from_trt(data_type), 4 * resident_blocks(fn, BLOCK))
+        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"leaky_relu<{ctype}>",
+                             args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
+        self._configured = (n, data_type)
+
+    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
+                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
+                stream: int) -> None:
+        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
+        self.launch(stream, inputs[0], outputs[0])
+
+    def clone(self) -> "LeakyReLU":
+        """A configured clone gets its own Launch (its own parameter buffer), not the source's."""
+        new = super().clone()
+        if self._configured is not None:
+            new._build(*self._configured)
+        return new
+
+
+def _advertise_nvidia_name(creator: Any) -> None:
+    """Add ``negSlope`` to the creator's ``field_names`` so the ONNX parser passes it on."""
+    fields: List[Any] = [creator.field_names[i] for i in range(len(creator.field_names))]
+    fields.append(trt.PluginField(NVIDIA_FIELD_NAME, np.array([], dtype=np.float32),
+                                  trt.PluginFieldType.FLOAT32))
+    creator._field_names = trt.PluginFieldCollection(fields)  # our reference keeps it alive
+    creator.field_names = creator._field_names
+
+
+_advertise_nvidia_name(LeakyReLU.creator)
