@@ -10,7 +10,8 @@
 // Launch contract:
 //     bar<T>(const T* a, const T* b, T* out0, T* out1, long long na, long long nb)
 //   - na = numel(A), nb = numel(B), in elements, each >= 0 (0-size work writes nothing).
-//   - 1-D grid and 1-D block of any sizes: the kernel strides over the whole grid. Suggested:
+//   - 1-D grid of any size, 1-D block of at most 512 threads (register use): the kernel
+//     strides over the whole grid. Suggested:
 //     256 threads, grid = clamp(cdiv(na + nb, 256 * 4 * (16 / sizeof(T))), 1, 32 * SMs).
 //   - The outputs must not overlap the inputs.
 //   - Copies move 16 bytes per access where source and destination share their alignment

@@ -10,14 +10,14 @@
 //   - every tensor LINEAR (contiguous row-major); rows >= 0, d >= 0 (0-size work writes
 //     nothing). y must not overlap x or weight.
 //   - 1-D grid of any size (rows are grid-strided); 1-D block of a multiple of 32 threads, at
-//     most 1024, the same for every block; no dynamic shared memory. Suggested: 256 threads,
-//     grid = clamp(rows, 1, 32 * SMs).
-//   - Each row is handled by a group of G threads, G chosen from d alone: with n 16-byte
-//     vectors per row (or n elements when d * sizeof(T) is not a multiple of 16 or a pointer is
-//     unaligned), G = next power of two >= n when n <= 32, G = 32 when n <= 32 * 4, else the
-//     whole block. Each thread keeps up to 4 of its vectors in registers between the two
-//     passes (kCached; more costs occupancy); longer rows (n > 4 * blockDim.x) are read a
-//     second time, mostly from L1/L2, for the rest.
+//     most 1024, the same for every block; no dynamic shared memory. Suggested: 256 threads
+//     (512 when d * sizeof(T) > 16 KiB), grid = clamp(rows, 1, 32 * SMs).
+//   - A row is handled by a group of g threads: with n 16-byte vectors per row (n elements
+//     when d * sizeof(T) is not a multiple of 16 or a pointer is unaligned), g is the smallest
+//     power of two with 4 * g >= n (kCached = 4 vectors per thread, kept in registers between
+//     the two passes), capped by the block; a g above 32 that does not divide the block
+//     becomes the whole block. Rows past 4 * blockDim.x vectors read the rest a second time
+//     (mostly from L1/L2).
 //
 // @instantiate rmsnorm<float>
 // @instantiate rmsnorm<__half>
@@ -57,17 +57,19 @@ __device__ __forceinline__ Vec<T, N> scaled(const Vec<T, N>& v, const Vec<T, N>&
     return out;
 }
 
-// Sum over the whole block; every thread gets the same value (same order everywhere).
-__device__ __forceinline__ float block_sum(float v) {
+// Sum over each group of g threads (g a multiple of 32 dividing blockDim.x); every thread of a
+// group gets the same value (same order everywhere).
+__device__ __forceinline__ float group_sum(float v, int g) {
     __shared__ float partial[32];
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
     __syncthreads();  // the previous row's readers are done with `partial`
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
     __syncthreads();
+    const int warps = g >> 5;
+    const int first = static_cast<int>(threadIdx.x) / g * warps;
     float total = 0.f;
-    const int nwarps = blockDim.x >> 5;
-    for (int i = 0; i < nwarps; ++i) total += partial[i];
+    for (int i = 0; i < warps; ++i) total += partial[first + i];
     return total;
 }
 
@@ -76,16 +78,14 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
                                              T* __restrict__ y, long long rows, int d, float eps) {
     typedef Vec<T, N> V;
     const int n = d / N;  // vectors per row
-    int g;                // threads per row
-    if (n <= 32) {
-        g = 1;
-        while (g < n) g <<= 1;
-    } else {
-        g = n <= 32 * kCached ? 32 : static_cast<int>(blockDim.x);
-    }
-    const bool whole_block = g > 32;
-    const int lane = whole_block ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) & (g - 1);
-    const int rows_per_block = static_cast<int>(blockDim.x) / g;
+    const int block = static_cast<int>(blockDim.x);
+    // Threads per row: the fewest (a power of two) that hold at most kCached vectors each,
+    // capped by the block; past 32 it must divide the block, else the whole block takes a row.
+    int g = 1;
+    while (g < block && g * kCached < n) g <<= 1;
+    if (g > block || (g > 32 && block % g != 0)) g = block;
+    const int lane = static_cast<int>(threadIdx.x) % g;
+    const int rows_per_block = block / g;
     const int slot = static_cast<int>(threadIdx.x) / g;
     const V* __restrict__ wv = reinterpret_cast<const V*>(w);
     const float inv_d = 1.0f / static_cast<float>(d);
@@ -111,8 +111,8 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
         }
         for (int i = lane + kCached * g; active && i < n; i += g) ss += sum_squares(xr[i]);
 
-        if (whole_block) {
-            ss = block_sum(ss);
+        if (g > 32) {
+            ss = group_sum(ss, g);
         } else {
             for (int off = g >> 1; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
         }
@@ -131,7 +131,7 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
 }  // namespace pp_rmsnorm
 
 template <typename T>
-__global__ void rmsnorm(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, long long rows,
+__global__ void __launch_bounds__(1024) rmsnorm(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, long long rows,
                         int d, float eps) {
     constexpr int kVec = 16 / sizeof(T);
     if (rows <= 0 || d <= 0) return;

@@ -14,7 +14,9 @@
 // taken in double and split into float hi + lo, sincosf(hi) (the accurate one: do not compile
 // with --use_fast_math) is corrected to first order by lo. So the error stays near 1e-7 for
 // positions in the thousands, where a float inv_freq and a float product would give ~1e-4.
-// A thread computes its angles once per token and reuses them for up to 8 heads.
+// A thread computes its angles once per token and reuses them for up to 8 heads; it takes one
+// exp2 per column (consecutive inv_freq differ by a constant factor, applied in double) and
+// issues its first heads' loads before that math.
 //
 // Launch contract:
 //     rope<T>(const T* x, const int* positions, T* y, long long tokens, int seq, int heads,
@@ -22,10 +24,11 @@
 //   - every tensor LINEAR (contiguous row-major); tokens = batch * seq >= 0, seq >= 1, heads
 //     >= 0, head_dim >= rotary_dim >= 0, rotary_dim even, layout 0 or 1, theta > 0.
 //     positions: null, or int32 [batch, seq]. 0-size work writes nothing. y must not overlap x.
-//   - 1-D grid and 1-D block of any sizes (grid-stride over work items; an item is one token,
-//     one group of up to 8 heads and one column of 16 bytes, or of one element / one pair where
-//     unaligned). Suggested: 256 threads, grid = clamp(cdiv(items, 256), 1, 32 * SMs) with
-//     items = tokens * cdiv(heads, 8) * (head_dim * sizeof(T) / 16).
+//   - 1-D grid of any size, 1-D block of at most 256 threads (register use); grid-stride
+//     over work items. An item is one token, one group of up to 8 heads and one column of 16
+//     bytes (one element / one pair where unaligned). Suggested: 256 threads, grid =
+//     clamp(cdiv(items, 256), 1, 32 * SMs), items = tokens * cdiv(heads, 8) * head_dim *
+//     sizeof(T) / 16.
 //   - 16-byte accesses when x and y are 16-byte aligned, head_dim is a multiple of
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
@@ -37,8 +40,21 @@
 
 namespace pp_rope {
 
-// Heads that share one thread's angles.
-constexpr int kHeads = 8;
+// Tuning constants (-D overrides them for benchmarks): heads that share one thread's angles,
+// and heads whose loads are issued together (the first batch before the angle math).
+#ifndef PP_ROPE_HEADS
+#define PP_ROPE_HEADS 8
+#endif
+#ifndef PP_ROPE_BATCH
+#define PP_ROPE_BATCH 0  // 0: batch_of<T>() decides
+#endif
+constexpr int kHeads = PP_ROPE_HEADS;
+
+// Heads per load batch: 4 for float, 2 for half (as many registers either way).
+template <typename T>
+__host__ __device__ constexpr int batch_of() {
+    return PP_ROPE_BATCH > 0 ? PP_ROPE_BATCH : (sizeof(T) >= 4 ? 4 : 2);
+}
 
 using pp::from_float;
 using pp::to_float;
@@ -48,46 +64,39 @@ struct alignas(sizeof(T) * N) Vec {
     T e[N];
 };
 
-// N elements at p as float: one N * sizeof(T)-byte access when WIDE, else element by element.
+// N elements at p: one N * sizeof(T)-byte access when WIDE, else element by element.
 template <typename T, int N, bool WIDE>
-__device__ __forceinline__ void load(const T* __restrict__ p, float (&f)[N]) {
+__device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
+    Vec<T, N> v;
     if (WIDE) {
-        const Vec<T, N> v = *reinterpret_cast<const Vec<T, N>*>(p);
-#pragma unroll
-        for (int k = 0; k < N; ++k) f[k] = to_float(v.e[k]);
+        v = *reinterpret_cast<const Vec<T, N>*>(p);
     } else {
 #pragma unroll
-        for (int k = 0; k < N; ++k) f[k] = to_float(p[k]);
+        for (int k = 0; k < N; ++k) v.e[k] = p[k];
     }
+    return v;
 }
 
 template <typename T, int N, bool WIDE>
-__device__ __forceinline__ void store(T* __restrict__ p, const float (&f)[N]) {
+__device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
     if (WIDE) {
-        Vec<T, N> v;
-#pragma unroll
-        for (int k = 0; k < N; ++k) v.e[k] = from_float<T>(f[k]);
         *reinterpret_cast<Vec<T, N>*>(p) = v;
     } else {
 #pragma unroll
-        for (int k = 0; k < N; ++k) p[k] = from_float<T>(f[k]);
+        for (int k = 0; k < N; ++k) p[k] = v.e[k];
     }
 }
 
-template <typename T, int N, bool WIDE>
-__device__ __forceinline__ void copy(const T* __restrict__ src, T* __restrict__ dst) {
-    if (WIDE) {
-        *reinterpret_cast<Vec<T, N>*>(dst) = *reinterpret_cast<const Vec<T, N>*>(src);
-    } else {
-#pragma unroll
-        for (int k = 0; k < N; ++k) dst[k] = src[k];
-    }
+// (a, b) -> (a c - b s, b c + a s) in float.
+template <typename T>
+__device__ __forceinline__ void rotate(T& a, T& b, float c, float s) {
+    const float fa = to_float(a), fb = to_float(b);
+    a = from_float<T>(fa * c - fb * s);
+    b = from_float<T>(fb * c + fa * s);
 }
 
-// cos and sin of pos * inv_freq(i), inv_freq(i) = 2^(-2 i / rotary_dim * log2(theta)).
-__device__ __forceinline__ void angle(int pos, int i, int rotary_dim, double log2_theta,
-                                      float& c, float& s) {
-    const double inv_freq = exp2(-static_cast<double>(2 * i) / rotary_dim * log2_theta);
+// cos and sin of pos * inv_freq, inv_freq given in double.
+__device__ __forceinline__ void angle(int pos, double inv_freq, float& c, float& s) {
     const double a = static_cast<double>(pos) * inv_freq;
     const float hi = static_cast<float>(a);
     const float lo = static_cast<float>(a - static_cast<double>(hi));
@@ -111,6 +120,8 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     constexpr int kN = WIDE ? 16 / sizeof(T) : (INTERLEAVED ? 2 : 1);  // rotary column width
     constexpr int kPairs = INTERLEAVED ? kN / 2 : kN;                   // pairs per column
     constexpr int kCopyN = WIDE ? 16 / sizeof(T) : 1;                   // copy column width
+    constexpr int kBatch = batch_of<T>();
+    typedef Vec<T, kN> V;
     const int half = p.rotary_dim / 2;
     const int rot_cols = INTERLEAVED ? p.rotary_dim / kN : half / kN;
     const int cols = rot_cols + (p.head_dim - p.rotary_dim) / kCopyN;
@@ -118,6 +129,8 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     const long long items = p.tokens * groups * cols;
     const long long nthreads = pp::grid_threads();
     const long long head_stride = p.head_dim;
+    // inv_freq(i + 1) = inv_freq(i) * step: one exp2 per column, exact enough in double.
+    const double step = p.rotary_dim > 0 ? exp2(-2.0 / p.rotary_dim * p.log2_theta) : 1.0;
     for (long long item = pp::global_thread_id(); item < items; item += nthreads) {
         const long long r = item / cols;
         const int col = static_cast<int>(item - r * cols);
@@ -126,47 +139,55 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
         const int nh = p.heads - h0 < kHeads ? p.heads - h0 : kHeads;
         const long long first = (token * p.heads + h0) * head_stride;
         if (col < rot_cols) {
-            const int pos = positions ? positions[token]
-                                      : p.position_offset + static_cast<int>(token % p.seq);
-            float cs[kPairs], sn[kPairs];
             const int i0 = col * kPairs;
-#pragma unroll
-            for (int k = 0; k < kPairs; ++k) angle(pos, i0 + k, p.rotary_dim, p.log2_theta, cs[k], sn[k]);
             // rotate-half: a at [i0, i0 + kN), b at half + that; interleaved: both in one column.
-            const long long off_a = INTERLEAVED ? static_cast<long long>(col) * kN : i0;
-#pragma unroll 4
-            for (int j = 0; j < nh; ++j) {
-                const long long at = first + j * head_stride + off_a;
-                if (INTERLEAVED) {
-                    float v[kN];
-                    load<T, kN, WIDE>(x + at, v);
+            const T* xa = x + first + (INTERLEAVED ? static_cast<long long>(col) * kN : i0);
+            T* ya = y + first + (INTERLEAVED ? static_cast<long long>(col) * kN : i0);
+            float cs[kPairs], sn[kPairs];
+            for (int j0 = 0; j0 < nh; j0 += kBatch) {
+                V va[kBatch], vb[kBatch];
+#pragma unroll
+                for (int j = 0; j < kBatch; ++j) {
+                    if (j0 + j < nh) {
+                        va[j] = load<T, kN, WIDE>(xa + (j0 + j) * head_stride);
+                        if (!INTERLEAVED) vb[j] = load<T, kN, WIDE>(xa + (j0 + j) * head_stride + half);
+                    }
+                }
+                if (j0 == 0) {  // while the first loads are in flight
+                    const int pos = positions ? positions[token]
+                                              : p.position_offset + static_cast<int>(token % p.seq);
+                    double inv_freq = exp2(-static_cast<double>(2 * i0) / p.rotary_dim * p.log2_theta);
 #pragma unroll
                     for (int k = 0; k < kPairs; ++k) {
-                        const float a = v[2 * k], b = v[2 * k + 1];
-                        v[2 * k] = a * cs[k] - b * sn[k];
-                        v[2 * k + 1] = b * cs[k] + a * sn[k];
+                        angle(pos, inv_freq, cs[k], sn[k]);
+                        inv_freq *= step;
                     }
-                    store<T, kN, WIDE>(y + at, v);
-                } else {
-                    float va[kN], vb[kN];
-                    load<T, kN, WIDE>(x + at, va);
-                    load<T, kN, WIDE>(x + at + half, vb);
+                }
 #pragma unroll
-                    for (int k = 0; k < kN; ++k) {
-                        const float a = va[k], b = vb[k];
-                        va[k] = a * cs[k] - b * sn[k];
-                        vb[k] = b * cs[k] + a * sn[k];
+                for (int j = 0; j < kBatch; ++j) {
+                    if (j0 + j >= nh) continue;
+                    if (INTERLEAVED) {
+#pragma unroll
+                        for (int k = 0; k < kPairs; ++k) rotate(va[j].e[2 * k], va[j].e[2 * k + 1], cs[k], sn[k]);
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < kPairs; ++k) rotate(va[j].e[k], vb[j].e[k], cs[k], sn[k]);
+                        store<T, kN, WIDE>(ya + (j0 + j) * head_stride + half, vb[j]);
                     }
-                    store<T, kN, WIDE>(y + at, va);
-                    store<T, kN, WIDE>(y + at + half, vb);
+                    store<T, kN, WIDE>(ya + (j0 + j) * head_stride, va[j]);
                 }
             }
         } else {
-            const long long off = p.rotary_dim + static_cast<long long>(col - rot_cols) * kCopyN;
-#pragma unroll 4
-            for (int j = 0; j < nh; ++j) {
-                const long long at = first + j * head_stride + off;
-                copy<T, kCopyN, WIDE>(x + at, y + at);
+            typedef Vec<T, kCopyN> C;
+            const long long off = first + p.rotary_dim + static_cast<long long>(col - rot_cols) * kCopyN;
+            for (int j0 = 0; j0 < nh; j0 += kBatch) {
+                C v[kBatch];
+#pragma unroll
+                for (int j = 0; j < kBatch; ++j)
+                    if (j0 + j < nh) v[j] = load<T, kCopyN, WIDE>(x + off + (j0 + j) * head_stride);
+#pragma unroll
+                for (int j = 0; j < kBatch; ++j)
+                    if (j0 + j < nh) store<T, kCopyN, WIDE>(y + off + (j0 + j) * head_stride, v[j]);
             }
         }
     }

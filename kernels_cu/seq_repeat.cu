@@ -9,7 +9,7 @@
 //     seq_repeat<T>(const T* x, T* y, long long d0, long long len, long long inner, int factor)
 //   - every tensor LINEAR (contiguous row-major); d0, len, inner >= 0; factor >= 1. 0-size work
 //     writes nothing.
-//   - 1-D grid and 1-D block of any sizes (grid-stride loops). Suggested: 256 threads,
+//   - 1-D grid and 1-D block of any sizes up to 1024 (grid-stride loops). Suggested: 256 threads,
 //     grid = clamp(cdiv(numel(y), 256 * 16 / sizeof(T)), 1, 32 * SMs).
 //   - y must not overlap x.
 //   - Path "rows" (inner * sizeof(T) a multiple of 16, x and y 16-byte aligned): each 16-byte
@@ -127,7 +127,7 @@ __device__ __forceinline__ void repeat_gather(const W* __restrict__ x, W* __rest
 }  // namespace pp_seq_repeat
 
 template <typename T>
-__global__ void seq_repeat(const T* __restrict__ x, T* __restrict__ y, long long d0, long long len,
+__global__ void __launch_bounds__(1024) seq_repeat(const T* __restrict__ x, T* __restrict__ y, long long d0, long long len,
                            long long inner, int factor) {
     using namespace pp_seq_repeat;
     typedef typename pp::Bits<sizeof(T)>::type W;
