@@ -47,7 +47,8 @@ def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False
     def getter(self: Any) -> Optional[str]:
         value = getattr(self, slot, None)
         if value is None and print_unset:
-            _cpp_stderr(f"{public} not initialized")
+            _cpp_stderr(f"[ERROR] Exception caught in {public}(): AttributeError: "
+                        f"{public} not initialized")
         return value
 
     def setter(self: Any, value: str) -> None:
@@ -80,8 +81,9 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
     def num_outputs(self) -> int:
         """Number of outputs (C++ ``getNbOutputs``); -1 with a printed error when unset."""
         value = getattr(self, "_pp_num_outputs", None)
-        if value is None:
-            _cpp_stderr("num_outputs not initialized")
+        if value is None:  # the binding throws AttributeError into PLUGIN_API_CATCH
+            _cpp_stderr("[ERROR] Exception caught in num_outputs(): AttributeError: "
+                        "num_outputs not initialized")
             return -1
         return value
 
@@ -93,15 +95,21 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
         object.__setattr__(self, "_pp_num_outputs", value)
 
     plugin_type = _str_property("_pp_type", "plugin_type",
-                                "The plugin's type name (C++ getPluginType).")
-    plugin_version = _str_property("_pp_version", "plugin_version", "The plugin's version string.")
+                                "The plugin's type name (C++ getPluginType).", print_unset=True)
+    plugin_version = _str_property("_pp_version", "plugin_version",
+                                   "The plugin's version string.", print_unset=True)
     plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
-                                     "The plugin's namespace.")
+                                     "The plugin's namespace.", print_unset=True)
 
     @property
     def tensorrt_version(self) -> int:
-        """What C++ ``getTensorRTVersion`` reports for a Python plugin (read-only)."""
-        return PluginVersion.V2_DYNAMICEXT_PYTHON.value
+        """What C++ ``getTensorRTVersion`` reports for a Python plugin (read-only): the plugin
+        version ``V2_DYNAMICEXT_PYTHON`` in the top byte, ``NV_TENSORRT_VERSION`` below it."""
+        from pyplugins.emulator.registry import emulated_version
+
+        major, minor = emulated_version()
+        nv_version = major * 10000 + minor * 100
+        return (PluginVersion.V2_DYNAMICEXT_PYTHON.value << 24) | (nv_version & 0xFFFFFF)
 
     @property
     def serialization_size(self) -> int:

@@ -95,8 +95,12 @@ def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
                 raise _Missing(f"no implementation provided for {method}()")
             raw = fn(*args)
         except Exception as err:  # the bindings catch std::exception, which wraps any error
-            text = str(err) if isinstance(err, _Missing) else f"{type(err).__name__}: {err}"
-            where = f"thrown from {method}()" if thrown else f"caught in {method}():"
+            # A missing override is a RuntimeError thrown outside the call's inner try, so the
+            # binding reports it as "caught in" even where a raising override is "thrown from".
+            name = "RuntimeError" if isinstance(err, _Missing) else type(err).__name__
+            text = f"{name}: {err}"
+            inner = thrown and not isinstance(err, _Missing)
+            where = f"thrown from {method}()" if inner else f"caught in {method}():"
             event.error = f"[ERROR] Exception {where} {text}"
             event.result = fallback
         else:
@@ -124,16 +128,24 @@ def _as(kind: type) -> Callable[[Any], Any]:
     return interpret
 
 
-def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    return int(value.__index__())
+def _as_size_t(value: Any) -> int:
+    """pybind11's ``size_t`` caster: ints and ``__index__`` types, not floats, never negative."""
+    if isinstance(value, float):
+        raise TypeError(value)
+    result = int(value.__index__())
+    if result < 0:
+        raise OverflowError(value)
+    return result
 
 
 def _as_bool(value: Any) -> bool:
+    """pybind11's ``bool`` caster with conversion: None is False, and any type with ``nb_bool``
+    (bool, int, float, NumPy scalars, classes defining ``__bool__``) converts; str/list do not."""
+    if value is None:
+        return False
     if isinstance(value, bool):
         return value
-    if hasattr(value, "__bool__") and type(value).__module__ == "numpy":
+    if hasattr(type(value), "__bool__"):
         return bool(value)
     raise TypeError(value)
 
@@ -169,7 +181,7 @@ def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType
     """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
     return _invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
                    default=None, fallback=DataType.FLOAT, interpret=_as(DataType),
-                   as_type="DataType")
+                   as_type="nvinfer1::DataType")
 
 
 def get_output_dimensions(plugin: Any, index: int, inputs: Sequence[DimsExprs],
@@ -177,7 +189,7 @@ def get_output_dimensions(plugin: Any, index: int, inputs: Sequence[DimsExprs],
     """C++ ``getOutputDimensions``; an empty ``DimsExprs`` on failure."""
     return _invoke(plugin, "get_output_dimensions", (index, list(inputs), builder), required=True,
                    default=None, fallback=DimsExprs(), interpret=_as(DimsExprs),
-                   as_type="DimsExprs")
+                   as_type="nvinfer1::DimsExprs")
 
 
 def supports_format_combination(plugin: Any, pos: int, in_out: Sequence[PluginTensorDesc],
@@ -202,7 +214,7 @@ def get_workspace_size(plugin: Any, inputs: Sequence[PluginTensorDesc],
     """C++ ``getWorkspaceSize``; 0 by default and on failure."""
     return _invoke(plugin, "get_workspace_size", ([d._copy() for d in inputs],
                                                   [d._copy() for d in outputs]),
-                   required=False, default=0, fallback=0, interpret=_as_int, as_type="int")
+                   required=False, default=0, fallback=0, interpret=_as_size_t, as_type="size_t")
 
 
 def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
@@ -224,7 +236,8 @@ def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
 def initialize(plugin: Any) -> int:
     """C++ ``initialize``; 0, or -1 when the Python call raised."""
     failed = object()
-    result = _invoke(plugin, "initialize", (), required=False, default=None, fallback=failed)
+    result = _invoke(plugin, "initialize", (), required=False, default=None, fallback=failed,
+                     thrown=True)
     return -1 if result is failed else 0
 
 
@@ -236,14 +249,14 @@ def terminate(plugin: Any) -> None:
 def serialize(plugin: Any) -> Optional[bytes]:
     """C++ ``serialize``: the bytes written into TensorRT's buffer, or None (buffer unwritten)."""
     return _invoke(plugin, "serialize", (), required=True, default=None, fallback=None,
-                   interpret=_as_bytes, as_type="bytes")
+                   interpret=_as_bytes, as_type="std::string")
 
 
 def get_serialization_size(plugin: Any) -> int:
     """C++ ``getSerializationSize``: the override, else ``len(serialize())``; 0 on failure."""
     if overridden(plugin, "get_serialization_size") is not None:
         return _invoke(plugin, "get_serialization_size", (), required=False, default=0,
-                       fallback=0, interpret=_as_int, as_type="int")
+                       fallback=0, interpret=_as_size_t, as_type="size_t")
     data = serialize(plugin)
     return 0 if data is None else len(data)
 
@@ -251,7 +264,8 @@ def get_serialization_size(plugin: Any) -> int:
 def clone(plugin: Any) -> Optional[IPluginV2DynamicExt]:
     """C++ ``clone``: the new plugin (held until ``destroy``), or None on failure."""
     result = _invoke(plugin, "clone", (), required=True, default=None, fallback=None,
-                     interpret=_as(IPluginV2DynamicExt), as_type="IPluginV2DynamicExt")
+                     interpret=_as(IPluginV2DynamicExt),
+                     as_type="nvinfer1::IPluginV2DynamicExt")
     if result is not None:
         held[id(result)] = result
     return result
@@ -269,7 +283,7 @@ def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Option
     """C++ ``createPlugin(name, fc)``; the plugin (held until ``destroy``) or None."""
     result = _invoke(creator, "create_plugin", (name, fc), required=True, default=None,
                      fallback=None, interpret=_as(IPluginV2DynamicExt),
-                     as_type="IPluginV2DynamicExt")
+                     as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result
     return result
@@ -279,7 +293,7 @@ def deserialize_plugin(creator: Any, name: str, data: bytes) -> Optional[Any]:
     """C++ ``deserializePlugin(name, data, length)`` with ``data`` as ``bytes``; plugin or None."""
     result = _invoke(creator, "deserialize_plugin", (name, bytes(data)), required=True,
                      default=None, fallback=None, interpret=_as(IPluginV2DynamicExt),
-                     as_type="IPluginV2DynamicExt")
+                     as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result
     return result

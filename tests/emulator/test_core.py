@@ -2,8 +2,8 @@
 
 Covers enums, Dims, IExprBuilder/IDimensionExpr/DimsExprs, the descriptors, PluginField(s),
 the base classes, the registry, ``nptype``/``install`` and the trampoline ("the C++ side").
-Tests marked ``xfail(strict=True)`` record places where the emulator departs from TensorRT's
-bindings; each reason cites the binding source (``python/src/infer/pyPlugin.cpp``, 11.1).
+Where a test pins behaviour that goes beyond the protocol document, a comment above it cites the
+binding source (``python/src/infer/pyPlugin.cpp``, 11.1).
 """
 
 from __future__ import annotations
@@ -393,11 +393,10 @@ def test_unset_num_outputs_prints_and_returns_minus_one(capfd):
     assert trampoline.get_nb_outputs(p) == -1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp getNbOutputs(): throwPyError(PyExc_AttributeError, 'num_outputs not "
-    "initialized') caught by PLUGIN_API_CATCH('num_outputs'), so the getter prints "
-    "'[ERROR] Exception caught in num_outputs(): AttributeError: num_outputs not initialized'; "
-    "bases.py IPluginV2DynamicExt.num_outputs prints only 'num_outputs not initialized'"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp getNbOutputs():
+# throwPyError(PyExc_AttributeError, 'num_outputs not initialized') caught by
+# PLUGIN_API_CATCH('num_outputs'), so the getter prints '[ERROR] Exception caught in
+# num_outputs(): AttributeError: num_outputs not initialized'
 def test_unset_num_outputs_prints_the_binding_error_line(capfd):
     Bare().num_outputs
     assert capfd.readouterr().err == ("[ERROR] Exception caught in num_outputs(): AttributeError: "
@@ -409,12 +408,11 @@ def test_unset_identity_strings_are_none():
     assert (p.plugin_type, p.plugin_version, p.plugin_namespace) == (None, None, None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp binds plugin_type to IPluginV2::getPluginType, whose Python-plugin override "
-    "throws AttributeError('plugin_type not initialized') into PLUGIN_API_CATCH('plugin_type') "
-    "and returns nullptr: reading an unset plugin_type prints '[ERROR] Exception caught in "
-    "plugin_type(): AttributeError: plugin_type not initialized' (likewise plugin_version, "
-    "plugin_namespace); bases.py _str_property(print_unset=False) prints nothing"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp binds plugin_type to
+# IPluginV2::getPluginType, whose Python-plugin override throws AttributeError('plugin_type not
+# initialized') into PLUGIN_API_CATCH('plugin_type') and returns nullptr: reading an unset
+# plugin_type prints '[ERROR] Exception caught in plugin_type(): AttributeError: plugin_type not
+# initialized' (likewise plugin_version, plugin_namespace)
 def test_unset_plugin_type_prints_the_binding_error_line(capfd):
     assert Bare().plugin_type is None
     assert "plugin_type not initialized" in capfd.readouterr().err
@@ -467,11 +465,10 @@ def test_class_constants_and_read_only_properties():
         p.tensorrt_version = 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp PyIPluginV2DynamicExtImpl::getTensorRTVersion returns "
-    "(kV2_DYNAMICEXT_PYTHON << 24) | (NV_TENSORRT_VERSION & 0xFFFFFF), and the bindings read the "
-    "plugin version back as version >> 24 & 0xFF (getPluginVersion); bases.py tensorrt_version "
-    "returns 0x43 itself, i.e. the plugin-version byte in the wrong place"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp
+# PyIPluginV2DynamicExtImpl::getTensorRTVersion returns (kV2_DYNAMICEXT_PYTHON << 24) |
+# (NV_TENSORRT_VERSION & 0xFFFFFF), and the bindings read the plugin version back as version >> 24
+# & 0xFF (getPluginVersion)
 def test_tensorrt_version_carries_the_plugin_version_in_the_top_byte():
     assert (Plugin().tensorrt_version >> 24) & 0xFF == 0x43
 
@@ -702,11 +699,8 @@ def test_successful_enqueue_returns_zero_whatever_python_returns():
     assert trampoline.enqueue(p, [], [], [], [], 0, 0) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp initialize(): catch (py::error_already_set& e) { std::cerr << '[ERROR] "
-    "Exception thrown from initialize() ' << e.what(); return -1; }, the same form as enqueue; "
-    "trampoline.initialize calls _invoke without thrown=True and prints 'Exception caught in "
-    "initialize(): ...'"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp initialize(): catch (py::error_already_set&
+# e) { std::cerr << '[ERROR] Exception thrown from initialize() ' << e.what()
 def test_initialize_exception_prints_thrown_from(capfd):
     assert trampoline.initialize(plugin_with(initialize=raising("initialize"))) == -1
     assert capfd.readouterr().err.startswith(
@@ -747,12 +741,11 @@ def test_missing_enqueue_fails(capfd):
     assert "no implementation provided for enqueue()" in err
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp: a missing override is utils::throwPyError(PyExc_RuntimeError, 'no "
-    "implementation provided for X()'), caught by PLUGIN_API_CATCH(X): the line reads '[ERROR] "
-    "Exception caught in X(): RuntimeError: no implementation provided for X()' (for enqueue too: "
-    "the throw is outside its inner try, so it is 'caught in', not 'thrown from'); trampoline."
-    "_invoke drops 'RuntimeError: ' and uses 'thrown from' for enqueue"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp: a missing override is
+# utils::throwPyError(PyExc_RuntimeError, 'no implementation provided for X()'), caught by
+# PLUGIN_API_CATCH(X): the line reads '[ERROR] Exception caught in X(): RuntimeError: no
+# implementation provided for X()' (for enqueue too: the throw is outside its inner try, so it is
+# 'caught in', not 'thrown from')
 @pytest.mark.parametrize("method", ["get_output_datatype", "enqueue"])
 def test_missing_required_method_error_line_matches_the_binding(method, capfd):
     if method == "enqueue":
@@ -808,11 +801,9 @@ def test_uninterpretable_return_prints_and_falls_back(method, capfd):
     assert err.startswith(f"[ERROR] Return value of {method}() could not be interpreted as ")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp PLUGIN_API_CATCH_CAST names the C++ types: 'nvinfer1::DataType', "
-    "'nvinfer1::DimsExprs', 'bool', 'size_t', 'std::string', 'nvinfer1::IPluginV2DynamicExt', and "
-    "'IPluginV2*' for create_plugin/deserialize_plugin; the trampoline prints 'DataType', "
-    "'DimsExprs', 'int', 'bytes', 'IPluginV2DynamicExt'"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp PLUGIN_API_CATCH_CAST names the C++ types:
+# 'nvinfer1::DataType', 'nvinfer1::DimsExprs', 'bool', 'size_t', 'std::string',
+# 'nvinfer1::IPluginV2DynamicExt', and 'IPluginV2*' for create_plugin/deserialize_plugin
 def test_uninterpretable_return_names_the_cpp_type(capfd):
     expected = {"get_output_datatype": "nvinfer1::DataType",
                 "get_output_dimensions": "nvinfer1::DimsExprs",
@@ -828,11 +819,10 @@ def test_uninterpretable_return_names_the_cpp_type(capfd):
     assert "create_plugin() could not be interpreted as IPluginV2*\n" in capfd.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp supportsFormatCombination: pyResult.cast<bool>() loads with convert=true, and "
-    "pybind11's bool caster then accepts None (False) and any object with nb_bool (ints, floats, "
-    "numpy scalars): 'return 1' means True in TensorRT; trampoline._as_bool accepts only bool "
-    "and numpy bools, so 1 prints 'could not be interpreted as bool' and gives False"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp supportsFormatCombination:
+# pyResult.cast<bool>() loads with convert=true, and pybind11's bool caster then accepts None
+# (False) and any object with nb_bool (ints, floats, numpy scalars): 'return 1' means True in
+# TensorRT
 def test_supports_format_combination_accepts_what_pybind_converts_to_bool(capfd):
     for value, expected in ((1, True), (0, False), (None, False), (2.5, True)):
         p = plugin_with(supports_format_combination=lambda self, *a, v=value: v)
@@ -845,10 +835,9 @@ def test_supports_format_combination_accepts_numpy_bool():
     assert CALLS["supports_format_combination"][0](p) is True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyPlugin.cpp getWorkspaceSize: pyResult.cast<size_t>() fails for a negative int (pybind's "
-    "unsigned caster raises OverflowError), printing 'Return value of get_workspace_size() could "
-    "not be interpreted as size_t' and returning 0; trampoline._as_int returns the negative value"))
+# Binding behaviour (pyPlugin.cpp, 11.1): pyPlugin.cpp getWorkspaceSize: pyResult.cast<size_t>()
+# fails for a negative int (pybind's unsigned caster raises OverflowError), printing 'Return value
+# of get_workspace_size() could not be interpreted as size_t' and returning 0
 def test_negative_workspace_size_is_uninterpretable(capfd):
     p = plugin_with(get_workspace_size=lambda self, i, o: -1)
     assert CALLS["get_workspace_size"][0](p) == 0
