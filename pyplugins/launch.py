@@ -118,7 +118,7 @@ class Launch:
 
     __slots__ = ("name", "device", "grid", "block", "shared_mem", "skips", "pointer_count",
                  "function_ptr", "layout", "_owner", "_storage", "_params", "_params_ptr",
-                 "_slots", "_go", "__weakref__")
+                 "_slots", "_go", "_args", "__weakref__")
 
     def __init__(self, function: Any, grid: Dims, block: Dims, args: Sequence[Arg] = (), *,
                  shared_mem: int = 0, device: Optional[int] = None,
@@ -131,6 +131,7 @@ class Launch:
         self.skips = 0 in self.grid
         _check_limits(self.name, self.grid, self.block)
 
+        self._args = tuple(args)
         self._storage, self._params, self._slots, self.layout = _pack(args, self.name)
         self.pointer_count = len(self._slots)
         self._params_ptr = self._params.ctypes.data
@@ -161,6 +162,15 @@ class Launch:
             self._go(stream, self._params_ptr, 0)
         except Exception as err:  # CUDADriverError; cupy is imported lazily
             raise self._failed(stream, err) from err
+
+    def __deepcopy__(self, memo: dict) -> "Launch":
+        """A Launch of the same kernel with its own parameter buffer.
+
+        Plugin clones (one per execution context, possibly on other threads) must not share the
+        buffer that each call writes its pointers into.
+        """
+        return Launch(self._owner, self.grid, self.block, self._args,
+                      shared_mem=self.shared_mem, device=self.device, name=self.name)
 
     def __repr__(self) -> str:
         return (f"Launch({self.name!r}, grid={self.grid}, block={self.block}, "

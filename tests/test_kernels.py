@@ -784,3 +784,19 @@ def test_resident_blocks_covers_every_sm(cp):
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     assert resident_blocks(LEAKY.function("float"), BLOCK) >= sms
+
+
+def test_deepcopied_launch_has_its_own_parameter_buffer():
+    """Plugin clones deep-copy their Launch: two contexts must not share the pointer buffer."""
+    import copy
+
+    from pyplugins.launch import POINTER, Launch
+
+    launch = Launch(0x1234, grid=0, block=256, device=0,
+                    args=(POINTER, POINTER, np.int64(5), np.float32(0.25)), name="k")
+    twin = copy.deepcopy(launch)
+    assert twin is not launch and twin._storage is not launch._storage
+    assert [twin.param_bytes(i) for i in (2, 3)] == [launch.param_bytes(i) for i in (2, 3)]
+    twin(0, 0x10, 0x20)
+    launch(0, 0x30, 0x40)
+    assert twin.param_bytes(0) != launch.param_bytes(0)
