@@ -1,0 +1,112 @@
+"""Pool demo: an ONNX ``Pool`` node (a TensorRT plugin) imported and driven through TensorRT's
+plugin lifecycle by pyplugins' emulator, on a dynamic-shape profile, then checked against NumPy.
+
+The node is made with ``onnx.helper`` exactly as an exporter would write it; it is imported the
+way TensorRT's ONNX parser imports an unknown op (creator found by op type, ``plugin_version``
+and ``plugin_namespace``; only the creator's ``field_names`` are passed, INTS narrowed to int32,
+the STRING ``mode`` NUL-terminated). The lifecycle then runs ``create_plugin``, the shape and
+format queries, build- and execution-phase ``configure_plugin``, serialize / deserialize, the
+execution context's clone and, on a GPU, ``enqueue`` (plus a CUDA-graph capture and replay).
+INT8 shows where the quantization scales come from: the input's from its tensor descriptor,
+the output's from the ``out_scale`` attribute.
+
+Run: ``python demos/pool_demo.py`` (``--device cpu`` to skip the GPU, ``--dtype int8``,
+``--mode max``, ``--trace`` for the callback timeline). Exits 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# This demo drives the emulator's lifecycle (with or without TensorRT installed).
+os.environ.setdefault("PYPLUGINS_TRT", "emulator")
+
+KERNEL, STRIDE, PADDING = [3, 3], [2, 2], [1, 1]
+IN_SCALE, OUT_SCALE = 0.05, 0.04           # INT8: real value = q * scale
+PROFILE = ((1, 3, 8, 8), (2, 3, 15, 20), (4, 3, 32, 32))   # min, opt (the run), max
+
+
+def make_node(mode: str, dtype: np.dtype) -> Any:
+    """The ONNX node, as an exporter writes a plugin op (attributes = the plugin's fields)."""
+    from onnx import helper
+
+    attrs: Dict[str, Any] = dict(mode=mode, kernel=KERNEL, stride=STRIDE, padding=PADDING)
+    if dtype == np.int8:
+        attrs["out_scale"] = OUT_SCALE  # the input's scale comes from its tensor descriptor
+    return helper.make_node("Pool", ["x"], ["y"], name="pool_0", plugin_version="1",
+                            plugin_namespace="", **attrs)
+
+
+def make_input(dtype: np.dtype, seed: int = 0) -> np.ndarray:
+    """A random input of the profile's opt shape."""
+    rng = np.random.default_rng(seed)
+    if dtype == np.int8:  # quantized post-ReLU activations: 0 ... 5.0 at scale 0.05
+        return rng.integers(0, 101, PROFILE[1]).astype(np.int8)
+    return rng.standard_normal(PROFILE[1]).astype(dtype)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
+    parser.add_argument("--dtype", choices=("float32", "float16", "int8"), default="float32")
+    parser.add_argument("--mode", choices=("max", "avg"), default="avg")
+    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
+    args = parser.parse_args(argv)
+
+    import pyplugins.ops.pool  # noqa: F401 - registers the Pool creator
+    from pyplugins import reference
+    from pyplugins.emulator import lifecycle, onnx_import
+
+    dtype = np.dtype(args.dtype)
+    node = make_node(args.mode, dtype)
+    imported = onnx_import.import_node(node)
+    print(f"ONNX node {imported.name!r} ({node.op_type}) -> creator {':'.join(imported.key)}, "
+          f"fields {[f.name for f in imported.fc]}")
+    for warning in imported.warnings:
+        print(f"  parser warning: {warning}")
+
+    x = make_input(dtype)
+    spec = lifecycle.TensorSpec((-1, 3, -1, -1), dtype, min=PROFILE[0], opt=PROFILE[1],
+                                max=PROFILE[2], data=x,
+                                scale=IN_SCALE if dtype == np.int8 else -1.0)
+    report = lifecycle.run(imported.creator, [spec], imported.fc, node_name=imported.name,
+                           device=args.device, trace=args.trace)
+    if args.trace and report.trace is not None:
+        print(report.trace.format_timeline())
+    print(report.format())
+    if not report.ok:
+        print("FAILED: the lifecycle reported problems (above).")
+        return 1
+    ref_mode = "average" if args.mode == "avg" else "max"
+    expected = reference.pool2d(x, ref_mode, KERNEL, STRIDE, PADDING,
+                                *((IN_SCALE, OUT_SCALE) if dtype == np.int8 else ()))
+    if tuple(report.output_shapes[0]) != expected.shape:
+        print(f"FAILED: output shape {report.output_shapes[0]}, NumPy gives {expected.shape}.")
+        return 1
+    if not report.enqueue_ran:
+        print(f"Kernels were NOT run ({report.skipped}): this is a CPU-only run, so the whole "
+              f"plugin lifecycle ran (parse, format search, configure, serialize, deserialize, "
+              f"context clone) and the output shape {expected.shape} was checked, but there is "
+              f"no numeric result to compare.")
+        return 0
+    try:
+        reference.assert_close(report.outputs[0], expected, dtype, what=f"Pool {args.mode}")
+    except AssertionError as err:
+        print(f"FAILED: {err}")
+        return 1
+    print(f"OK: {args.mode} pooling of {x.shape} {dtype} -> {expected.shape} matches NumPy "
+          f"(tolerance {reference.TOLERANCES[dtype].rtol:g} rel + "
+          f"{reference.TOLERANCES[dtype].atol:g} abs).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
