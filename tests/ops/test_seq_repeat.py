@@ -1,0 +1,284 @@
+"""SeqRepeat: shapes, formats, the factor field, serialization, ONNX import; GPU vs np.repeat."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyplugins.trt as trt
+from pyplugins import cli, reference
+from pyplugins.dtypes import ctype_from_trt
+from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
+from pyplugins.ops.seq_repeat import SeqRepeat
+
+DT, FMT = trt.DataType, trt.TensorFormat
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORTED = (DT.FLOAT, DT.HALF, DT.INT8, DT.INT32)
+
+
+class Junk:
+    """An ``in_out`` entry after ``pos``: TensorRT's are garbage, so reading one is a bug."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"supports_format_combination read .{name} of an entry after pos")
+
+
+def dyn(dims, t=DT.FLOAT):
+    d = trt.PluginTensorDesc(list(dims), t, FMT.LINEAR)
+    return trt.DynamicPluginTensorDesc(d, dims, dims, dims)
+
+
+def out_dims(plugin, shape, at=None):
+    """Output dims for a network-time input shape (-1 = dynamic): (values, is_constant)."""
+    eb = trt.IExprBuilder()
+    exprs = trampoline.get_output_dimensions(plugin, 0, [eb._input(0, shape)], eb)
+    values = [e._evaluate({0: at} if at else {}) if at or e.is_constant() else None
+              for e in exprs]
+    constant = [e.is_constant() for e in exprs]
+    eb._expire()
+    return values, constant
+
+
+# -- identity, kernel, field ----------------------------------------------------------------------
+
+def test_identity_and_field_names():
+    p = SeqRepeat(factor=2)
+    assert trampoline.identity(p) == ("SeqRepeat", "1", "")
+    assert trampoline.get_nb_outputs(p) == 1
+    fields = [(f.name, f.type.name) for f in SeqRepeat.creator.field_names]
+    assert fields == [("factor", "INT32")]
+
+
+def test_every_supported_type_is_a_kernel_instantiation():
+    assert tuple(SeqRepeat.dtypes) == SUPPORTED
+    for t in SUPPORTED:
+        assert SeqRepeat.kernel.supports(ctype_from_trt(t)), t
+
+
+@pytest.mark.parametrize("bad, expected", [
+    (0, "must be >= 1 (got 0)"), (-3, "must be >= 1"), (1.5, "must be an int (got 1.5, a float)"),
+    ("2", "must be an int"), (True, "must be an int"), (2**31, "must be <= 2147483647")])
+def test_factor_is_validated(bad, expected):
+    with pytest.raises(FieldError, match=r"Field 'factor' of plugin 'SeqRepeat' ") as info:
+        SeqRepeat(factor=bad)
+    assert expected in str(info.value)
+
+
+def test_factor_is_required():
+    with pytest.raises(FieldError, match="needs field\\(s\\) 'factor'"):
+        SeqRepeat()
+    fc, warnings = onnx_import.fields_from_attributes({}, SeqRepeat.creator.field_names)
+    assert warnings and "factor" in warnings[0]
+    with pytest.raises(FieldError, match="'factor'"):
+        SeqRepeat.from_fields(fc)
+
+
+# -- shape inference ------------------------------------------------------------------------------
+
+def test_static_shape():
+    assert out_dims(SeqRepeat(factor=3), (2, 5, 4)) == ([2, 15, 4], [True, True, True])
+    assert out_dims(SeqRepeat(factor=1), (7, 9))[0] == [7, 9]
+    assert out_dims(SeqRepeat(factor=4), (2, 0, 3))[0] == [2, 0, 3]
+
+
+@pytest.mark.parametrize("at", [(1, 1, 4), (2, 5, 4), (8, 33, 4), (3, 0, 4)])
+def test_dynamic_length_is_a_symbolic_product(at):
+    values, constant = out_dims(SeqRepeat(factor=3), (-1, -1, 4), at=at)
+    assert constant == [False, False, True]
+    assert values == [at[0], at[1] * 3, 4]
+
+
+def test_lifecycle_dynamic_profile_on_cpu():
+    spec = TensorSpec((2, -1, 3, 5), np.float16, min=(2, 1, 3, 5), opt=(2, 6, 3, 5),
+                      max=(2, 40, 3, 5))
+    report = lifecycle.run(SeqRepeat.creator, [spec], {"factor": 4}, device="cpu")
+    assert report.ok, report.format()
+    assert report.output_shapes == [(2, 24, 3, 5)]
+    assert [t.name for t in report.output_dtypes] == ["HALF"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "int32"])
+def test_lifecycle_ok_for_every_type_on_cpu(dtype):
+    report = lifecycle.run(SeqRepeat.creator, [f"1-3-5x2-7-9:{dtype}"], {"factor": 2},
+                           device="cpu")
+    assert report.ok, report.format()
+    assert report.output_shapes == [(3, 14)]
+
+
+def test_rank_one_fails_at_shape_time():
+    eb = trt.IExprBuilder()
+    with pytest.raises(ShapeError, match=r"'SeqRepeat' repeats along dim 1, so its input needs "
+                                         r"rank >= 2 .*got rank 1 \[\?\]"):
+        SeqRepeat(factor=2).get_output_dimensions(0, [eb._input(0, (-1,))], eb)
+    with pytest.raises(ShapeError, match="exactly 1 input"):
+        SeqRepeat(factor=2).get_output_dimensions(0, [eb._input(0, (2, 3))] * 2, eb)
+
+
+def test_rank_one_is_reported_by_the_lifecycle(capfd):
+    report = lifecycle.run(SeqRepeat.creator, ["6:float32"], {"factor": 2}, device="cpu")
+    assert not report.ok
+    assert any("rank >= 2" in e and "got rank 1 [6]" in e for e in report.errors), report.errors
+
+
+def test_rank_one_fails_at_configure_time():
+    with pytest.raises(ShapeError, match="rank >= 2"):
+        SeqRepeat(factor=2).configure_plugin([dyn((6,))], [dyn((12,))])
+
+
+def test_enqueue_without_configure_names_the_cause():
+    with pytest.raises(LaunchError, match="'SeqRepeat': enqueue found no kernel launch"):
+        SeqRepeat(factor=2).enqueue([], [], [1], [2], 0, 0)
+
+
+# -- formats --------------------------------------------------------------------------------------
+
+def test_format_table_reads_nothing_after_pos():
+    p = SeqRepeat(factor=2)
+    candidates = [(t, f) for t in DT.__members__.values() for f in (FMT.LINEAR, FMT.CHW32)]
+    found = []
+    for c0 in candidates:
+        first = [trt.PluginTensorDesc([2, 3, 4], *c0)]
+        if not p.supports_format_combination(0, first + [Junk()], 1):
+            continue
+        for c1 in candidates:
+            if p.supports_format_combination(1, first + [trt.PluginTensorDesc([2, 6, 4], *c1)],
+                                             1):
+                found.append((c0, c1))
+    assert sorted(found, key=str) == sorted([((t, FMT.LINEAR),) * 2 for t in SUPPORTED], key=str)
+
+
+@pytest.mark.parametrize("types, fmts, ok", [
+    ((DT.FLOAT, DT.FLOAT), (FMT.LINEAR, FMT.LINEAR), True),
+    ((DT.INT8, DT.INT8), (FMT.LINEAR, FMT.LINEAR), True),
+    ((DT.HALF, DT.FLOAT), (FMT.LINEAR, FMT.LINEAR), False),
+    ((DT.INT32, DT.INT8), (FMT.LINEAR, FMT.LINEAR), False),
+    ((DT.BF16, DT.BF16), (FMT.LINEAR, FMT.LINEAR), False),
+    ((DT.FLOAT, DT.FLOAT), (FMT.CHW4, FMT.LINEAR), False),
+    ((DT.HALF, DT.HALF), (FMT.LINEAR, FMT.HWC8), False),
+])
+def test_format_combinations_through_the_trampoline(types, fmts, ok):
+    p = SeqRepeat(factor=2)
+    in_out = [trt.PluginTensorDesc([1, 8, 4, 4], t, f) for t, f in zip(types, fmts)]
+    verdicts = [trampoline.supports_format_combination(p, pos, in_out, 1) for pos in range(2)]
+    assert all(verdicts) is ok
+
+
+# -- serialization, ONNX --------------------------------------------------------------------------
+
+def test_serialization_round_trip_keeps_the_factor():
+    p = SeqRepeat(factor=7)
+    data = trampoline.serialize(p)
+    assert data == trampoline.serialize(p)
+    assert data != SeqRepeat(factor=8).serialize()
+    q = trampoline.deserialize_plugin(SeqRepeat.creator, "rep", data)
+    assert isinstance(q, SeqRepeat) and q.factor == 7 and q.layer_name == "rep"
+    for bad in (data[:-1], b"junk"):
+        with pytest.raises(SerializationError):
+            SeqRepeat.from_bytes(bad)
+
+
+def test_onnx_node_gives_an_int32_factor():
+    onnx = pytest.importorskip("onnx")
+    node = onnx.helper.make_node("SeqRepeat", ["x"], ["y"], name="rep_0", factor=4, other=1.5)
+    imported = onnx_import.import_node(node)
+    assert imported.creator is SeqRepeat.creator and imported.warnings == []
+    assert [(f.name, f.type.name, f.data.tolist()) for f in imported.fc] == [
+        ("factor", "INT32", [4])]
+    p = trampoline.create_plugin(imported.creator, imported.name, imported.fc)
+    assert isinstance(p, SeqRepeat) and p.factor == 4 and p.layer_name == "rep_0"
+
+
+@pytest.mark.parametrize("value, expected", [(0, "must be >= 1"), (2.0, "must be an int")])
+def test_onnx_bad_factor_is_named(value, expected, capfd):
+    onnx = pytest.importorskip("onnx")
+    node = onnx.helper.make_node("SeqRepeat", ["x"], ["y"], name="rep_0", factor=value)
+    imported = onnx_import.import_node(node)
+    assert trampoline.create_plugin(imported.creator, imported.name, imported.fc) is None
+    err = capfd.readouterr().err
+    assert "Field 'factor' of plugin 'SeqRepeat'" in err and expected in err
+
+
+# -- CLI, demo ------------------------------------------------------------------------------------
+
+def test_cli_check_passes(capsys):
+    status = cli.main(["check", "pyplugins.ops.seq_repeat", "--plugin", "SeqRepeat",
+                       "--input", "2x1-5-9x3:float32", "--attr", "factor=3"])
+    out = capsys.readouterr()
+    assert status == 0, out.out + out.err
+
+
+def test_demo_runs_on_cpu():
+    result = subprocess.run([sys.executable, str(ROOT / "demos" / "seq_repeat_demo.py"),
+                             "--device", "cpu"], capture_output=True, text=True, timeout=300,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not run" in result.stdout
+
+
+# -- GPU ------------------------------------------------------------------------------------------
+
+def random_array(shape, dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+# (d0, len) at opt: singletons, non-multiples of the block, empty batch, empty sequence, long.
+CASES = [(1, 1), (3, 17), (0, 5), (4, 0), (5, 129)]
+# Trailing dims: (6,) takes the kernel's "gather" path (rows not 16-byte multiples), (2, 8) its
+# "rows" path for every type (16 elements per row), () the rank-2 case (inner = 1).
+TRAILING = [(6,), (2, 8), ()]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.int32])
+@pytest.mark.parametrize("trailing", TRAILING, ids=str)
+@pytest.mark.parametrize("factor", [1, 3])
+def test_gpu_matches_np_repeat_over_a_dynamic_profile(dtype, trailing, factor):
+    rng = np.random.default_rng(11)
+    for d0, length in CASES:
+        x = random_array((d0, length, *trailing), dtype, rng)
+        spec = TensorSpec((-1, -1, *trailing), dtype, min=(0, 0, *trailing),
+                          max=(8, 160, *trailing), data=x)
+        report = lifecycle.run(SeqRepeat.creator, [spec], {"factor": factor}, device="gpu",
+                               check_capture=True)
+        assert report.ok, report.format()
+        assert report.enqueue_ran
+        (y,) = report.outputs
+        want = reference.seq_repeat(x, factor)
+        assert y.shape == want.shape and y.dtype == want.dtype
+        assert np.array_equal(y.view(np.uint8), want.view(np.uint8)), (d0, length)
+
+
+@pytest.mark.gpu
+def test_gpu_large_factor_and_sequence():
+    x = random_array((2, 4099, 3), np.float16, np.random.default_rng(2))
+    report = lifecycle.run(SeqRepeat.creator, [x], {"factor": 37}, device="gpu")
+    assert report.ok, report.format()
+    assert np.array_equal(report.outputs[0].view(np.uint16),
+                          np.repeat(x, 37, axis=1).view(np.uint16))
+
+
+@pytest.mark.gpu
+def test_gpu_fresh_process():
+    x = random_array((3, 10, 4), np.float32, np.random.default_rng(4))
+    report = lifecycle.run(SeqRepeat.creator, [x], {"factor": 2}, device="gpu",
+                           fresh_process=True, plugin_module="pyplugins.ops.seq_repeat")
+    assert report.ok, report.format()
+    assert np.array_equal(report.outputs[0], np.repeat(x, 2, axis=1))
+
+
+@pytest.mark.gpu
+def test_gpu_demo_checks_its_result():
+    result = subprocess.run([sys.executable, str(ROOT / "demos" / "seq_repeat_demo.py")],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK" in result.stdout
