@@ -1,0 +1,351 @@
+"""LReLU_TRT (LeakyReLU): what scripts written for TensorRT's removed built-in plugin do, fields
+(``neg_slope`` and TensorRT's ``negSlope``), shapes, formats, serialization, ONNX (CPU); results
+against the NumPy reference, capture and a fresh process (GPU)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyplugins.trt as trt
+from pyplugins import cli, formats, reference
+from pyplugins._config import override
+from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.errors import FieldError, LaunchError
+from pyplugins.ops.leaky_relu import NVIDIA_FIELD_NAME, LeakyReLU, grid_size
+
+REPO = Path(__file__).resolve().parents[2]
+DT = trt.DataType
+LINEAR = trt.TensorFormat.LINEAR
+F32 = trt.PluginFieldType.FLOAT32
+
+
+def desc(data_type, dims=(2, 3, 4), fmt=LINEAR):
+    return trt.PluginTensorDesc(dims, data_type, fmt)
+
+
+def dyn(dims, data_type=DT.FLOAT):
+    return trt.DynamicPluginTensorDesc(desc(data_type, dims), dims, dims, dims)
+
+
+def slope_fc(value, name="neg_slope"):
+    """What a script builds: a trt.PluginFieldCollection (a list) of one FLOAT32 field."""
+    return trt.PluginFieldCollection([trt.PluginField(name, np.array([value], np.float32), F32)])
+
+
+def cpu_run(spec, fields=None):
+    return lifecycle.run(LeakyReLU.creator, [spec], fields, device="cpu")
+
+
+# -- what scripts written for TensorRT's built-in LReLU_TRT do ---------------------------------------
+
+def test_script_get_creator_and_create_plugin_with_a_plain_collection():
+    creator = trt.get_plugin_registry().get_creator("LReLU_TRT", "1", "")
+    assert creator is LeakyReLU.creator
+    fc = slope_fc(0.2)
+    plugin = creator.create_plugin("lrelu", fc)       # a list, not a PluginFieldCollection_
+    assert isinstance(plugin, trt.IPluginV2DynamicExt)
+    assert trampoline.identity(plugin) == ("LReLU_TRT", "1", "")
+    assert trampoline.get_nb_outputs(plugin) == 1
+    assert plugin.neg_slope == float(np.float32(0.2)) and plugin.layer_name == "lrelu"
+    report = lifecycle.run(creator, [TensorSpec((2, 3, 5), np.float32)], fc, device="cpu")
+    assert report.ok, report.format()
+    assert report.output_shapes == [(2, 3, 5)] and report.output_dtypes == [DT.FLOAT]
+
+
+def test_script_for_tensorrt_10_uses_get_plugin_creator():
+    with override(trt_version="10.16"):
+        registry = trt.get_plugin_registry()
+        creator = registry.get_plugin_creator("LReLU_TRT", "1", "")
+        assert creator is LeakyReLU.creator
+        assert creator in registry.plugin_creator_list
+        plugin = creator.create_plugin("lrelu", slope_fc(0.2))
+        assert plugin.neg_slope == float(np.float32(0.2))
+    with override(trt_version="11.1"), pytest.raises(AttributeError, match="11.0 removed it"):
+        trt.get_plugin_registry().get_plugin_creator("LReLU_TRT", "1", "")
+
+
+def test_tensorrt_passes_a_plugin_field_collection_underscore():
+    fc = trt.PluginFieldCollection_([trt.PluginField("neg_slope", np.array([0.5], np.float32),
+                                                     F32)])
+    plugin = trampoline.create_plugin(LeakyReLU.creator, "lrelu", fc)
+    assert plugin is not None and plugin.neg_slope == 0.5
+
+
+def test_tensorrt_field_name_negslope_is_accepted():
+    plugin = LeakyReLU.creator.create_plugin("lrelu", slope_fc(0.3, NVIDIA_FIELD_NAME))
+    assert plugin.neg_slope == float(np.float32(0.3))
+    assert NVIDIA_FIELD_NAME == "negSlope"
+    assert [f.name for f in LeakyReLU.creator.field_names] == ["neg_slope", "negSlope"]
+
+
+def test_both_names_at_once_are_refused():
+    fc = trt.PluginFieldCollection(list(slope_fc(0.3)) + list(slope_fc(0.1, "negSlope")))
+    with pytest.raises(FieldError, match="both 'neg_slope' and 'negSlope'"):
+        LeakyReLU.creator.create_plugin("lrelu", fc)
+
+
+@pytest.mark.xfail(strict=True, reason="pyplugins/creator.py names create_plugin's second "
+                   "parameter 'fc'; TensorRT's binding names it 'field_collection', which "
+                   "scripts pass by keyword")
+def test_script_passing_field_collection_by_keyword():
+    plugin = LeakyReLU.creator.create_plugin(name="lrelu", field_collection=slope_fc(0.2))
+    assert plugin.neg_slope == float(np.float32(0.2))
+
+
+# -- fields -----------------------------------------------------------------------------------------
+
+def test_default_and_python_values():
+    assert LeakyReLU().neg_slope == 0.01
+    assert LeakyReLU(neg_slope=-2).neg_slope == -2.0          # any finite slope, as TensorRT's
+    assert trampoline.create_plugin(LeakyReLU.creator, "l", trt.PluginFieldCollection_()
+                                    ).neg_slope == 0.01
+
+
+@pytest.mark.parametrize("value, match", [
+    (float("nan"), r"is invalid: the slope must be a finite number \(got nan\)"),
+    (float("inf"), r"is invalid: the slope must be a finite number \(got inf\)"),
+    ("0.1", r"must be a float \(got '0.1', a str\)"),
+    ([0.1], r"must be a float \(got \[0.1\], a list\)"),
+])
+def test_bad_slopes_name_field_plugin_and_value(value, match):
+    with pytest.raises(FieldError, match=r"Field 'neg_slope' of plugin 'LReLU_TRT' " + match):
+        LeakyReLU(neg_slope=value)
+
+
+def test_bad_collection_reaches_stderr_as_tensorrt_prints_it(capfd):
+    fc = trt.PluginFieldCollection_([trt.PluginField("neg_slope", np.array([1.0, 2.0],
+                                                                           np.float32), F32)])
+    assert trampoline.create_plugin(LeakyReLU.creator, "l", fc) is None
+    err = capfd.readouterr().err
+    assert "[ERROR] Exception caught in create_plugin()" in err and "single value" in err
+
+
+# -- shapes and formats ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, opt_out", [
+    (TensorSpec((7,), np.float32), (7,)),
+    (TensorSpec((2, 0, 3), np.float16), (2, 0, 3)),
+    (TensorSpec((-1, 3, -1), np.float16, min=(1, 3, 1), opt=(2, 3, 9), max=(8, 3, 99)),
+     (2, 3, 9)),
+    (TensorSpec((), np.float32), ()),
+])
+def test_output_shape_is_the_input_shape(spec, opt_out):
+    report = cpu_run(spec, {"neg_slope": 0.1})
+    assert report.ok, report.format()
+    assert report.output_shapes == [opt_out]
+
+
+def test_dynamic_dims_stay_symbolic():
+    builder = trt.IExprBuilder()
+    exprs = trampoline.get_output_dimensions(LeakyReLU(), 0, [builder._input(0, (-1, 4))],
+                                             builder)
+    assert not exprs[0].is_constant() and exprs[1].get_constant_value() == 4
+    assert exprs[0]._evaluate({0: (6, 4)}) == 6
+    builder._expire()
+
+
+def ask(plugin, pos, in_out):
+    return trampoline.supports_format_combination(plugin, pos, in_out, 1)
+
+
+def test_format_table_accepted_and_rejected():
+    plugin = LeakyReLU()
+    for t in (DT.FLOAT, DT.HALF):
+        assert ask(plugin, 0, [desc(t), desc(DT.INT8)])     # in_out[1] is junk at pos 0
+        assert ask(plugin, 1, [desc(t), desc(t)])
+        other = DT.HALF if t is DT.FLOAT else DT.FLOAT
+        assert not ask(plugin, 1, [desc(t), desc(other)])
+        assert not ask(plugin, 0, [desc(t, fmt=trt.TensorFormat.CHW32), desc(t)])
+    for t in (DT.BF16, DT.INT8, DT.INT32, DT.INT64, DT.BOOL, DT.UINT8, DT.FP8):
+        assert not ask(plugin, 0, [desc(t), desc(t)]), t
+    candidates = [desc(t, fmt=f) for t in list(DT) for f in (LINEAR, trt.TensorFormat.HWC8)]
+    found = formats.combinations(lambda pos, io, n: ask(plugin, pos, io), 1, 1, candidates)
+    assert sorted(found, key=str) == sorted([((DT.FLOAT, LINEAR), (DT.FLOAT, LINEAR)),
+                                             ((DT.HALF, LINEAR), (DT.HALF, LINEAR))], key=str)
+
+
+def test_an_int8_network_fails_the_build_with_a_reason():
+    report = cpu_run(TensorSpec((2, 3), np.int8))
+    assert "format" in report.checks() and not report.ok
+
+
+# -- configure / enqueue guards, launch sizing --------------------------------------------------------
+
+def test_enqueue_before_configure_says_so():
+    with pytest.raises(LaunchError, match="enqueue before a successful execution-phase"):
+        LeakyReLU().enqueue([], [], [0], [0], 0, 0)
+
+
+def test_without_a_device_enqueue_explains():
+    plugin = LeakyReLU()
+    with override(device="cpu"):
+        trampoline.configure_plugin(plugin, [dyn((4, 5))], [dyn((4, 5))])
+    with pytest.raises(LaunchError, match="no CUDA device was visible"):
+        plugin.enqueue([], [], [0], [0], 0, 0)
+
+
+def test_grid_size_follows_the_kernel_recommendation():
+    assert grid_size(0, 4, 100) == 0                   # empty: the launch skips
+    assert grid_size(1, 2, 100) == 1
+    assert grid_size(4 * 256 * 4, 4, 100) == 1         # V=4 floats x 256 threads x 4 in flight
+    assert grid_size(4 * 256 * 4 + 1, 4, 100) == 2
+    assert grid_size(10**9, 4, 100) == 100             # capped: the kernel loops grid-stride
+
+
+# -- serialization and clone -------------------------------------------------------------------------
+
+def test_serialize_round_trip_is_deterministic():
+    plugin = LeakyReLU(neg_slope=0.25)
+    data = trampoline.serialize(plugin)
+    assert data == trampoline.serialize(plugin)
+    back = trampoline.deserialize_plugin(LeakyReLU.creator, "lrelu", data)
+    assert back.neg_slope == 0.25 and trampoline.identity(back) == ("LReLU_TRT", "1", "")
+
+
+def test_corrupt_bytes_are_refused(capfd):
+    data = bytearray(trampoline.serialize(LeakyReLU()))
+    data[0] ^= 0xFF
+    assert trampoline.deserialize_plugin(LeakyReLU.creator, "lrelu", bytes(data)) is None
+    assert "SerializationError" in capfd.readouterr().err
+
+
+def test_clone_is_independent():
+    plugin = LeakyReLU(neg_slope=0.5)
+    twin = trampoline.clone(plugin)
+    twin.neg_slope = 0.1
+    assert plugin.neg_slope == 0.5 and trampoline.identity(twin) == ("LReLU_TRT", "1", "")
+
+
+# -- ONNX and the command line -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("attribute", ["neg_slope", "negSlope"])
+def test_onnx_node_with_either_name(attribute):
+    helper = pytest.importorskip("onnx.helper")
+    node = helper.make_node("LReLU_TRT", ["x"], ["y"], name="lrelu_0", **{attribute: 0.3})
+    imported = onnx_import.import_node(node)
+    assert imported.creator is LeakyReLU.creator
+    assert [(f.name, f.type) for f in imported.fc] == [(attribute, F32)]
+    other = "negSlope" if attribute == "neg_slope" else "neg_slope"
+    assert any(f"Attribute {other} not found" in w for w in imported.warnings)
+    plugin = trampoline.create_plugin(imported.creator, imported.name, imported.fc)
+    assert plugin.neg_slope == float(np.float32(0.3))
+    report = lifecycle.run(imported.creator, [TensorSpec((4, 5), np.float16)], imported.fc,
+                           node_name=imported.name, device="cpu")
+    assert report.ok, report.format()
+
+
+def test_cli_check_passes(capsys):
+    status = cli.main(["check", "pyplugins.ops.leaky_relu", "--plugin", "LReLU_TRT",
+                       "--input", "1-2-4x3x5:float16", "--attr", "neg_slope=0.2"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "LReLU_TRT:1:: OK" in out and "(2, 3, 5)" in out
+
+
+def test_demo_runs_on_cpu():
+    result = subprocess.run([sys.executable, str(REPO / "demos" / "leaky_relu_demo.py"),
+                             "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "kernels were not run" in result.stdout
+
+
+# -- GPU ------------------------------------------------------------------------------------------------
+
+def data_of(shape, dtype, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    if x.size:
+        x.reshape(-1)[0] = 0.0                           # the x >= 0 branch at exactly 0
+    return x
+
+
+def gpu_check(spec, slope, fields=None, **kwargs):
+    fields = {"neg_slope": slope} if fields is None else fields
+    report = lifecycle.run(LeakyReLU.creator, [spec], fields, device="gpu", check_capture=True,
+                           **kwargs)
+    assert report.ok, report.format()
+    assert report.enqueue_ran, report.skipped
+    x = np.asarray(spec.data)
+    (got,) = report.outputs
+    reference.assert_close(got, reference.leaky_relu(x, np.float32(slope)), x.dtype,
+                           what=f"LReLU_TRT {x.shape} {x.dtype}")
+    return report
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(2, 3, 16, 20), (1023,), (3, 5, 67), (1, 2, 1, 3, 1, 2, 3, 5),
+                                   (0, 7), ()])
+def test_gpu_matches_reference(dtype, shape):
+    gpu_check(TensorSpec(shape, dtype, data=data_of(shape, dtype)), 0.1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gpu_dynamic_profile(dtype):
+    for i, shape in enumerate([(3, 1000), (8, 4097), (1, 1), (0, 50), (5, 333)]):
+        spec = TensorSpec((-1, -1), dtype, min=(0, 1), max=(8, 5000),
+                          data=data_of(shape, dtype, i))
+        gpu_check(spec, -0.75)
+
+
+@pytest.mark.gpu
+def test_gpu_script_path_result():
+    # The plain-collection path a script takes, then a build and run with the same collection.
+    creator = trt.get_plugin_registry().get_creator("LReLU_TRT", "1", "")
+    fc = slope_fc(0.2, NVIDIA_FIELD_NAME)
+    assert creator.create_plugin("lrelu", fc).neg_slope == float(np.float32(0.2))
+    x = data_of((4, 3, 33), np.float32)
+    gpu_check(TensorSpec(x.shape, x.dtype, data=x), 0.2, fields=fc)
+
+
+@pytest.mark.gpu
+def test_gpu_fresh_process():
+    x = data_of((2, 3, 9, 10), np.float16)
+    gpu_check(TensorSpec(x.shape, x.dtype, data=x), 0.3, fresh_process=True,
+              plugin_module="pyplugins.ops.leaky_relu")
+
+
+@pytest.mark.gpu
+def test_gpu_eager_run_on_cupy_arrays():
+    cp = pytest.importorskip("cupy")
+    from pyplugins.eager import run
+
+    x = data_of((5, 77), np.float16)
+    y = run(LeakyReLU, cp.asarray(x), neg_slope=0.05)
+    assert isinstance(y, cp.ndarray)
+    reference.assert_close(cp.asnumpy(y), reference.leaky_relu(x, np.float32(0.05)), np.float16)
+
+
+@pytest.mark.gpu
+def test_gpu_configured_clone_has_its_own_launch():
+    cp = pytest.importorskip("cupy")
+    x = data_of((6, 129), np.float32)
+    plugin = trampoline.create_plugin(LeakyReLU.creator, "lrelu", slope_fc(0.2))
+    trampoline.configure_plugin(plugin, [dyn(x.shape)], [dyn(x.shape)])
+    twin = trampoline.clone(plugin)
+    assert twin.launch is not plugin.launch
+    device_x = cp.asarray(x)
+    for p in (plugin, twin):
+        y = cp.full(x.shape, np.nan, np.float32)
+        stream = cp.cuda.Stream(non_blocking=True)
+        status = trampoline.enqueue(p, [desc(DT.FLOAT, x.shape)], [desc(DT.FLOAT, x.shape)],
+                                    [device_x.data.ptr], [y.data.ptr], 0, stream.ptr)
+        stream.synchronize()
+        assert status == 0
+        reference.assert_close(cp.asnumpy(y), reference.leaky_relu(x, np.float32(0.2)),
+                               np.float32)
+
+
+@pytest.mark.gpu
+def test_gpu_demo():
+    result = subprocess.run([sys.executable, str(REPO / "demos" / "leaky_relu_demo.py")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"OK: .* match the NumPy reference", result.stdout), result.stdout
