@@ -1,0 +1,105 @@
+"""RMSNorm demo: an RMS-normalization plugin node in ONNX, imported and run as TensorRT would.
+
+The model is one node, ``RMSNorm(x, weight, eps=1e-5) -> y`` with ``y = x / sqrt(mean(x^2 over
+the last dim) + eps) * weight``, on hidden states ``x`` of shape ``[batch, seq, hidden]`` whose
+batch and sequence length are dynamic, and a ``weight`` of shape ``[hidden]``. The node is
+imported the way TensorRT's ONNX parser imports an unknown op (the FLOAT attribute ``eps``
+arrives as a FLOAT32 field), then driven through a TensorRT build and run by pyplugins'
+emulator. On a GPU the kernel runs and the result is compared with NumPy (float64) within the
+per-dtype tolerance of ``pyplugins.reference.TOLERANCES``; on a machine without one everything
+but the kernel runs, and the demo says so.
+
+Run: ``python demos/rmsnorm_demo.py`` (``--device cpu`` to skip the GPU, ``--dtype float16``,
+``--trace`` for the callback timeline). Exit status 0 when the result matches (or no GPU), 1
+when it does not or the lifecycle reports a problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script from a checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The lifecycle driver is the emulator's, so the plugin must subclass the emulator's bases.
+os.environ["PYPLUGINS_TRT"] = "emulator"
+
+HIDDEN = 768
+EPS = 1e-5
+PROFILE = ((1, 1), (2, 50), (8, 512))   # min, opt, max of (batch, seq)
+
+
+def make_model(dtype: Any) -> "onnx.ModelProto":
+    """The demo's one-node ONNX model, made with ``onnx.helper``."""
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("RMSNorm", ["x", "weight"], ["y"], name="final_norm", eps=EPS,
+                            plugin_version="1", plugin_namespace="")
+    graph = helper.make_graph(
+        [node], "rmsnorm_demo",
+        [helper.make_tensor_value_info("x", elem, ["batch", "seq", HIDDEN]),
+         helper.make_tensor_value_info("weight", elem, [HIDDEN])],
+        [helper.make_tensor_value_info("y", elem, ["batch", "seq", HIDDEN])])
+    # No onnx.checker here: it rejects ops outside ONNX's schema, and plugin ops are exactly that.
+    return helper.make_model(graph, producer_name="pyplugins-rmsnorm-demo")
+
+
+def main(argv: Any = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
+    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
+    args = parser.parse_args(argv)
+
+    import pyplugins.ops.rmsnorm  # noqa: F401 - registers RMSNorm's creator
+    from pyplugins import reference
+    from pyplugins.emulator import lifecycle, onnx_import
+
+    dtype = np.dtype(args.dtype)
+    model = make_model(dtype)
+    imported = onnx_import.import_node(model.graph.node[0])
+    print(f"node {imported.name!r}: creator {':'.join(imported.key)}, fields "
+          f"{[(f.name, f.type.name, f.data.tolist()) for f in imported.fc]}")
+    for warning in imported.warnings:
+        print(f"    parser warning: {warning}")
+    rng = np.random.default_rng(0)
+    (lo_b, lo_s), (batch, seq), (hi_b, hi_s) = PROFILE
+    x = (rng.standard_normal((batch, seq, HIDDEN)) * 4).astype(dtype)
+    weight = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(dtype)
+    specs = [lifecycle.TensorSpec((-1, -1, HIDDEN), dtype, min=(lo_b, lo_s, HIDDEN),
+                                  max=(hi_b, hi_s, HIDDEN), data=x),
+             lifecycle.TensorSpec((HIDDEN,), dtype, data=weight)]
+    report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
+                           device=args.device, trace=args.trace)
+    if report.trace is not None:
+        print(report.trace.format_timeline())
+    print(f"x {x.shape} and weight {weight.shape} {dtype} -> y {report.output_shapes}")
+    if not report.ok:
+        print(report.format())
+        return 1
+    if not report.enqueue_ran:
+        print(f"Kernels were not run ({report.skipped}). The whole plugin lifecycle ran (ONNX "
+              "import, shape inference, format search, configure, serialize, deserialize, "
+              "context clone), but there is no numeric result to check without a GPU.")
+        return 0
+    y = report.outputs[0]
+    # The plugin received eps as the parser's float32, so the reference uses that value too.
+    eps = float(np.float32(EPS))
+    try:
+        reference.assert_close(y, reference.rmsnorm(x, weight, eps), dtype, what="RMSNorm")
+    except AssertionError as err:
+        print(f"WRONG: {err}")
+        return 1
+    tol = reference.TOLERANCES[dtype]
+    print(f"OK: y {y.shape} {y.dtype} matches NumPy within rtol={tol.rtol:g}, atol={tol.atol:g}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
