@@ -14,9 +14,9 @@
 // taken in double and split into float hi + lo, sincosf(hi) (the accurate one: do not compile
 // with --use_fast_math) is corrected to first order by lo. So the error stays near 1e-7 for
 // positions in the thousands, where a float inv_freq and a float product would give ~1e-4.
-// A thread computes its angles once per token and reuses them for up to 8 heads; it takes one
-// exp2 per column (consecutive inv_freq differ by a constant factor, applied in double) and
-// issues its first heads' loads before that math.
+// A thread computes its angles once per token and reuses them for up to 16 heads (8 for half);
+// it takes one exp2 per column (consecutive inv_freq differ by a constant factor, applied in
+// double) and issues its first heads' loads before that math.
 //
 // Launch contract:
 //     rope<T>(const T* x, const int* positions, T* y, long long tokens, int seq, int heads,
@@ -25,10 +25,10 @@
 //     >= 0, head_dim >= rotary_dim >= 0, rotary_dim even, layout 0 or 1, theta > 0.
 //     positions: null, or int32 [batch, seq]. 0-size work writes nothing. y must not overlap x.
 //   - 1-D grid of any size, 1-D block of at most 256 threads (register use); grid-stride
-//     over work items. An item is one token, one group of up to 8 heads and one column of 16
-//     bytes (one element / one pair where unaligned). Suggested: 256 threads, grid =
-//     clamp(cdiv(items, 256), 1, 32 * SMs), items = tokens * cdiv(heads, 8) * head_dim *
-//     sizeof(T) / 16.
+//     over work items. An item is one token, one group of up to H heads (H = 16 for float, 8
+//     for half) and one column of 16 bytes (one element / one pair where unaligned).
+//     Suggested: 256 threads, grid = clamp(cdiv(items, 256), 1, 32 * SMs), items = tokens *
+//     cdiv(heads, H) * head_dim * sizeof(T) / 16.
 //   - 16-byte accesses when x and y are 16-byte aligned, head_dim is a multiple of
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
@@ -40,21 +40,14 @@
 
 namespace pp_rope {
 
-// Tuning constants (-D overrides them for benchmarks): heads that share one thread's angles,
-// and heads whose loads are issued together (the first batch before the angle math).
-#ifndef PP_ROPE_HEADS
-#define PP_ROPE_HEADS 8
-#endif
-#ifndef PP_ROPE_BATCH
-#define PP_ROPE_BATCH 0  // 0: batch_of<T>() decides
-#endif
-constexpr int kHeads = PP_ROPE_HEADS;
-
-// Heads per load batch: 4 for float, 2 for half (as many registers either way).
+// Heads that share one thread's angles (16 for float, 8 for half), and heads whose loads are
+// issued together, the first batch before the angle math. Picked on an H100 among 4, 8 and 16
+// heads and batches of 2 and 4.
 template <typename T>
-__host__ __device__ constexpr int batch_of() {
-    return PP_ROPE_BATCH > 0 ? PP_ROPE_BATCH : (sizeof(T) >= 4 ? 4 : 2);
+__host__ __device__ constexpr int heads_per_item() {
+    return sizeof(T) >= 4 ? 16 : 8;
 }
+constexpr int kBatch = 4;
 
 using pp::from_float;
 using pp::to_float;
@@ -120,7 +113,7 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     constexpr int kN = WIDE ? 16 / sizeof(T) : (INTERLEAVED ? 2 : 1);  // rotary column width
     constexpr int kPairs = INTERLEAVED ? kN / 2 : kN;                   // pairs per column
     constexpr int kCopyN = WIDE ? 16 / sizeof(T) : 1;                   // copy column width
-    constexpr int kBatch = batch_of<T>();
+    constexpr int kHeads = heads_per_item<T>();
     typedef Vec<T, kN> V;
     const int half = p.rotary_dim / 2;
     const int rot_cols = INTERLEAVED ? p.rotary_dim / kN : half / kN;
