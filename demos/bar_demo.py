@@ -55,9 +55,8 @@ def make_inputs(dtype: Any, seed: int = 0) -> Tuple[np.ndarray, np.ndarray]:
     shapes = [(A_PROFILE[1], *TRAILING), (B_PROFILE[1], *TRAILING)]
     if np.dtype(dtype).kind == "f":
         return tuple(rng.standard_normal(s).astype(dtype) for s in shapes)  # type: ignore
-    info = np.iinfo(dtype)
-    return tuple(rng.integers(info.min, info.max, s, endpoint=True).astype(dtype)
-                 for s in shapes)  # type: ignore
+    # Integers in [-64, 64): clear of the emulator's output poison (0xA5 bytes, -91 as int8).
+    return tuple(rng.integers(-64, 64, s).astype(dtype) for s in shapes)  # type: ignore
 
 
 def main(argv: Any = None) -> int:
