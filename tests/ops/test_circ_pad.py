@@ -61,8 +61,11 @@ def random_array(shape, dtype, seed=0):
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(dtype)
     info = np.iinfo(dtype)
-    return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, endpoint=True
-                        ).astype(dtype)
+    x = rng.integers(max(info.min, -1000), min(info.max, 1000), shape, endpoint=True
+                     ).astype(dtype)
+    if dtype.itemsize == 1:  # 0xA5 is the emulator's "never written" poison byte
+        x[x.view(np.uint8) == 0xA5] = 0
+    return x
 
 
 # -- identity and registration ----------------------------------------------------------------------
