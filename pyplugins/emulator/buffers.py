@@ -114,11 +114,13 @@ class DeviceRun:
         with self.stream:
             self.inputs = [cp.ascontiguousarray(cp.asarray(a)) for a in inputs]
             self.raw = []
-            self._poison = []
+            self._poison, self._poison_alt = [], []
             for shape, dt in self.meta:
                 count = math.prod(shape) + GUARD_BYTES // dt.itemsize
                 pattern = np.frombuffer(poison_pattern(dt, count), dtype=np.uint8)
                 self._poison.append(cp.asarray(pattern))
+                self._poison_alt.append(cp.asarray(np.frombuffer(
+                    poison_pattern(dt, count, alt=True), dtype=np.uint8)))
                 self.raw.append(cp.empty(pattern.size, dtype=np.uint8))
             self.workspace = cp.empty(workspace, dtype=np.uint8) if workspace > 0 else None
         self.stream.synchronize()
@@ -126,9 +128,9 @@ class DeviceRun:
         self.out_ptrs = [int(r.data.ptr) for r in self.raw]
         self.ws_ptr = 0 if self.workspace is None else int(self.workspace.data.ptr)
 
-    def poison(self) -> None:
-        """Fill every output buffer, guard included, with poison."""
-        for raw, pattern in zip(self.raw, self._poison):
+    def poison(self, alt: bool = False) -> None:
+        """Fill every output buffer, guard included, with poison (``alt``: the second pattern)."""
+        for raw, pattern in zip(self.raw, self._poison_alt if alt else self._poison):
             raw.data.copy_from_device_async(pattern.data, pattern.nbytes, self.stream)
         self.stream.synchronize()
 
@@ -137,9 +139,9 @@ class DeviceRun:
         self.stream.synchronize()
         self.cp.cuda.runtime.deviceSynchronize()
 
-    def call(self, enqueue: EnqueueFn) -> int:
+    def call(self, enqueue: EnqueueFn, alt: bool = False) -> int:
         """Run ``enqueue`` on poisoned outputs and wait for it; its status."""
-        self.poison()
+        self.poison(alt)
         status = enqueue(self.in_ptrs, self.out_ptrs, self.ws_ptr, int(self.stream.ptr))
         self.sync()
         return status

@@ -27,7 +27,7 @@ import numpy as np
 from pyplugins.emulator.descs import PluginTensorDesc
 
 __all__ = ["CHECKS", "GUARD_BYTES", "PoisonedDesc", "PoisonProbe", "Recorder", "Violation",
-           "clone_violations", "output_violations", "poison_pattern", "serialization_violations"]
+           "clone_violations", "output_violations", "poison_pattern", "poisoned_elements", "serialization_violations"]
 
 #: Check name -> what it means. Violations carry one of these names in ``check``.
 CHECKS: Dict[str, str] = {
@@ -65,6 +65,10 @@ GUARD_BYTES = 256
 # (little-endian), a fixed byte pattern for the others.
 _FLOAT_POISON = {2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF4A5A5A5A5A5A5}
 _BYTE_POISON = 0xA5
+# A second pattern: an integer output may legitimately hold the first one (0xA5 is int8 -91), so
+# an element counts as unwritten only if it holds the poison after two runs with different ones.
+_FLOAT_POISON_ALT = {2: 0x7E5A, 4: 0x7F5A5A5A, 8: 0x7FF5A5A5A5A5A5A5}
+_BYTE_POISON_ALT = 0x5A
 
 
 @dataclass
@@ -244,24 +248,43 @@ def serialization_violations(results: Sequence[Optional[bytes]], size: int,
 
 # -- output_mismatch --------------------------------------------------------------------------------
 
-def poison_pattern(dtype: Any, count: int) -> bytes:
-    """``count`` elements of poison for ``dtype``: a NaN payload for floats, 0xA5 bytes else."""
+def poison_pattern(dtype: Any, count: int, alt: bool = False) -> bytes:
+    """``count`` elements of poison for ``dtype``: a NaN payload for floats, 0xA5 bytes else
+    (``alt``: the second pattern, another NaN payload or 0x5A bytes)."""
     dt = np.dtype(dtype)
-    if dt.kind == "f" and dt.itemsize in _FLOAT_POISON:
-        one = _FLOAT_POISON[dt.itemsize].to_bytes(dt.itemsize, "little")
+    floats, byte = (_FLOAT_POISON_ALT, _BYTE_POISON_ALT) if alt else (_FLOAT_POISON, _BYTE_POISON)
+    if dt.kind == "f" and dt.itemsize in floats:
+        one = floats[dt.itemsize].to_bytes(dt.itemsize, "little")
     else:
-        one = bytes([_BYTE_POISON]) * dt.itemsize
+        one = bytes([byte]) * dt.itemsize
     return one * count
 
 
+def poisoned_elements(raw: np.ndarray, shape: Sequence[int], dtype: Any,
+                      alt: bool = False) -> np.ndarray:
+    """Flat indices of the declared elements of ``raw`` that still hold the poison."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    if not n or not dt.itemsize:
+        return np.zeros(0, dtype=np.int64)
+    raw = np.ascontiguousarray(raw).view(np.uint8).reshape(-1)
+    body = raw[:n * dt.itemsize].view(f"<u{dt.itemsize}" if dt.itemsize in (1, 2, 4, 8)
+                                      else np.uint8)
+    pattern = np.frombuffer(poison_pattern(dt, 1, alt), dtype=body.dtype)[0]
+    return np.flatnonzero(body == pattern)
+
+
 def output_violations(index: int, raw: np.ndarray, shape: Sequence[int], dtype: Any,
-                      guard: int = GUARD_BYTES) -> List[Violation]:
+                      guard: int = GUARD_BYTES,
+                      raw_alt: Optional[np.ndarray] = None) -> List[Violation]:
     """Check an output buffer read back after ``enqueue``.
 
     Args:
         index: the output's index.
         raw: the whole buffer as uint8: the declared elements, then ``guard`` poisoned bytes.
         shape: the declared (concrete) shape; ``dtype`` its element type.
+        raw_alt: the same buffer after a second ``enqueue`` on outputs poisoned with the second
+            pattern; an element is unwritten only if it holds the poison in both.
     """
     dt = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
@@ -279,9 +302,9 @@ def output_violations(index: int, raw: np.ndarray, shape: Sequence[int], dtype: 
                f"shape or dtype disagrees with get_output_dimensions/get_output_datatype.")
         found.append(Violation("output_mismatch", msg, "enqueue"))
     if n and dt.itemsize:
-        body = raw[:nbytes].view(f"<u{dt.itemsize}" if dt.itemsize in (1, 2, 4, 8) else np.uint8)
-        pattern = np.frombuffer(poison_pattern(dt, 1), dtype=body.dtype)[0]
-        unwritten = np.flatnonzero(body == pattern)
+        unwritten = poisoned_elements(raw, shape, dt)
+        if unwritten.size and raw_alt is not None:
+            unwritten = np.intersect1d(unwritten, poisoned_elements(raw_alt, shape, dt, alt=True))
         if unwritten.size:
             first = np.unravel_index(int(unwritten[0]), tuple(shape)) if len(shape) else ()
             msg = (f"enqueue left {unwritten.size} of {n} elements of output {index} (declared "

@@ -257,3 +257,24 @@ def test_fresh_process_on_gpu_compares_outputs():
     report = lifecycle.run("PPTestGlobalScale", [x], device="gpu", fresh_process=True,
                            plugin_module=str(PLUGINS / "bad_global.py"))
     assert report.checks() == ["fresh_process"], report.format()
+
+
+def test_output_holding_the_poison_value_is_not_unwritten_when_the_second_run_differs():
+    """int8 -91 is 0xA5, the first poison byte: a correct kernel may write it."""
+    import numpy as np
+
+    from pyplugins.emulator.checks import output_violations, poison_pattern
+
+    shape, dt = (4,), np.int8
+    values = np.array([-91, 3, -91, 7], dtype=np.int8).view(np.uint8)
+    guard_a = np.frombuffer(poison_pattern(dt, 256), dtype=np.uint8)
+    written = np.concatenate([values, guard_a])
+    assert [v.check for v in output_violations(0, written, shape, dt)] == ["output_mismatch"]
+    # the second run (second poison) wrote the same values: nothing is unwritten
+    guard_b = np.frombuffer(poison_pattern(dt, 256, alt=True), dtype=np.uint8)
+    assert output_violations(0, written, shape, dt, raw_alt=np.concatenate([values, guard_a])) == []
+    # an element that held each run's poison was never written
+    skipped_b = np.concatenate([values[:3], guard_b[:1], guard_a])
+    skipped_a = np.concatenate([values[:3], guard_a[:1], guard_a])
+    found = output_violations(0, skipped_a, shape, dt, raw_alt=skipped_b)
+    assert [v.check for v in found] == ["output_mismatch"] and "1 of 4" in found[0].message
