@@ -91,8 +91,8 @@ __all__ = ["BLOCK", "LAYOUTS", "RoPE"]
 
 #: Threads per block of the rope launch.
 BLOCK = 256
-#: Heads one thread handles with the same angles (``kHeads`` in rope.cu).
-_HEADS_PER_THREAD = 8
+#: Heads one work item covers with the same angles, by element size (H in rope.cu's contract).
+_HEADS_PER_ITEM = {4: 16, 2: 8}
 #: Field value of ``layout`` -> the kernel's ``layout`` argument.
 LAYOUTS = {"neox": 0, "gptj": 1}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -278,8 +278,9 @@ class RoPE(Plugin):
             return
         fn = self.rope.function(ctype)
         tokens = batch * seq
-        columns = shapes.cdiv(head_dim * dtypes.itemsize_from_trt(x.type), 16)
-        items = tokens * shapes.cdiv(heads, _HEADS_PER_THREAD) * columns
+        itemsize = dtypes.itemsize_from_trt(x.type)
+        columns = shapes.cdiv(head_dim * itemsize, 16)
+        items = tokens * shapes.cdiv(heads, _HEADS_PER_ITEM[itemsize]) * columns
         grid = min(shapes.cdiv(items, BLOCK), resident_blocks(fn, BLOCK)) if items else 0
         self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"rope<{ctype}>", args=(
             POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq), np.int32(heads),
