@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from benchmarks import driver, timing, versus_torch
@@ -68,6 +69,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
         "out_shapes": [list(s) for s in cfg.out_shapes], "sets": sets,
         "calls_per_graph": calls, "reps": reps}
 
+    t0 = time.perf_counter()
     stream = cp.cuda.Stream(non_blocking=True)
     rng = cp.random.default_rng(prob.in_bytes)
     ins = [_make_inputs(case, prob, rng) for _ in range(sets)]
@@ -89,10 +91,11 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
         notes.append(f"{tag}: plugin graph capture/replay failed: {type(err).__name__}: {err}")
         record["plugin_error"] = f"{type(err).__name__}: {err}"
     record["copy_bytes"], record["copy_s"] = _copy(moved, sets, calls, stream, reps)
-
+    t1 = time.perf_counter()
     if torch_labels:
         record["torch"] = _torch(case, prob, cfg, ins, outs, enqueues, stream, sets, calls,
                                  reps, torch_labels)
+    record["seconds"] = {"plugin_and_copy": t1 - t0, "torch": time.perf_counter() - t1}
     del ins, outs, ws, enqueues
     cp.get_default_memory_pool().free_all_blocks()
     return record

@@ -23,6 +23,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -37,78 +38,77 @@ _C_ORDER = ("cpp_floor", "driver_ctypes", "pyplugins_launch", "cupy_raw", "plugi
             "emulator_trampoline", "vendor_sample", "python_call")
 
 
+#: The tiny problems: case name -> (float32 input shape, launch_floor.cu's kernel key, reference).
+TINY = {
+    "LeakyReLU": ((1024,), "leaky_relu",
+                  lambda cp, x: cp.where(x >= 0, x, x * np.float32(0.01))),
+    "CircPad": ((1, 1, 32, 32), "circ_pad",
+                lambda cp, x: cp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap")),
+}
+
+
 @dataclass
 class Tiny:
-    """One tiny launch: the kernel, its grid, the by-value arguments after (x, y), buffers."""
+    """One tiny launch, as the configured plugin packed it: kernel, grid, block, by-value args.
+
+    Every path launches exactly this (the plugin's own grid and argument bytes), so the paths
+    differ only in how the launch is made.
+    """
 
     case: str
-    function: Any
-    grid: int
-    block: int
-    values: Tuple[Any, ...]
+    cpp_key: str
+    configured: Any
+    launch: Any               # the plugin's pyplugins.launch.Launch
+    function: Any             # the same kernel as a cupy.RawKernel
+    values: Tuple[bytes, ...]  # by-value arguments after (x, y), as the plugin packed them
     x: Any
     y: Any
     expected: Any
-    fields: Dict[str, Any]
 
 
-def _leaky_relu(cp: Any) -> Tiny:
-    from pyplugins.kernels import Kernel
+def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
+    from pyplugins.launch import Launch
 
-    n = 1024
-    x = driver.random_array((n,), "float32", cp.random.default_rng(1))
-    fn = Kernel("leaky_relu.cu", "leaky_relu<{T}>").function("float")
-    expected = cp.where(x >= 0, x, x * np.float32(0.01))
-    return Tiny("LeakyReLU", fn, 1, 256, (np.int64(n), np.float32(0.01)), x,
-                cp.empty_like(x), expected, {"neg_slope": 0.01})
-
-
-def circ_pad_params(in_shape: Tuple[int, ...], pads: List[int], itemsize: int,
-                    block: int) -> Tuple[Any, int]:
-    """``CircPadParams`` (kernels_cu/circ_pad.cu's launch contract) as a NumPy struct, + grid."""
-    rank = len(in_shape)
-    in_dims = [1] * (8 - rank) + list(in_shape)
-    out_dims = list(in_dims)
-    shift = [0] * 8
-    for i in range(len(pads) // 2):
-        d = 7 - i
-        out_dims[d] += pads[2 * i] + pads[2 * i + 1]
-        shift[d] = (-pads[2 * i]) % in_dims[d]
-    strides = [int(np.prod(in_dims[d + 1:])) for d in range(8)]
-    rows = int(np.prod(out_dims[:7]))
-    group = 1
-    while group < 32 and group < out_dims[7]:
-        group *= 2
-    unroll = 4 if itemsize >= 8 else 32 // itemsize
-    strip_len = out_dims[7] if out_dims[7] <= 8 * group * unroll else 8 * group * unroll
-    strips = -(-out_dims[7] // strip_len)
-    dt = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
-                   ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
-                   ("strip_len", "<i8"), ("group", "<i8")], align=True)
-    value = np.zeros((), dt)
-    value["in_dims"], value["out_dims"], value["shift"] = in_dims, out_dims, shift
-    value["in_strides"], value["rows"], value["strips"] = strides, rows, strips
-    value["strip_len"], value["group"] = strip_len, group
-    return value[()], -(-rows * strips * group // block)
+    shape, cpp_key, reference = TINY[name]
+    case = select([name])[0]
+    try:
+        cls = case.plugin_class()
+        cfg = driver.configure(cls, case.fields, [shape], ["float32"], name="overhead")
+    except (ImportError, AttributeError, driver.SetupError) as err:
+        notes.append(f"{name}: plugin unavailable ({type(err).__name__}: {err}); its host-"
+                     "overhead rows are skipped")
+        return None
+    launch, kernel = getattr(cfg.plugin, "launch", None), getattr(cls, "kernel", None)
+    if not isinstance(launch, Launch) or kernel is None or launch.pointer_count != 2:
+        notes.append(f"{name}: the plugin has no two-pointer pyplugins.launch.Launch named "
+                     "'launch' and Kernel named 'kernel', which the baselines copy; skipped")
+        return None
+    function = kernel.function("float")
+    if int(function.kernel.ptr) != launch.function_ptr:
+        notes.append(f"{name}: the baselines' kernel is not the plugin's compiled function")
+    values = tuple(launch.param_bytes(i) for i, (offset, _) in enumerate(launch.layout)
+                   if offset >= 8 * launch.pointer_count)
+    x = driver.random_array(shape, "float32", cp.random.default_rng(len(shape)))
+    return Tiny(name, cpp_key, cfg, launch, function, values, x,
+                cp.empty(cfg.out_shapes[0], dtype=cp.float32), reference(cp, x))
 
 
-def _circ_pad(cp: Any) -> Tiny:
-    from pyplugins.kernels import Kernel
-
-    pads = [1, 1, 1, 1]
-    x = driver.random_array((1, 1, 32, 32), "float32", cp.random.default_rng(2))
-    params, grid = circ_pad_params(x.shape, pads, 4, 256)
-    fn = Kernel("circ_pad.cu", "circ_pad<{T}>").function("float")
-    expected = cp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap")
-    return Tiny("CircPad", fn, grid, 256, (params,), x, cp.empty_like(expected), expected,
-                {"pads": pads})
+def _scalar(raw: bytes) -> Any:
+    """Argument bytes as a NumPy scalar CuPy passes by value unchanged (bits, not meaning)."""
+    kinds = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+    if len(raw) in kinds:
+        return np.frombuffer(raw, kinds[len(raw)])[0]
+    dt = np.dtype([("raw", np.uint64, len(raw) // 8)] if len(raw) % 8 == 0 else
+                  [("raw", np.uint8, len(raw))], align=True)
+    return np.frombuffer(raw, dt)[0]
 
 
 class VendorSample:
     """NVIDIA's CuPy plugin sample's ``enqueue`` body, with this kernel's arguments."""
 
     def __init__(self, tiny: Tiny) -> None:
-        self.kernel, self.tiny = tiny.function, tiny
+        self.kernel, self.grid, self.block = tiny.function, tiny.launch.grid, tiny.launch.block
+        self.values = tuple(_scalar(v) for v in tiny.values)
 
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
                 workspace: int, stream: int) -> None:
@@ -126,7 +126,7 @@ class VendorSample:
         c = cp.ndarray((int(np.prod(output_desc[0].dims)),), dtype=inp_dtype, memptr=c_ptr)
         cuda_stream = cp.cuda.ExternalStream(stream)
         with cuda_stream:
-            self.kernel((self.tiny.grid,), (self.tiny.block,), (a, c) + self.tiny.values)
+            self.kernel(self.grid, self.block, (a, c) + self.values)
 
 
 class _Noop:
@@ -142,53 +142,35 @@ def _libcuda_launch(tiny: Tiny, stream_ptr: int) -> Callable[[], int]:
     launch.restype = ctypes.c_int
     launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     holders: List[Any] = [ctypes.c_void_p(tiny.x.data.ptr), ctypes.c_void_p(tiny.y.data.ptr)]
-    holders += [ctypes.create_string_buffer(np.asarray(v).tobytes()) for v in tiny.values]
+    holders += [ctypes.create_string_buffer(v, len(v)) for v in tiny.values]
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    fn = functools.partial(launch, ctypes.c_void_p(int(tiny.function.kernel.ptr)), tiny.grid, 1,
-                           1, tiny.block, 1, 1, 0, ctypes.c_void_p(stream_ptr), params, None)
+    fn = functools.partial(launch, ctypes.c_void_p(tiny.launch.function_ptr), *tiny.launch.grid,
+                           *tiny.launch.block, tiny.launch.shared_mem,
+                           ctypes.c_void_p(stream_ptr), params, None)
     fn.keep = (holders, params, lib)  # type: ignore[attr-defined]
     return fn
 
 
-def _variants(tiny: Tiny, stream: Any, notes: List[str]) -> Tuple[Dict[str, Callable], Any]:
+def _variants(tiny: Tiny, stream: Any) -> Dict[str, Callable]:
     import cupy as cp
     from pyplugins.emulator import trampoline
-    from pyplugins.launch import POINTER, Launch
 
     sp = int(stream.ptr)
     x, y = int(tiny.x.data.ptr), int(tiny.y.data.ptr)
-    ext = cp.cuda.ExternalStream(sp)
-    launch = Launch(tiny.function, tiny.grid, tiny.block, (POINTER, POINTER) + tiny.values)
-    out: Dict[str, Callable] = {
+    cfg = tiny.configured
+    args = (cfg.in_desc, cfg.out_desc, [x], [y], 0, sp)
+    return {
         "driver_ctypes": _libcuda_launch(tiny, sp),
-        "pyplugins_launch": functools.partial(launch, sp, x, y),
-        "cupy_raw": functools.partial(tiny.function, (tiny.grid,), (tiny.block,),
-                                      (x, y) + tiny.values, stream=ext),
+        "pyplugins_launch": functools.partial(tiny.launch, sp, x, y),
+        "cupy_raw": functools.partial(tiny.function, tiny.launch.grid, tiny.launch.block,
+                                      (x, y) + tuple(_scalar(v) for v in tiny.values),
+                                      shared_mem=tiny.launch.shared_mem,
+                                      stream=cp.cuda.ExternalStream(sp)),
+        "plugin_enqueue": functools.partial(cfg.plugin.enqueue, *args),
+        "emulator_trampoline": functools.partial(trampoline.enqueue, cfg.plugin, *args),
+        "vendor_sample": functools.partial(VendorSample(tiny).enqueue, *args),
+        "python_call": functools.partial(_Noop().enqueue, *args),
     }
-    configured = None
-    case = select([tiny.case])[0]
-    try:
-        configured = driver.configure(case.plugin_class(), tiny.fields, [tiny.x.shape],
-                                      [tiny.x.dtype.name], name="overhead")
-    except (ImportError, AttributeError) as err:
-        notes.append(f"{tiny.case}: plugin not importable yet ({type(err).__name__}: {err}); "
-                     "plugin rows skipped")
-    except driver.SetupError as err:
-        notes.append(f"{tiny.case}: plugin could not be configured: {err}")
-    from pyplugins.emulator import DataType, PluginTensorDesc, TensorFormat
-
-    in_desc = [PluginTensorDesc(list(tiny.x.shape), DataType.FLOAT, TensorFormat.LINEAR)]
-    out_desc = [PluginTensorDesc(list(tiny.y.shape), DataType.FLOAT, TensorFormat.LINEAR)]
-    if configured is not None:
-        p = configured.plugin
-        in_desc, out_desc = configured.in_desc, configured.out_desc
-        out["plugin_enqueue"] = functools.partial(p.enqueue, in_desc, out_desc, [x], [y], 0, sp)
-        out["emulator_trampoline"] = functools.partial(trampoline.enqueue, p, in_desc, out_desc,
-                                                       [x], [y], 0, sp)
-    out["vendor_sample"] = functools.partial(VendorSample(tiny).enqueue, in_desc, out_desc,
-                                             [x], [y], 0, sp)
-    out["python_call"] = functools.partial(_Noop().enqueue, in_desc, out_desc, [x], [y], 0, sp)
-    return out, configured
 
 
 def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
@@ -196,7 +178,7 @@ def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
     import cupy as cp
 
     tiny.y.fill(np.nan)
-    stream.synchronize()
+    cp.cuda.runtime.deviceSynchronize()  # the fill ran on the legacy stream
     rc = fn()
     stream.synchronize()
     if name == "driver_ctypes" and rc != 0:
@@ -224,15 +206,20 @@ def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[
     return exe, None
 
 
-def run_cpp_floor(arch: str, calls: int, batch: int, graph_kernels: int,
-                  replays: int) -> Dict[str, Any]:
+def run_cpp_floor(arch: str, tinies: Dict[str, Tiny], calls: int, batch: int,
+                  graph_kernels: int, replays: int) -> Dict[str, Any]:
+    """Build and run launch_floor with the plugins' own grids, blocks and CircPad parameters."""
+    if set(tinies) != set(TINY):
+        return {"skipped": "C++ floor needs both tiny plugins configured (see the notes)"}
+    leaky, pad = tinies["LeakyReLU"].launch, tinies["CircPad"]
     with tempfile.TemporaryDirectory(prefix="pp-floor-") as tmp:
         exe, why = build_cpp_floor(arch, Path(tmp))
         if exe is None:
             return {"skipped": why}
-        done = subprocess.run([str(exe), str(calls), str(batch), str(graph_kernels),
-                               str(replays)], capture_output=True, text=True, check=False,
-                              timeout=300)
+        argv = [str(exe), str(calls), str(batch), str(graph_kernels), str(replays),
+                str(leaky.grid[0]), str(leaky.block[0]), str(pad.launch.grid[0]),
+                str(pad.launch.block[0]), pad.values[0].hex()]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
     if done.returncode != 0:
         return {"skipped": f"launch_floor failed: {done.stderr.strip()[-2000:]}"}
     return json.loads(done.stdout)
@@ -240,59 +227,61 @@ def run_cpp_floor(arch: str, calls: int, batch: int, graph_kernels: int,
 
 def run(*, calls: int, batch: int, rounds: int, graph_kernels: int, graph_replays: int,
         want_overhead: bool, want_graph: bool, notes: List[str]) -> Dict[str, Any]:
-    """Measure sections 1 and/or 2; the JSON-able results."""
+    """Measure sections 1 and/or 2; the JSON-able results (timings under ``seconds``)."""
     import cupy as cp
 
-    arch = f"sm_{cp.cuda.Device().compute_capability}"
+    t0 = time.perf_counter()
+    stream = cp.cuda.Stream(non_blocking=True)
+    tinies = {name: t for name in TINY if (t := _tiny(name, cp, notes)) is not None}
+    cp.cuda.runtime.deviceSynchronize()
     result: Dict[str, Any] = {"problem": {
-        "LeakyReLU": "1024 float32 elements, grid 1 x 256 threads",
-        "CircPad": "float32 [1, 1, 32, 32] padded to [1, 1, 34, 34]",
-    }, "calls": calls, "batch": batch, "rounds": rounds}
-    cpp = run_cpp_floor(arch, calls, batch, graph_kernels, graph_replays)
+        name: f"float32 {list(t.x.shape)} -> {list(t.y.shape)}, grid {t.launch.grid[0]} x "
+              f"{t.launch.block[0]} threads" for name, t in tinies.items()},
+        "calls": calls, "batch": batch, "rounds": rounds}
+    cpp = run_cpp_floor(f"sm_{cp.cuda.Device().compute_capability}", tinies, calls, batch,
+                        graph_kernels, graph_replays)
     if "skipped" in cpp:
         notes.append(cpp["skipped"])
     result["cpp"] = cpp
-    cpp_key = {"LeakyReLU": "leaky_relu", "CircPad": "circ_pad"}
-    stream = cp.cuda.Stream(non_blocking=True)
+    seconds = {"setup_and_cpp": time.perf_counter() - t0, "host": 0.0, "graph": 0.0}
     host: Dict[str, Any] = {}
     graph: Dict[str, Any] = {}
-    with stream:
-        for make in (_leaky_relu, _circ_pad):
-            tiny = make(cp)
-            cp.cuda.runtime.deviceSynchronize()
-            variants, configured = _variants(tiny, stream, notes)
-            checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
-            for name, bad in checks.items():
-                if bad:
-                    notes.append(f"{tiny.case} {name}: {bad}")
-            rows: Dict[str, Any] = {}
-            if want_overhead:
-                samples: Dict[str, List[Dict[str, Any]]] = {name: [] for name in variants}
-                for r in range(rounds):
-                    order = list(variants) if r % 2 == 0 else list(reversed(variants))
-                    for name in order:
-                        samples[name].append(timing.host_loop(
-                            variants[name], stream.synchronize, calls=calls, batch=batch))
-                for name, per_round in samples.items():
-                    rows[name] = _merge_rounds(per_round)
-                    rows[name]["check"] = checks[name] or "ok"
-                floor = cpp.get(cpp_key[tiny.case])
-                if floor:
-                    rows["cpp_floor"] = {"host_us": floor["host_us"], "sync_us": floor["sync_us"],
-                                         "calls": floor["calls"], "batch": floor["batch"],
-                                         "check": "ok"}
-                host[tiny.case] = {k: rows[k] for k in _C_ORDER if k in rows}
-            if want_graph and configured is not None:
-                graph[tiny.case] = _graph_replay(variants["plugin_enqueue"], stream,
-                                                 graph_kernels, graph_replays)
-                floor = cpp.get(cpp_key[tiny.case])
-                if floor:
-                    graph[tiny.case]["cpp_graph_us"] = floor["graph_us"]
-                    graph[tiny.case]["cpp_launch_us"] = floor["host_us"]
+    for tiny in tinies.values():
+        variants = _variants(tiny, stream)
+        checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
+        for name, bad in checks.items():
+            if bad:
+                notes.append(f"{tiny.case} {name}: {bad}")
+        floor = cpp.get(tiny.cpp_key)
+        t0 = time.perf_counter()
+        if want_overhead:
+            samples: Dict[str, List[Dict[str, Any]]] = {name: [] for name in variants}
+            for r in range(rounds):
+                order = list(variants) if r % 2 == 0 else list(reversed(variants))
+                for name in order:
+                    samples[name].append(timing.host_loop(
+                        variants[name], stream.synchronize, calls=calls, batch=batch))
+            rows = {name: dict(_merge_rounds(s), check=checks[name] or "ok")
+                    for name, s in samples.items()}
+            if floor:
+                rows["cpp_floor"] = {k: floor[k] for k in ("host_us", "sync_us", "calls",
+                                                           "batch")}
+                rows["cpp_floor"]["check"] = "ok"
+            host[tiny.case] = {k: rows[k] for k in _C_ORDER if k in rows}
+        t1 = time.perf_counter()
+        if want_graph:
+            graph[tiny.case] = _graph_replay(variants["plugin_enqueue"], stream, graph_kernels,
+                                             graph_replays)
+            if floor:
+                graph[tiny.case]["cpp_graph_us"] = floor["graph_us"]
+                graph[tiny.case]["cpp_launch_us"] = floor["host_us"]
+        seconds["host"] += t1 - t0
+        seconds["graph"] += time.perf_counter() - t1
     if want_overhead:
         result["host"] = host
     if want_graph:
         result["graph"] = graph
+    result["seconds"] = seconds
     return result
 
 

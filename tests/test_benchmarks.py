@@ -91,20 +91,15 @@ def test_shape_rules_of_cases():
         select(["Nope"])
 
 
-def test_circ_pad_params_follow_the_launch_contract():
+def test_argument_bytes_become_scalars_with_the_same_bytes():
     np = pytest.importorskip("numpy")
-    from benchmarks.overhead import circ_pad_params
+    from benchmarks.overhead import _scalar
 
-    params, grid = circ_pad_params((1, 1, 32, 32), [1, 1, 1, 1], 4, 256)
-    assert params.dtype.itemsize == 288
-    assert list(params["in_dims"]) == [1] * 6 + [32, 32]
-    assert list(params["out_dims"]) == [1] * 6 + [34, 34]
-    assert list(params["shift"]) == [0] * 6 + [31, 31]
-    assert list(params["in_strides"][-2:]) == [32, 1]
-    assert (int(params["rows"]), int(params["group"]), int(params["strip_len"]),
-            int(params["strips"])) == (34, 32, 34, 1)
-    assert grid == -(-34 * 32 // 256)
-    assert np.asarray(params).tobytes()[:8] == (1).to_bytes(8, "little")
+    for raw in (b"\x01", np.float32(0.01).tobytes(), np.int64(1024).tobytes(), bytes(range(256)) + bytes(32),
+                bytes(range(12))):
+        value = _scalar(raw)
+        assert np.asarray(value).tobytes() == raw and np.asarray(value).nbytes == len(raw)
+    assert np.asarray(_scalar(bytes(288))).dtype.alignment == 8
 
 
 def synthetic_result() -> dict:

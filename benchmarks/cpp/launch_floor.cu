@@ -3,11 +3,13 @@
 //
 // Build (benchmarks/overhead.py does this at run time, into a temporary directory):
 //     nvcc -O2 -std=c++17 -arch=sm_90 -I kernels_cu benchmarks/cpp/launch_floor.cu -o launch_floor
-// Run:
-//     launch_floor [calls] [batch] [graph_kernels] [graph_replays]
+// Run (benchmarks/overhead.py passes the grids, blocks and CircPadParams bytes that the
+// configured plugins packed, so both sides launch exactly the same work):
+//     launch_floor calls batch graph_kernels graph_replays leaky_grid leaky_block
+//                  pad_grid pad_block pad_params_hex
 // Prints one JSON object on stdout: per kernel (leaky_relu<float> on 1024 elements, circ_pad<float>
-// of a 1x1x32x32 input padded by 1 on each side of H and W), microseconds per launch, min and
-// median over batches:
+// of a 1x1x32x32 input padded by 1 on each side of H and W; each output checked against the
+// formula), microseconds per launch, min and median over batches:
 //     host_us   the host side of a loop of `batch` launches (synchronized between batches, so
 //               the launch queue never fills)
 //     sync_us   the same loop plus cudaStreamSynchronize
@@ -115,44 +117,37 @@ std::string measure(const std::function<void()>& launch, cudaStream_t stream, in
            "}";
 }
 
-// circ_pad's parameters for a rank-4 input padded by `pad` on each side of its last two dims,
-// as the launch contract in kernels_cu/circ_pad.cu prescribes.
-CircPadParams circ_pad_params(const long long in[4], long long pad, int* grid, int block) {
-    CircPadParams p;
-    for (int d = 0; d < pp::kMaxRank; ++d) {
-        p.in_dims.d[d] = p.out_dims.d[d] = 1;
-        p.shift.d[d] = 0;
+// Parses the hex text of CircPadParams' bytes (as the plugin packed them) into the struct.
+bool params_from_hex(const char* hex, CircPadParams* p) {
+    const std::string text(hex);
+    if (text.size() != 2 * sizeof(CircPadParams)) return false;
+    unsigned char* out = reinterpret_cast<unsigned char*>(p);
+    for (size_t i = 0; i < sizeof(CircPadParams); ++i) {
+        out[i] = static_cast<unsigned char>(std::stoul(text.substr(2 * i, 2), nullptr, 16));
     }
-    for (int k = 0; k < 4; ++k) p.in_dims.d[4 + k] = p.out_dims.d[4 + k] = in[k];
-    for (int d = 6; d < 8; ++d) {
-        p.out_dims.d[d] += 2 * pad;
-        p.shift.d[d] = ((-pad) % in[d - 4] + in[d - 4]) % in[d - 4];
-    }
-    long long stride = 1;
-    for (int d = pp::kMaxRank - 1; d >= 0; --d) {
-        p.in_strides.d[d] = stride;
-        stride *= p.in_dims.d[d];
-    }
-    p.rows = 1;
-    for (int d = 0; d < pp::kMaxRank - 1; ++d) p.rows *= p.out_dims.d[d];
-    const long long wo = p.out_dims.d[7];
-    long long group = 1;
-    while (group < 32 && group < wo) group *= 2;
-    const long long unroll = 32 / sizeof(float);
-    p.group = group;
-    p.strip_len = wo <= 8 * group * unroll ? wo : 8 * group * unroll;
-    p.strips = (wo + p.strip_len - 1) / p.strip_len;
-    *grid = static_cast<int>((p.rows * p.strips * group + block - 1) / block);
-    return p;
+    return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const int calls = argc > 1 ? std::atoi(argv[1]) : 10000;
-    const int batch = argc > 2 ? std::atoi(argv[2]) : 200;
-    const int graph_kernels = argc > 3 ? std::atoi(argv[3]) : 100;
-    const int graph_replays = argc > 4 ? std::atoi(argv[4]) : 50;
+    if (argc != 10) {
+        std::fprintf(stderr, "usage: %s calls batch graph_kernels graph_replays leaky_grid "
+                     "leaky_block pad_grid pad_block pad_params_hex\n", argv[0]);
+        return 2;
+    }
+    const int calls = std::atoi(argv[1]);
+    const int batch = std::atoi(argv[2]);
+    const int graph_kernels = std::atoi(argv[3]);
+    const int graph_replays = std::atoi(argv[4]);
+    const int leaky_grid = std::atoi(argv[5]), leaky_block = std::atoi(argv[6]);
+    const int pad_grid = std::atoi(argv[7]), pad_block = std::atoi(argv[8]);
+    CircPadParams params;
+    if (!params_from_hex(argv[9], &params)) {
+        std::fprintf(stderr, "pad_params_hex must hold %zu bytes of CircPadParams\n",
+                     sizeof(CircPadParams));
+        return 2;
+    }
 
     cudaStream_t stream;
     CHECK(cudaSetDevice(0));
@@ -163,7 +158,7 @@ int main(int argc, char** argv) {
     CHECK(cudaRuntimeGetVersion(&runtime));
     CHECK(cudaDriverGetVersion(&driver));
 
-    // LeakyReLU: 1024 floats, 256 threads, one block (the contract's recommended grid).
+    // LeakyReLU: 1024 floats, the plugin's grid and block.
     const long long n = 1024;
     std::vector<float> host_x(n);
     for (long long i = 0; i < n; ++i) host_x[i] = static_cast<float>((i * 37) % 101) - 50.f;
@@ -171,7 +166,9 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&x, n * sizeof(float)));
     CHECK(cudaMalloc(&y, n * sizeof(float)));
     CHECK(cudaMemcpy(x, host_x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    auto leaky = [&] { leaky_relu<float><<<1, 256, 0, stream>>>(x, y, n, 0.01f); };
+    auto leaky = [&] {
+        leaky_relu<float><<<leaky_grid, leaky_block, 0, stream>>>(x, y, n, 0.01f);
+    };
     const std::string leaky_json = measure(leaky, stream, calls, batch, graph_kernels,
                                            graph_replays);
     std::vector<float> host_y(n);
@@ -184,13 +181,10 @@ int main(int argc, char** argv) {
         }
     }
 
-    // CircPad: 1x1x32x32 floats padded to 1x1x34x34.
-    const long long in_shape[4] = {1, 1, 32, 32};
-    int grid = 1;
-    const CircPadParams params = circ_pad_params(in_shape, 1, &grid, 256);
+    // CircPad: 1x1x32x32 floats padded to 1x1x34x34, with the plugin's plan.
     float* py;
     CHECK(cudaMalloc(&py, 34 * 34 * sizeof(float)));
-    auto pad = [&] { circ_pad<float><<<grid, 256, 0, stream>>>(x, py, params); };
+    auto pad = [&] { circ_pad<float><<<pad_grid, pad_block, 0, stream>>>(x, py, params); };
     const std::string pad_json = measure(pad, stream, calls, batch, graph_kernels, graph_replays);
     std::vector<float> host_p(34 * 34);
     CHECK(cudaMemcpy(host_p.data(), py, host_p.size() * sizeof(float), cudaMemcpyDeviceToHost));
