@@ -196,6 +196,72 @@ class Launch:
             "stream belongs to it.")
 
 
+class Unlaunchable:
+    """Stands where a plugin keeps its :class:`Launch` until ``configure_plugin`` can build one.
+
+    Calling it raises :class:`LaunchError` with ``why``, so an ``enqueue`` that reaches a plugin
+    object without a packed launch fails with the reason instead of an ``AttributeError``.
+    A plugin sets it in ``__init__`` and in ``configure_plugin`` whenever no launch can be built
+    (build-phase ``-1`` dims, or no usable GPU: see :func:`usable_device`).
+
+    Example:
+        >>> launch = Unlaunchable("plugin 'CircPad': no configure_plugin with concrete dims yet")
+        >>> launch(0, 0x10, 0x20)
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.LaunchError: plugin 'CircPad': no configure_plugin with concrete dims yet
+    """
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __call__(self, stream: int, *pointers: int) -> None:
+        raise LaunchError(self.why)
+
+    def __deepcopy__(self, memo: dict) -> "Unlaunchable":
+        return self  # immutable
+
+    def __repr__(self) -> str:
+        return f"Unlaunchable({self.why!r})"
+
+
+def usable_device() -> Optional[int]:
+    """The current CUDA device when kernels can run in this process, else None.
+
+    None when ``PYPLUGINS_DEVICE=cpu``, when CuPy is missing, or when it sees no device. On such
+    a machine the emulator still calls the execution-phase ``configure_plugin`` (TensorRT always
+    does) but never ``enqueue``, so a plugin builds no launch there.
+
+    Example:
+        >>> from pyplugins._config import override
+        >>> with override(device="cpu"):
+        ...     usable_device() is None
+        True
+    """
+    from pyplugins._config import knobs
+
+    if knobs.device == "cpu" or _device_count() < 1:
+        return None
+    return _current_device()
+
+
+@functools.lru_cache(maxsize=1)
+def _device_count() -> int:
+    try:
+        return int(_cupy().cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return 0
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessors(device: int) -> int:
+    """The number of streaming multiprocessors of ``device`` (to size grid-stride grids)."""
+    runtime = _cupy().cuda.runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, int(device)))
+
+
 def _no_launch(stream: int, params: int, extra: int) -> None:
     """The launch of an empty grid: nothing to do."""
 
