@@ -68,7 +68,7 @@ def random_array(shape, dtype, seed=0):
     return x
 
 
-# -- identity and registration ----------------------------------------------------------------------
+# -- identity and registration ---------------------------------------------------------------------
 
 def test_registered_under_the_contract_key():
     creator = trt.get_plugin_registry().get_creator("CircPad", "1", "")
@@ -87,7 +87,7 @@ def test_every_offered_type_is_instantiated_by_the_kernel():
         assert f"circ_pad<{ctype_from_trt(data_type)}>" in listed, data_type
 
 
-# -- fields -----------------------------------------------------------------------------------------
+# -- fields ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("pads, match", [
     ([1, 1, 2], r"is invalid: .*an even number of values, but has 3.* \(got \[1, 1, 2\]\)"),
@@ -109,7 +109,7 @@ def test_pads_are_required_and_failures_reach_stderr_as_tensorrt_prints_them(cap
     assert "[ERROR] Exception caught in create_plugin()" in err and "has 3" in err
 
 
-# -- shape inference --------------------------------------------------------------------------------
+# -- shape inference -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape, pads", [
     ((5,), [2, 3]),
@@ -163,7 +163,7 @@ def test_shape_errors_are_reported_with_the_cause(spec, pads, match):
     assert any(re.search(match, line) for line in report.errors), report.format()
 
 
-# -- formats ----------------------------------------------------------------------------------------
+# -- formats ---------------------------------------------------------------------------------------
 
 def ask(plugin, pos, in_out):
     return trampoline.supports_format_combination(plugin, pos, in_out, 1)
@@ -191,7 +191,7 @@ def test_format_search_finds_exactly_one_combination_per_type():
                                             key=str)
 
 
-# -- configure / enqueue guards ---------------------------------------------------------------------
+# -- configure / enqueue guards --------------------------------------------------------------------
 
 def test_enqueue_before_configure_says_so():
     with pytest.raises(LaunchError, match="enqueue before a successful execution-phase "
@@ -211,7 +211,7 @@ def test_without_a_device_configure_checks_shapes_but_enqueue_explains(capfd):
         plugin.enqueue([], [], [0], [0], 0, 0)  # the failed configure cleared the old launch
 
 
-# -- serialization and clone ------------------------------------------------------------------------
+# -- serialization and clone -----------------------------------------------------------------------
 
 def test_serialize_round_trip_is_deterministic():
     plugin = CircPad(pads=[3, 0, 1, 2])
@@ -237,10 +237,10 @@ def test_clone_owns_its_fields():
     assert trampoline.identity(twin) == ("CircPad", "1", "")
 
 
-# -- the kernel parameters ---------------------------------------------------------------------------
+# -- the kernel parameters -------------------------------------------------------------------------
 
 def gather(x, plan):
-    """circ_pad.cu's addressing, vectorized: y[o] = x[sum(((o_d + shift_d) mod in_d) * stride_d)]."""
+    """circ_pad.cu's addressing, vectorized: y[o] = x[sum((o_d + shift_d) % in_d * stride_d)]."""
     p = plan.params
     out8 = [int(v) for v in p["out_dims"]]
     idx = np.indices(out8).reshape(8, -1)
@@ -281,7 +281,7 @@ def test_launch_plan_struct_layout_and_edge_cases():
     assert BLOCK % 32 == 0
 
 
-# -- ONNX import and the command line ----------------------------------------------------------------
+# -- ONNX import and the command line --------------------------------------------------------------
 
 def test_onnx_node_fields_arrive_as_int32():
     helper = pytest.importorskip("onnx.helper")
@@ -320,7 +320,7 @@ def test_demo_runs_on_cpu():
     assert "kernels were not run" in result.stdout
 
 
-# -- GPU ------------------------------------------------------------------------------------------------
+# -- GPU -------------------------------------------------------------------------------------------
 
 def gpu_check(spec, pads, **kwargs):
     report = lifecycle.run(CircPad.creator, [spec], {"pads": list(pads)}, device="gpu",

@@ -43,7 +43,7 @@ def cpu_run(spec, fields=None):
     return lifecycle.run(LeakyReLU.creator, [spec], fields, device="cpu")
 
 
-# -- what scripts written for TensorRT's built-in LReLU_TRT do ---------------------------------------
+# -- what scripts written for TensorRT's built-in LReLU_TRT do -------------------------------------
 
 def test_script_get_creator_and_create_plugin_with_a_plain_collection():
     creator = trt.get_plugin_registry().get_creator("LReLU_TRT", "1", "")
@@ -99,7 +99,7 @@ def test_script_passing_field_collection_by_keyword():
     assert plugin.neg_slope == float(np.float32(0.2))
 
 
-# -- fields -----------------------------------------------------------------------------------------
+# -- fields ----------------------------------------------------------------------------------------
 
 def test_default_and_python_values():
     assert LeakyReLU().neg_slope == 0.01
@@ -127,7 +127,7 @@ def test_bad_collection_reaches_stderr_as_tensorrt_prints_it(capfd):
     assert "[ERROR] Exception caught in create_plugin()" in err and "single value" in err
 
 
-# -- shapes and formats ------------------------------------------------------------------------------
+# -- shapes and formats ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, opt_out", [
     (TensorSpec((7,), np.float32), (7,)),
@@ -176,7 +176,7 @@ def test_an_int8_network_fails_the_build_with_a_reason():
     assert "format" in report.checks() and not report.ok
 
 
-# -- configure / enqueue guards, launch sizing --------------------------------------------------------
+# -- configure / enqueue guards, launch sizing -----------------------------------------------------
 
 def test_enqueue_before_configure_says_so():
     with pytest.raises(LaunchError, match="enqueue before a successful execution-phase"):
@@ -199,7 +199,7 @@ def test_grid_size_follows_the_kernel_recommendation():
     assert grid_size(10**9, 4, 100) == 100             # capped: the kernel loops grid-stride
 
 
-# -- serialization and clone -------------------------------------------------------------------------
+# -- serialization and clone -----------------------------------------------------------------------
 
 def test_serialize_round_trip_is_deterministic():
     plugin = LeakyReLU(neg_slope=0.25)
@@ -223,7 +223,7 @@ def test_clone_is_independent():
     assert plugin.neg_slope == 0.5 and trampoline.identity(twin) == ("LReLU_TRT", "1", "")
 
 
-# -- ONNX and the command line -----------------------------------------------------------------------
+# -- ONNX and the command line ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("attribute", ["neg_slope", "negSlope"])
 def test_onnx_node_with_either_name(attribute):
@@ -256,7 +256,7 @@ def test_demo_runs_on_cpu():
     assert "kernels were not run" in result.stdout
 
 
-# -- GPU ------------------------------------------------------------------------------------------------
+# -- GPU -------------------------------------------------------------------------------------------
 
 def data_of(shape, dtype, seed=0):
     x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
