@@ -47,6 +47,9 @@ TINY = {
 }
 
 
+TINY_KEYS = tuple(v[1] for v in TINY.values())
+
+
 @dataclass
 class Tiny:
     """One tiny launch, as the configured plugin packed it: kernel, grid, block, by-value args.
@@ -206,26 +209,50 @@ def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[
     return exe, None
 
 
-def run_cpp_floor(arch: str, tinies: Dict[str, Tiny], calls: int, batch: int,
-                  graph_kernels: int, replays: int) -> Dict[str, Any]:
-    """Build and run launch_floor with the plugins' own grids, blocks and CircPad parameters."""
-    if set(tinies) != set(TINY):
-        return {"skipped": "C++ floor needs both tiny plugins configured (see the notes)"}
-    leaky, pad = tinies["LeakyReLU"].launch, tinies["CircPad"]
-    with tempfile.TemporaryDirectory(prefix="pp-floor-") as tmp:
-        exe, why = build_cpp_floor(arch, Path(tmp))
-        if exe is None:
-            return {"skipped": why}
-        argv = [str(exe), str(calls), str(batch), str(graph_kernels), str(replays),
-                str(leaky.grid[0]), str(leaky.block[0]), str(pad.launch.grid[0]),
-                str(pad.launch.block[0]), pad.values[0].hex()]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
-    if done.returncode != 0:
-        return {"skipped": f"launch_floor failed: {done.stderr.strip()[-2000:]}"}
-    return json.loads(done.stdout)
+class CppFloor:
+    """launch_floor, built once, run with the plugins' own grids, blocks and CircPad bytes."""
+
+    def __init__(self, arch: str, tinies: Dict[str, Tiny], workdir: Path) -> None:
+        self.exe: Optional[Path] = None
+        self.why: Optional[str] = None
+        if set(tinies) != set(TINY):
+            self.why = "C++ floor needs both tiny plugins configured (see the notes)"
+            return
+        self.exe, self.why = build_cpp_floor(arch, workdir)
+        leaky, pad = tinies["LeakyReLU"].launch, tinies["CircPad"]
+        self.args = [str(leaky.grid[0]), str(leaky.block[0]), str(pad.launch.grid[0]),
+                     str(pad.launch.block[0]), pad.values[0].hex()]
+
+    def run(self, calls: int, batch: int, graph_kernels: int, replays: int) -> Dict[str, Any]:
+        if self.exe is None:
+            return {"skipped": self.why}
+        argv = [str(self.exe), str(calls), str(batch), str(graph_kernels), str(replays)]
+        done = subprocess.run(argv + self.args, capture_output=True, text=True, check=False,
+                              timeout=300)
+        if done.returncode != 0:
+            return {"skipped": f"launch_floor failed: {done.stderr.strip()[-2000:]}"}
+        return json.loads(done.stdout)
 
 
-def run(*, calls: int, batch: int, rounds: int, graph_kernels: int, graph_replays: int,
+def combine_floor_runs(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One figure per kernel from several launch_floor runs: min of the minima, mean of the
+    medians (each run's median kept under ``runs``)."""
+    if any("skipped" in r for r in runs):
+        return next(r for r in runs if "skipped" in r)
+    out: Dict[str, Any] = {k: runs[0][k] for k in ("device", "cuda_runtime", "cuda_driver")}
+    for key in TINY_KEYS:
+        per = [r[key] for r in runs]
+        merged: Dict[str, Any] = {"calls": sum(p["calls"] for p in per), "batch": per[0]["batch"],
+                                  "graph_kernels": per[0]["graph_kernels"]}
+        for metric in ("host_us", "sync_us", "graph_us"):
+            medians = [p[metric]["median"] for p in per]
+            merged[metric] = {"min": min(p[metric]["min"] for p in per),
+                              "median": sum(medians) / len(medians), "runs": medians}
+        out[key] = merged
+    return out
+
+
+def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int,
         want_overhead: bool, want_graph: bool, notes: List[str]) -> Dict[str, Any]:
     """Measure sections 1 and/or 2; the JSON-able results (timings under ``seconds``)."""
     import cupy as cp
@@ -237,63 +264,53 @@ def run(*, calls: int, batch: int, rounds: int, graph_kernels: int, graph_replay
     result: Dict[str, Any] = {"problem": {
         name: f"float32 {list(t.x.shape)} -> {list(t.y.shape)}, grid {t.launch.grid[0]} x "
               f"{t.launch.block[0]} threads" for name, t in tinies.items()},
-        "calls": calls, "batch": batch, "rounds": rounds}
-    cpp = run_cpp_floor(f"sm_{cp.cuda.Device().compute_capability}", tinies, calls, batch,
-                        graph_kernels, graph_replays)
-    if "skipped" in cpp:
-        notes.append(cpp["skipped"])
-    result["cpp"] = cpp
-    seconds = {"setup_and_cpp": time.perf_counter() - t0, "host": 0.0, "graph": 0.0}
+        "calls": calls, "batch": batch}
+    seconds = {"setup_and_cpp": 0.0, "host": 0.0, "graph": 0.0}
     host: Dict[str, Any] = {}
     graph: Dict[str, Any] = {}
-    for tiny in tinies.values():
-        variants = _variants(tiny, stream)
-        checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
-        for name, bad in checks.items():
-            if bad:
-                notes.append(f"{tiny.case} {name}: {bad}")
-        floor = cpp.get(tiny.cpp_key)
+    with tempfile.TemporaryDirectory(prefix="pp-floor-") as tmp:
+        floor_exe = CppFloor(f"sm_{cp.cuda.Device().compute_capability}", tinies, Path(tmp))
+        floor_runs = [floor_exe.run(calls, batch, graph_kernels, graph_replays)]
+        seconds["setup_and_cpp"] += time.perf_counter() - t0
+        for tiny in tinies.values():
+            variants = _variants(tiny, stream)
+            checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
+            for name, bad in checks.items():
+                if bad:
+                    notes.append(f"{tiny.case} {name}: {bad}")
+            t0 = time.perf_counter()
+            if want_overhead:
+                rows = timing.host_loops(variants, stream.synchronize, calls=calls, batch=batch)
+                for name, row in rows.items():
+                    row["check"] = checks[name] or "ok"
+                host[tiny.case] = rows
+            t1 = time.perf_counter()
+            if want_graph:
+                graph[tiny.case] = _graph_replay(variants["plugin_enqueue"], stream,
+                                                 graph_kernels, graph_replays)
+            seconds["host"] += t1 - t0
+            seconds["graph"] += time.perf_counter() - t1
         t0 = time.perf_counter()
-        if want_overhead:
-            samples: Dict[str, List[Dict[str, Any]]] = {name: [] for name in variants}
-            for r in range(rounds):
-                order = list(variants) if r % 2 == 0 else list(reversed(variants))
-                for name in order:
-                    samples[name].append(timing.host_loop(
-                        variants[name], stream.synchronize, calls=calls, batch=batch))
-            rows = {name: dict(_merge_rounds(s), check=checks[name] or "ok")
-                    for name, s in samples.items()}
-            if floor:
-                rows["cpp_floor"] = {k: floor[k] for k in ("host_us", "sync_us", "calls",
-                                                           "batch")}
-                rows["cpp_floor"]["check"] = "ok"
-            host[tiny.case] = {k: rows[k] for k in _C_ORDER if k in rows}
-        t1 = time.perf_counter()
-        if want_graph:
-            graph[tiny.case] = _graph_replay(variants["plugin_enqueue"], stream, graph_kernels,
-                                             graph_replays)
-            if floor:
-                graph[tiny.case]["cpp_graph_us"] = floor["graph_us"]
-                graph[tiny.case]["cpp_launch_us"] = floor["host_us"]
-        seconds["host"] += t1 - t0
-        seconds["graph"] += time.perf_counter() - t1
+        floor_runs.append(floor_exe.run(calls, batch, graph_kernels, graph_replays))
+        seconds["setup_and_cpp"] += time.perf_counter() - t0
+    cpp = result["cpp"] = combine_floor_runs(floor_runs)
+    if "skipped" in cpp:
+        notes.append(cpp["skipped"])
+    for tiny in tinies.values():
+        floor = cpp.get(tiny.cpp_key)
+        if floor and tiny.case in host:
+            host[tiny.case]["cpp_floor"] = dict(
+                {k: floor[k] for k in ("host_us", "sync_us", "calls", "batch")}, check="ok")
+        if floor and "plugin_graph_us" in graph.get(tiny.case, {}):
+            graph[tiny.case]["cpp_graph_us"] = floor["graph_us"]
+            graph[tiny.case]["cpp_launch_us"] = floor["host_us"]
     if want_overhead:
-        result["host"] = host
+        result["host"] = {case: {k: rows[k] for k in _C_ORDER if k in rows}
+                          for case, rows in host.items()}
     if want_graph:
         result["graph"] = graph
     result["seconds"] = seconds
     return result
-
-
-def _merge_rounds(per_round: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Round medians side by side, and min / median of the round medians."""
-    out: Dict[str, Any] = {"calls": sum(r["calls"] for r in per_round),
-                           "batch": per_round[0]["batch"]}
-    for key in ("host_us", "sync_us"):
-        medians = [r[key]["median"] for r in per_round]
-        out[key] = {"min": min(r[key]["min"] for r in per_round),
-                    "median": float(np.median(medians)), "rounds": medians}
-    return out
 
 
 def _graph_replay(enqueue: Callable, stream: Any, kernels: int, replays: int) -> Dict[str, Any]:

@@ -89,11 +89,14 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
 def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
     groups = report._by_case(result)
     drawn = False
+    cases = list(dict.fromkeys(case for case, _ in groups))
+    styles = {"float32": "-", "float16": "--", "int8": ":"}
     for (case, dtype), recs in groups.items():
         pts = [(r["in_bytes"], report._fraction(r)) for r in recs]
         pts = [(s, f) for s, f in pts if f is not None]
         if pts:
-            ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", label=f"{case} {dtype}")
+            ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", ls=styles.get(dtype, "-."),
+                    color=f"C{cases.index(case) % 10}", label=f"{case} {dtype}")
             drawn = True
     if not drawn:
         return False
@@ -126,7 +129,8 @@ def _torch(ax: Any, result: Dict[str, Any]) -> bool:
     ax.set_yticklabels([b for b, _ in bars], fontsize=6)
     ax.invert_yaxis()
     ax.axvline(1.0, color="gray", ls="--", lw=1)
-    ax.set_xlabel("torch time / plugin time (largest size measured)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("torch time / plugin time (largest size measured; log scale)")
     ax.set_title("4. Against PyTorch")
     return True
 

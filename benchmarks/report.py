@@ -162,9 +162,10 @@ def _overhead(result: Dict[str, Any]) -> List[str]:
     if not host:
         return ["_Not measured in this run._"]
     out = [f"Tiny problems ({'; '.join(f'{k}: {v}' for k, v in over.get('problem', {}).items())})"
-           f", {over.get('batch')} launches per timed batch, synchronized between batches, "
-           f"{over.get('rounds')} rounds of >= {over.get('calls')} calls per path. Ratios of "
-           "medians; absolute microseconds per call beside them.", ""]
+           f", {over.get('batch')} launches per timed batch, synchronized between batches, the "
+           f"paths taking turns batch by batch, >= {over.get('calls')} calls per path (the C++ "
+           "floor: its own process, run before and after the Python paths). Ratios of medians; "
+           "absolute microseconds per call beside them.", ""]
     for kernel, rows in host.items():
         cpp, bare = _med(rows.get("cpp_floor"), "host_us"), _med(rows.get("driver_ctypes"),
                                                                  "host_us")
@@ -266,18 +267,21 @@ def _coldstart(result: Dict[str, Any]) -> List[str]:
     for op, c in (cold.get("ops") or {}).items():
         w = (warm.get("ops") or {}).get(op, {})
         if "first_s" not in c:
-            rows.append([op, c.get("skipped") or c.get("error", "n/a"), "", "", "", ""])
+            rows.append([op, c.get("skipped") or c.get("error", "n/a"), "", "", "", "", ""])
             continue
         rows.append([op, _num(c["first_s"], 3), _num(w.get("first_s"), 3),
                      _num(w.get("second_s"), 4),
                      f"{_num(_ratio(c['first_s'], w.get('first_s')), 1)}x",
-                     f"{_num(_ratio(c['first_s'], w.get('second_s')), 0)}x"])
-    lines = [f"First use = create + configure + one enqueue + synchronize ({cs.get('problem')}). "
-             f"CUDA init {_num(cold.get('cuda_init_s'), 2)} s, `import pyplugins.ops` "
-             f"{_num(cold.get('import_ops_s'), 2)} s (cold process) / "
+                     f"{_num(_ratio(c['first_s'], w.get('second_s')), 0)}x",
+                     _num(c.get("import_s"), 3)])
+    lines = [f"First use = create + configure + one enqueue + synchronize ({cs.get('problem')}); "
+             "ops in this order in one process (one-time costs land on the first), each plugin "
+             f"class once. CUDA init {_num(cold.get('cuda_init_s'), 2)} s, `import "
+             f"pyplugins.ops` {_num(cold.get('import_ops_s'), 2)} s (cold process) / "
              f"{_num(warm.get('import_ops_s'), 2)} s (warm).", ""]
     return lines + _table(["op", "cold cache s", "warm disk cache s", "warm in-memory s",
-                           "cold / warm disk", "cold / warm memory"], rows)
+                           "cold / warm disk", "cold / warm memory", "module import s (cold)"],
+                          rows)
 
 
 def _quick_cases(result: Dict[str, Any]) -> List[str]:

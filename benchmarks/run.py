@@ -46,10 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dtypes", default="", help="comma list of dtypes (default: each case's)")
     p.add_argument("--calls", type=int, default=10000, help="host-timed calls per path and round")
     p.add_argument("--batch", type=int, default=200, help="launches per timed host batch")
-    p.add_argument("--rounds", type=int, default=2, help="rounds over all host-timed paths")
     p.add_argument("--graph-kernels", type=int, default=100, help="enqueues per captured graph")
     p.add_argument("--graph-replays", type=int, default=50)
-    p.add_argument("--reps", type=int, default=20, help="timed graph replays per measurement")
+    p.add_argument("--reps", type=int, default=30, help="timed graph replays per measurement")
     p.add_argument("--out", default=None, help="output directory (default: benchmarks/results, "
                    "or a temporary directory with --quick)")
     p.add_argument("--no-plots", action="store_true")
@@ -215,7 +214,7 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
         t0 = time.perf_counter()
         print("[overhead/graph] ...", flush=True)
         result["overhead"] = overhead.run(
-            calls=args.calls, batch=args.batch, rounds=args.rounds,
+            calls=args.calls, batch=args.batch,
             graph_kernels=args.graph_kernels, graph_replays=args.graph_replays,
             want_overhead="overhead" in sections, want_graph="graph" in sections, notes=notes)
         split = result["overhead"]["seconds"]

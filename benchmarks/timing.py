@@ -13,43 +13,52 @@ from typing import Any, Callable, Dict, List, Sequence
 
 
 def stats(values: Sequence[float], scale: float = 1.0) -> Dict[str, float]:
-    """min / median / max of ``values`` times ``scale``, plus the sample count."""
+    """min / quartiles / median / max of ``values`` times ``scale``, plus the sample count."""
     vals = sorted(v * scale for v in values)
-    return {"min": vals[0], "median": statistics.median(vals), "max": vals[-1], "n": len(vals)}
+    q = statistics.quantiles(vals, n=4) if len(vals) > 1 else [vals[0]] * 3
+    return {"min": vals[0], "p25": q[0], "median": statistics.median(vals), "p75": q[2],
+            "max": vals[-1], "n": len(vals)}
 
 
-def host_loop(fn: Callable[[], Any], sync: Callable[[], Any], *, calls: int,
-              batch: int = 200, warmup_batches: int = 5) -> Dict[str, Dict[str, float]]:
-    """Per-call microseconds of ``fn``: host side only, and loop plus ``sync``.
+def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, calls: int,
+               batch: int = 200, warmup_batches: int = 5) -> Dict[str, Dict[str, Any]]:
+    """Per-call microseconds of each path in ``fns``: host side only, and loop plus ``sync``.
 
-    Two interleaved kinds of batch of ``batch`` calls: "host" times the loop alone (then
-    synchronizes untimed), "sync" times the loop and the synchronize together. Each kind runs
-    ``ceil(calls / batch)`` batches after ``warmup_batches`` untimed ones.
+    Paths take turns batch by batch (the order rotating), so drifts in clocks or load fall on
+    all of them alike. Per path and turn: a batch of ``batch`` calls timed alone ("host", then
+    synchronized untimed) and a batch timed together with ``sync`` ("sync"). Each path gets
+    ``ceil(calls / batch)`` turns after ``warmup_batches`` untimed ones.
     """
+    names = list(fns)
     n_batches = max(1, -(-calls // batch))
     rng = range(batch)
-    for _ in range(warmup_batches):
-        for _ in rng:
-            fn()
-        sync()
-    host: List[float] = []
-    both: List[float] = []
+    for name in names:
+        fn = fns[name]
+        for _ in range(warmup_batches):
+            for _ in rng:
+                fn()
+            sync()
+    host: Dict[str, List[float]] = {n: [] for n in names}
+    both: Dict[str, List[float]] = {n: [] for n in names}
     clock = time.perf_counter
-    for _ in range(n_batches):
-        t0 = clock()
-        for _ in rng:
-            fn()
-        t1 = clock()
-        sync()
-        host.append(t1 - t0)
-        t0 = clock()
-        for _ in rng:
-            fn()
-        sync()
-        both.append(clock() - t0)
+    for b in range(n_batches):
+        shift = b % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
+            t0 = clock()
+            for _ in rng:
+                fn()
+            t1 = clock()
+            sync()
+            host[name].append(t1 - t0)
+            t0 = clock()
+            for _ in rng:
+                fn()
+            sync()
+            both[name].append(clock() - t0)
     per_us = 1e6 / batch
-    return {"host_us": stats(host, per_us), "sync_us": stats(both, per_us),
-            "calls": n_batches * batch, "batch": batch}
+    return {n: {"host_us": stats(host[n], per_us), "sync_us": stats(both[n], per_us),
+                "calls": n_batches * batch, "batch": batch} for n in names}
 
 
 def capture(stream: Any, body: Callable[[], Any]) -> Any:
@@ -87,9 +96,16 @@ def replay_seconds(graph: Any, stream: Any, *, reps: int, warmup: int = 2) -> Li
     return out
 
 
-def torch_graph_seconds(fn: Callable[[int], Any], *, calls: int, reps: int,
+def torch_graph_seconds(fn: Callable[[int], Any], *, calls: int, reps: int, keep: int = 1,
                         warmup: int = 2) -> List[float]:
-    """Seconds per replay of a torch CUDA graph of ``fn(0) .. fn(calls - 1)``."""
+    """Seconds per replay of a torch CUDA graph of ``fn(0) .. fn(calls - 1)``.
+
+    The results of the last ``keep`` calls stay alive during capture, so the graph writes its
+    outputs round-robin into ``keep`` + 1 buffers: give the plugin's number of output sets, or
+    torch would write every call into one buffer, which stays in L2 when it fits there.
+    """
+    import collections
+
     import torch
 
     side = torch.cuda.Stream()
@@ -99,9 +115,11 @@ def torch_graph_seconds(fn: Callable[[int], Any], *, calls: int, reps: int,
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    held: collections.deque = collections.deque(maxlen=max(keep, 1))
     with torch.cuda.graph(graph, stream=side):
         for i in range(calls):
-            fn(i)
+            held.append(fn(i))
+    held.clear()
     try:
         with torch.cuda.stream(side):
             for _ in range(warmup):

@@ -118,7 +118,7 @@ def synthetic_result() -> dict:
         "section_seconds": {"overhead+graph": 10.0},
         "notes": ["SYNTHETIC: RoPE skipped"],
         "overhead": {
-            "problem": {"LeakyReLU": "tiny"}, "calls": 10000, "batch": 200, "rounds": 2,
+            "problem": {"LeakyReLU": "tiny"}, "calls": 10000, "batch": 200,
             "host": {"LeakyReLU": {"cpp_floor": host(3.0), "driver_ctypes": host(5.0),
                                    "plugin_enqueue": host(5.5), "vendor_sample": host(15.0)}},
             "graph": {"LeakyReLU": {"plugin_graph_us": s(1.2), "cpp_graph_us": s(1.0),
@@ -140,7 +140,8 @@ def synthetic_result() -> dict:
         ],
         "coldstart": {"problem": "64 KiB",
                       "cold_process": {"cuda_init_s": 0.5, "import_ops_s": 0.1,
-                                       "ops": {"LeakyReLU": {"first_s": 2.0, "second_s": 0.001},
+                                       "ops": {"LeakyReLU": {"first_s": 2.0, "second_s": 0.001,
+                                                             "import_s": 0.02},
                                                "RoPE": {"skipped": "ModuleNotFoundError"}}},
                       "warm_process": {"ops": {"LeakyReLU": {"first_s": 0.1,
                                                              "second_s": 0.0005}}}},
@@ -171,7 +172,7 @@ def test_rendered_tables_show_ratios_with_absolute_values():
     # 0.84 of copy: 128 MiB / 38 us = 3.53 TB/s against 2 * 64 MiB / 32 us = 4.19 TB/s
     assert "0.84 (3.53 / 4.19 TB/s)" in md
     assert "0.95x (36.0 / 38.0 us)" in md and "10.00x (340.0 / 34.0 us)" in md
-    assert "| LeakyReLU | 2.000 | 0.100 | 0.0005 | 20.0x | 4000x |" in md
+    assert "| LeakyReLU | 2.000 | 0.100 | 0.0005 | 20.0x | 4000x | 0.020 |" in md
     assert "| RoPE | ModuleNotFoundError |" in md
     assert "![3. Kernel efficiency against a device-to-device copy](results/x-bandwidth.png)" in md
     assert "- SYNTHETIC: RoPE skipped" in md
@@ -219,7 +220,7 @@ def test_report_command_uses_newest_real_result_and_skips_synthetic(tmp_path, mo
 def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--sizes", "64K",
-         "--calls", "400", "--rounds", "1", "--reps", "3", "--graph-replays", "5",
+         "--calls", "400", "--reps", "3", "--graph-replays", "5",
          "--cases", "LeakyReLU,CircPad", "--no-plots"],
         capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -297,3 +298,41 @@ def test_driver_turns_swallowed_errors_and_unknown_fields_into_setup_errors(capf
     with pytest.raises(driver.SetupError, match=r"\['beta'\] are not among"):
         driver.configure(_toy_plugin_class(), {"beta": 1}, [(3, 4)], ["float32"])
     capfd.readouterr()  # the trampoline's [ERROR] lines
+
+
+def test_host_loops_time_every_path_in_turns():
+    from benchmarks import timing
+
+    calls = {"a": 0, "b": 0}
+    fns = {name: (lambda n=name: calls.__setitem__(n, calls[n] + 1)) for name in calls}
+    syncs = []
+    rows = timing.host_loops(fns, lambda: syncs.append(1), calls=50, batch=10, warmup_batches=1)
+    # per path: 1 warm-up batch + 5 turns x (host batch + sync batch) of 10 calls
+    assert calls == {"a": 110, "b": 110} and len(syncs) == 2 * (1 + 2 * 5)
+    for row in rows.values():
+        assert row["calls"] == 50 and row["host_us"]["n"] == 5
+        assert 0 < row["host_us"]["min"] <= row["host_us"]["median"] <= row["host_us"]["max"]
+
+
+def test_cpp_floor_runs_combine_into_one_figure_per_kernel():
+    from benchmarks.overhead import combine_floor_runs
+
+    def run(us):
+        per = {"calls": 10000, "batch": 200, "graph_kernels": 100,
+               **{m: {"min": us - 0.5, "median": us} for m in ("host_us", "sync_us", "graph_us")}}
+        return {"device": "SYNTHETIC", "cuda_runtime": 0, "cuda_driver": 0,
+                "leaky_relu": per, "circ_pad": per}
+
+    merged = combine_floor_runs([run(3.0), run(4.0)])
+    assert merged["leaky_relu"]["host_us"] == {"min": 2.5, "median": 3.5, "runs": [3.0, 4.0]}
+    assert merged["circ_pad"]["calls"] == 20000
+    assert combine_floor_runs([run(3.0), {"skipped": "no nvcc"}]) == {"skipped": "no nvcc"}
+
+
+def test_copy_bytes_round_to_whole_mib_so_the_roofline_is_stable():
+    from benchmarks.bandwidth import copy_bytes
+
+    mib = 1 << 20
+    assert copy_bytes(512 * mib + 8192) == 256 * mib
+    assert copy_bytes(3 * mib) == 1536 * 1024  # below 2 MiB: 4 KiB grain
+    assert copy_bytes(100) == 4096
