@@ -96,7 +96,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
         record["torch"] = _torch(case, prob, cfg, ins, outs, enqueues, stream, sets, calls,
                                  reps, torch_labels)
     record["seconds"] = {"plugin_and_copy": t1 - t0, "torch": time.perf_counter() - t1}
-    del ins, outs, ws, enqueues
+    del ins, outs, ws
     cp.get_default_memory_pool().free_all_blocks()
     return record
 

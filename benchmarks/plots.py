@@ -56,7 +56,7 @@ def _overhead(ax: Any, result: Dict[str, Any]) -> bool:
     paths = [p for p in report.PATH_LABELS if any(p in host[k] for k in kernels)]
     width = 0.8 / max(len(kernels), 1)
     for i, k in enumerate(kernels):
-        vals = [report._med(host[k].get(p), "host_us") or 0 for p in paths]
+        vals = [report.med(host[k].get(p), "host_us") or 0 for p in paths]
         ax.barh([j + i * width for j in range(len(paths))], vals, height=width, label=k)
     ax.set_yticks([j + width * (len(kernels) - 1) / 2 for j in range(len(paths))])
     ax.set_yticklabels([p.replace("_", " ") for p in paths], fontsize=8)
@@ -77,7 +77,7 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
     width = 0.8 / len(labels)
     for i, (label, key) in enumerate(zip(labels, keys)):
         ax.bar([j + i * width for j in range(len(graph))],
-               [report._med(g, key) or 0 for g in graph.values()], width=width, label=label)
+               [report.med(g, key) or 0 for g in graph.values()], width=width, label=label)
     ax.set_xticks([j + width for j in range(len(graph))])
     ax.set_xticklabels(list(graph))
     ax.set_ylabel("microseconds per kernel (median)")
@@ -87,12 +87,12 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
 
 
 def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
-    groups = report._by_case(result)
+    groups = report.by_case(result)
     drawn = False
     cases = list(dict.fromkeys(case for case, _ in groups))
     styles = {"float32": "-", "float16": "--", "int8": ":"}
     for (case, dtype), recs in groups.items():
-        pts = [(r["in_bytes"], report._fraction(r)) for r in recs]
+        pts = [(r["in_bytes"], report.fraction(r)) for r in recs]
         pts = [(s, f) for s, f in pts if f is not None]
         if pts:
             ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", ls=styles.get(dtype, "-."),
@@ -113,13 +113,13 @@ def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
 
 def _torch(ax: Any, result: Dict[str, Any]) -> bool:
     bars = []
-    for (case, dtype), recs in report._by_case(result).items():
+    for (case, dtype), recs in report.by_case(result).items():
         big = [r for r in recs if r.get("torch")]
         if not big:
             continue
         r = big[-1]
         for label in r["torch"]:
-            s = report._speedup(r, label)
+            s = report.speedup(r, label)
             if s is not None:
                 bars.append((f"{case} {dtype}\nvs {label} ({format_bytes(r['in_bytes'])})", s))
     if not bars:

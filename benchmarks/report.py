@@ -39,7 +39,7 @@ def _verdict(ok: Optional[bool]) -> str:
     return "n/a" if ok is None else ("**met**" if ok else "**not met**")
 
 
-def _num(x: Optional[float], digits: int = 2) -> str:
+def num(x: Optional[float], digits: int = 2) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}f}"
@@ -49,7 +49,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b if a is not None and b not in (None, 0) else None
 
 
-def _med(d: Optional[Dict[str, Any]], key: str) -> Optional[float]:
+def med(d: Optional[Dict[str, Any]], key: str) -> Optional[float]:
     v = (d or {}).get(key)
     return v.get("median") if isinstance(v, dict) else None
 
@@ -80,41 +80,41 @@ def targets(result: Dict[str, Any]) -> List[Tuple[str, str, Optional[bool]]]:
     out: List[Tuple[str, str, Optional[bool]]] = []
     host = (result.get("overhead") or {}).get("host") or {}
     for kernel, rows in host.items():
-        plugin = _med(rows.get("plugin_enqueue"), "host_us")
+        plugin = med(rows.get("plugin_enqueue"), "host_us")
         for key, limit, label in (("driver_ctypes", TARGETS["enqueue_vs_driver"], "bare driver"),
                                   ("cpp_floor", TARGETS["enqueue_vs_cpp"], "C++ floor")):
-            base = _med(rows.get(key), "host_us")
+            base = med(rows.get(key), "host_us")
             r = _ratio(plugin, base)
             out.append((f"{kernel}: plugin enqueue <= {limit}x {label} (host)",
-                        f"{_num(r)}x ({_num(plugin)} vs {_num(base)} us)",
+                        f"{num(r)}x ({num(plugin)} vs {num(base)} us)",
                         None if r is None else r <= limit))
-        vendor = _med(rows.get("vendor_sample"), "host_us")
+        vendor = med(rows.get("vendor_sample"), "host_us")
         r = _ratio(vendor, plugin)
         limit = TARGETS["vendor_vs_enqueue"]
         out.append((f"{kernel}: plugin enqueue >= {limit}x faster than the vendor sample",
-                    f"{_num(r)}x ({_num(vendor)} vs {_num(plugin)} us)",
+                    f"{num(r)}x ({num(vendor)} vs {num(plugin)} us)",
                     None if r is None else r >= limit))
-    for (case, dtype), recs in _by_case(result).items():
-        big = [r for r in recs if r["in_bytes"] >= TARGET_MIN_BYTES and _fraction(r) is not None]
+    for (case, dtype), recs in by_case(result).items():
+        big = [r for r in recs if r["in_bytes"] >= TARGET_MIN_BYTES and fraction(r) is not None]
         if big:
-            worst = min(big, key=_fraction)
-            f = _fraction(worst)
+            worst = min(big, key=fraction)
+            f = fraction(worst)
             out.append((f"{case} {dtype}: >= {TARGETS['copy_fraction']} of copy bandwidth at "
-                        ">= 64 MiB", f"{_num(f)} worst (at {format_bytes(worst['in_bytes'])})",
+                        ">= 64 MiB", f"{num(f)} worst (at {format_bytes(worst['in_bytes'])})",
                         f >= TARGETS["copy_fraction"]))
-        speedups = [(label, _speedup(r, label), r) for r in big
-                    for label in (r.get("torch") or {}) if _speedup(r, label) is not None]
+        speedups = [(label, speedup(r, label), r) for r in big
+                    for label in (r.get("torch") or {}) if speedup(r, label) is not None]
         if speedups:
             label, s, r = min(speedups, key=lambda t: t[1])
             out.append((f"{case} {dtype}: >= torch (every equivalent, >= 64 MiB)",
-                        f"{_num(s)}x worst (vs {label}, {format_bytes(r['in_bytes'])})",
+                        f"{num(s)}x worst (vs {label}, {format_bytes(r['in_bytes'])})",
                         s >= TARGETS["vs_torch"]))
         composed = [(s, r) for label, s, r in speedups if label in _composed()]
         if composed:
             s, r = min(composed, key=lambda t: t[0])
             limit = TARGETS["vs_torch_composed"]
             out.append((f"{case} {dtype}: >= {limit}x torch composed",
-                        f"{_num(s)}x worst ({format_bytes(r['in_bytes'])})", s >= limit))
+                        f"{num(s)}x worst ({format_bytes(r['in_bytes'])})", s >= limit))
     return out
 
 
@@ -124,7 +124,7 @@ def _composed() -> Sequence[str]:
     return COMPOSED
 
 
-def _by_case(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
+def by_case(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for rec in result.get("kernels") or []:
         groups.setdefault((rec["case"], rec["dtype"]), []).append(rec)
@@ -135,19 +135,19 @@ def _by_case(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[Dict[str, Any
 
 def _bandwidths(rec: Dict[str, Any]) -> Tuple[Optional[float], Optional[float]]:
     """(plugin, copy) bytes/s: bytes moved over median time; copy counts read + write."""
-    t_plugin, t_copy = _med(rec, "plugin_s"), _med(rec, "copy_s")
+    t_plugin, t_copy = med(rec, "plugin_s"), med(rec, "copy_s")
     bw_plugin = rec["moved_bytes"] / t_plugin if t_plugin else None
     bw_copy = 2 * rec["copy_bytes"] / t_copy if t_copy else None
     return bw_plugin, bw_copy
 
 
-def _fraction(rec: Dict[str, Any]) -> Optional[float]:
+def fraction(rec: Dict[str, Any]) -> Optional[float]:
     bw_plugin, bw_copy = _bandwidths(rec)
     return _ratio(bw_plugin, bw_copy)
 
 
-def _speedup(rec: Dict[str, Any], label: str) -> Optional[float]:
-    return _ratio(_med((rec.get("torch") or {}).get(label), "s"), _med(rec, "plugin_s"))
+def speedup(rec: Dict[str, Any], label: str) -> Optional[float]:
+    return _ratio(med((rec.get("torch") or {}).get(label), "s"), med(rec, "plugin_s"))
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> List[str]:
@@ -167,15 +167,15 @@ def _overhead(result: Dict[str, Any]) -> List[str]:
            "floor: its own process, run before and after the Python paths). Ratios of medians; "
            "absolute microseconds per call beside them.", ""]
     for kernel, rows in host.items():
-        cpp, bare = _med(rows.get("cpp_floor"), "host_us"), _med(rows.get("driver_ctypes"),
+        cpp, bare = med(rows.get("cpp_floor"), "host_us"), med(rows.get("driver_ctypes"),
                                                                  "host_us")
-        cpp_sync = _med(rows.get("cpp_floor"), "sync_us")
+        cpp_sync = med(rows.get("cpp_floor"), "sync_us")
         table = []
         for key, row in rows.items():
-            h, s = _med(row, "host_us"), _med(row, "sync_us")
-            table.append([PATH_LABELS.get(key, key), f"{_num(h)} (min {_num(row['host_us']['min'])})",
-                          f"{_num(_ratio(h, cpp))}x", f"{_num(_ratio(h, bare))}x", _num(s),
-                          f"{_num(_ratio(s, cpp_sync))}x", str(row.get("check", "ok"))])
+            h, s = med(row, "host_us"), med(row, "sync_us")
+            table.append([PATH_LABELS.get(key, key), f"{num(h)} (min {num(row['host_us']['min'])})",
+                          f"{num(_ratio(h, cpp))}x", f"{num(_ratio(h, bare))}x", num(s),
+                          f"{num(_ratio(s, cpp_sync))}x", str(row.get("check", "ok"))])
         out += [f"**{kernel}**", ""] + _table(
             ["path", "host us/call (median)", "x C++", "x bare driver", "loop+sync us/call",
              "x C++ (loop+sync)", "output"], table) + [""]
@@ -191,16 +191,16 @@ def _graph(result: Dict[str, Any]) -> List[str]:
         if "error" in g:
             rows.append([kernel, g["error"], "", "", "", ""])
             continue
-        p = _med(g, "plugin_graph_us")
-        launch, cg = _med(g, "cpp_launch_us"), _med(g, "cpp_graph_us")
-        rows.append([kernel, _num(p), _num(launch), f"{_num(_ratio(p, launch))}x", _num(cg),
-                     f"{_num(_ratio(p, cg))}x"])
+        p = med(g, "plugin_graph_us")
+        launch, cg = med(g, "cpp_launch_us"), med(g, "cpp_graph_us")
+        rows.append([kernel, num(p), num(launch), f"{num(_ratio(p, launch))}x", num(cg),
+                     f"{num(_ratio(p, cg))}x"])
     return _table(["kernel", "plugin enqueues captured, replay us/kernel", "C++ `<<<>>>` us/launch",
                    "ratio", "C++ graph replay us/kernel", "ratio"], rows)
 
 
 def _bandwidth(result: Dict[str, Any]) -> List[str]:
-    groups = _by_case(result)
+    groups = by_case(result)
     if not groups:
         return ["_Not measured in this run._"]
     sizes = sorted({r["in_bytes"] for recs in groups.values() for r in recs})
@@ -214,8 +214,8 @@ def _bandwidth(result: Dict[str, Any]) -> List[str]:
                 cells.append("")
                 continue
             bw_p, bw_c = _bandwidths(r)
-            cells.append(f"{_num(_ratio(bw_p, bw_c))} ({_num(bw_p and bw_p / 1e12)} / "
-                         f"{_num(bw_c and bw_c / 1e12)} TB/s)" if bw_p else
+            cells.append(f"{num(_ratio(bw_p, bw_c))} ({num(bw_p and bw_p / 1e12)} / "
+                         f"{num(bw_c and bw_c / 1e12)} TB/s)" if bw_p else
                          r.get("plugin_error", "n/a")[:60])
         rows.append([case, dtype] + cells)
     return ["Fraction of a device-to-device copy's bandwidth moving the same bytes, (plugin / "
@@ -227,7 +227,7 @@ def _bandwidth(result: Dict[str, Any]) -> List[str]:
 def _versus_torch(result: Dict[str, Any]) -> List[str]:
     rows = []
     sizes = set()
-    for (case, dtype), recs in _by_case(result).items():
+    for (case, dtype), recs in by_case(result).items():
         labels = sorted({label for r in recs for label in (r.get("torch") or {})})
         for label in labels:
             cells = {}
@@ -238,9 +238,9 @@ def _versus_torch(result: Dict[str, Any]) -> List[str]:
                     continue
                 sizes.add(r["in_bytes"])
                 if "s" in t:
-                    tt, tp = _med(t, "s"), _med(r, "plugin_s")
-                    cells[r["in_bytes"]] = (f"{_num(_ratio(tt, tp))}x ({_num(tt and tt * 1e6, 1)}"
-                                            f" / {_num(tp and tp * 1e6, 1)} us)")
+                    tt, tp = med(t, "s"), med(r, "plugin_s")
+                    cells[r["in_bytes"]] = (f"{num(_ratio(tt, tp))}x ({num(tt and tt * 1e6, 1)}"
+                                            f" / {num(tp and tp * 1e6, 1)} us)")
                     errs.append(t.get("rel_err"))
                 else:
                     cells[r["in_bytes"]] = (t.get("skipped") or t.get("error", "n/a"))[:60]
@@ -269,16 +269,16 @@ def _coldstart(result: Dict[str, Any]) -> List[str]:
         if "first_s" not in c:
             rows.append([op, c.get("skipped") or c.get("error", "n/a"), "", "", "", "", ""])
             continue
-        rows.append([op, _num(c["first_s"], 3), _num(w.get("first_s"), 3),
-                     _num(w.get("second_s"), 4),
-                     f"{_num(_ratio(c['first_s'], w.get('first_s')), 1)}x",
-                     f"{_num(_ratio(c['first_s'], w.get('second_s')), 0)}x",
-                     _num(c.get("import_s"), 3)])
+        rows.append([op, num(c["first_s"], 3), num(w.get("first_s"), 3),
+                     num(w.get("second_s"), 4),
+                     f"{num(_ratio(c['first_s'], w.get('first_s')), 1)}x",
+                     f"{num(_ratio(c['first_s'], w.get('second_s')), 0)}x",
+                     num(c.get("import_s"), 3)])
     lines = [f"First use = create + configure + one enqueue + synchronize ({cs.get('problem')}); "
              "ops in this order in one process (one-time costs land on the first), each plugin "
-             f"class once. CUDA init {_num(cold.get('cuda_init_s'), 2)} s, `import "
-             f"pyplugins.ops` {_num(cold.get('import_ops_s'), 2)} s (cold process) / "
-             f"{_num(warm.get('import_ops_s'), 2)} s (warm).", ""]
+             f"class once. CUDA init {num(cold.get('cuda_init_s'), 2)} s, `import "
+             f"pyplugins.ops` {num(cold.get('import_ops_s'), 2)} s (cold process) / "
+             f"{num(warm.get('import_ops_s'), 2)} s (warm).", ""]
     return lines + _table(["op", "cold cache s", "warm disk cache s", "warm in-memory s",
                            "cold / warm disk", "cold / warm memory", "module import s (cold)"],
                           rows)

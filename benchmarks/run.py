@@ -273,7 +273,7 @@ def _kernels(args: argparse.Namespace, sections: List[str], cases: Sequence[Case
                     continue
                 rec["wall_s"] = time.perf_counter() - t0
                 records.append(rec)
-                frac = report._fraction(rec)
+                frac = report.fraction(rec)
                 print(f"[kernels] {case.name} {dtype} {format_bytes(size)}: "
-                      f"{report._num(frac)} of copy, {rec['wall_s']:.1f} s", flush=True)
+                      f"{report.num(frac)} of copy, {rec['wall_s']:.1f} s", flush=True)
     return records
