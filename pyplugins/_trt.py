@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from types import ModuleType
@@ -53,9 +54,24 @@ def _choose(choice: str) -> ModuleType:
                "with: pip install 'pyplugins[trt]', or set PYPLUGINS_TRT=auto to fall back to "
                "pyplugins' emulator.")
         raise ImportError(msg)
-    warnings.warn("TensorRT is not installed: pyplugins uses its emulator of TensorRT's plugin "
-                  "API (set PYPLUGINS_TRT=emulator to silence this).", stacklevel=3)
+    _warn_at_caller("TensorRT is not installed: pyplugins uses its emulator of TensorRT's plugin "
+                    "API (set PYPLUGINS_TRT=emulator to silence this).")
     return emulator
+
+
+def _warn_at_caller(message: str) -> None:
+    """Warn, attributed to the first frame outside pyplugins and the import machinery."""
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(package_dir)
+                                 or frame.f_code.co_filename.startswith("<frozen")):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, UserWarning, stacklevel=2)
+        return
+    warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__", "?"),
+                           registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
 
 def _import_real() -> Optional[ModuleType]:

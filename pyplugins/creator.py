@@ -56,18 +56,21 @@ def _creator_class(cls: Any) -> type:
             self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
             self.field_names = self._field_names
 
-        def create_plugin(self, name: str, fc: Any) -> Any:
+        # Parameter names are TensorRT's (scripts call create_plugin(name=..., field_collection=...)).
+        def create_plugin(self, name: str, field_collection: Any) -> Any:
             try:
-                return cls.from_fields(fc, name)
+                return cls.from_fields(field_collection, name)
             except Exception as err:
-                report(cls, "create_plugin", (name, _FieldSummary(fc)), err, layer=name)
+                report(cls, "create_plugin", (name, _FieldSummary(field_collection)), err,
+                       layer=name)
                 raise
 
-        def deserialize_plugin(self, name: str, data: bytes) -> Any:
+        def deserialize_plugin(self, name: str, serialized_plugin: bytes) -> Any:
             try:
-                return cls.from_bytes(data, name)
+                return cls.from_bytes(serialized_plugin, name)
             except Exception as err:
-                report(cls, "deserialize_plugin", (name, _Bytes(data)), err, layer=name)
+                report(cls, "deserialize_plugin", (name, _Bytes(serialized_plugin)), err,
+                       layer=name)
                 raise
 
     Creator.__name__ = f"{cls.__name__}Creator"

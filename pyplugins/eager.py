@@ -15,7 +15,7 @@ Example (needs a GPU)::
 
     import numpy as np, pyplugins as pp
     from pyplugins.ops.leaky_relu import LeakyReLU
-    y = pp.run(LeakyReLU, np.random.randn(2, 3).astype(np.float32), negative_slope=0.1)
+    y = pp.run(LeakyReLU, np.random.randn(2, 3).astype(np.float32), neg_slope=0.1)
 """
 
 from __future__ import annotations

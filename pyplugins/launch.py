@@ -213,6 +213,7 @@ class Unlaunchable:
     """
 
     __slots__ = ("why",)
+    __pp_immutable__ = True  # clones may share it (the lifecycle's clone check knows)
 
     def __init__(self, why: str) -> None:
         self.why = why

@@ -165,9 +165,18 @@ _IMMUTABLE_TYPES = (int, float, complex, str, bytes, bool, type(None), range, ty
                     types.BuiltinFunctionType, types.ModuleType)
 
 
+# Compiled CuPy kernels are immutable handles; sharing them between clones is safe.
+_CUPY_IMMUTABLE = frozenset(("RawKernel", "RawModule", "Function", "Module", "ElementwiseKernel"))
+
+
 def _immutable(value: Any) -> bool:
     if isinstance(value, (tuple, frozenset)):
         return all(_immutable(v) for v in value)
+    kind = type(value)
+    if getattr(kind, "__pp_immutable__", False):  # pyplugins types that declare it
+        return True
+    if kind.__module__.startswith("cupy") and kind.__name__ in _CUPY_IMMUTABLE:
+        return True
     return isinstance(value, _IMMUTABLE_TYPES)
 
 

@@ -91,9 +91,7 @@ def test_both_names_at_once_are_refused():
         LeakyReLU.creator.create_plugin("lrelu", fc)
 
 
-@pytest.mark.xfail(strict=True, reason="pyplugins/creator.py names create_plugin's second "
-                   "parameter 'fc'; TensorRT's binding names it 'field_collection', which "
-                   "scripts pass by keyword")
+# TensorRT's binding names create_plugin's parameters (name, field_collection); scripts use them.
 def test_script_passing_field_collection_by_keyword():
     plugin = LeakyReLU.creator.create_plugin(name="lrelu", field_collection=slope_fc(0.2))
     assert plugin.neg_slope == float(np.float32(0.2))
