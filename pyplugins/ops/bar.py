@@ -55,19 +55,17 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.errors import ShapeError
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
 from pyplugins.plugin import Plugin, describe
 
 __all__ = ["BarPlugin"]
@@ -78,6 +76,13 @@ BLOCK = 256
 UNROLL = 4
 #: Blocks per multiprocessor at most (the kernel strides over the grid).
 BLOCKS_PER_SM = 32
+
+
+def _unconfigured(why: str) -> Unlaunchable:
+    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
+    return Unlaunchable(f"plugin 'BarPlugin': enqueue found no kernel launch ({why}); TensorRT "
+                        "calls configure_plugin with concrete dims on the same object before "
+                        "enqueue, and that call builds it.")
 
 
 @register
@@ -110,7 +115,7 @@ class BarPlugin(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
@@ -149,21 +154,21 @@ class BarPlugin(Plugin):
         Raises:
             ShapeError: trailing dims (or ranks) of A and B differ.
         """
-        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
         a, b = inp[0].desc, inp[1].desc
         a_dims, b_dims = [int(v) for v in a.dims], [int(v) for v in b.dims]
         _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
         if not (shapes.is_concrete(a_dims) and shapes.is_concrete(b_dims)):
             return  # build phase: runtime dims are -1, nothing to size yet
-        device = _usable_device()
+        device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
-                                          "configure_plugin ran, so no kernel was compiled")
+            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
+                                        "configure_plugin ran, so no kernel was compiled")
             return
         na, nb = shapes.volume(a_dims), shapes.volume(b_dims)
         per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))
-        grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * _multiprocessors(device))
+        grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(a.type), device)
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
@@ -198,47 +203,3 @@ def _check_dims(plugin: Any, a: Sequence[Optional[int]], b: Sequence[Optional[in
                    f"{a[d]!r} ({when}: A {_show(a)}, B {_show(b)}); every dim but dim 0 must "
                    f"match to concatenate along dim 0. Give B the trailing dims {_show(a[1:])}.")
             raise ShapeError(msg)
-
-
-def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
-    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
-    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
-           "configure_plugin with concrete dims on the same object before enqueue, and that "
-           "call builds it.")
-    return functools.partial(_raise_launch_error, msg)
-
-
-def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
-    raise LaunchError(msg)
-
-
-# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
-def _usable_device() -> Optional[int]:
-    """The current CUDA device id, or None when kernels cannot run in this process.
-
-    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
-    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
-    """
-    if knobs.device == "cpu" or _device_count() < 1:
-        return None
-    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
-
-    return int(cupy.cuda.runtime.getDevice())
-
-
-@functools.lru_cache(maxsize=1)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessors(device: int) -> int:
-    import cupy  # noqa: PLC0415 - optional GPU dependency
-
-    runtime = cupy.cuda.runtime
-    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))

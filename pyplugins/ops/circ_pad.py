@@ -34,14 +34,16 @@ The lifecycle, method by method (what matters for this op and why):
    padded dim of size 0 has nothing to wrap). In the execution phase (concrete dims) it compiles
    the kernel for the element type (once per device, cached), computes the kernel's
    ``CircPadParams`` struct (:func:`launch_plan`) and the grid, and packs everything into a
-   :class:`~pyplugins.launch.Launch`. Without a usable GPU nothing is compiled (the emulator then
-   stops before ``enqueue``).
+   :class:`~pyplugins.launch.Launch`. Without a usable GPU
+   (:func:`~pyplugins.launch.usable_device` is None) nothing is compiled (the emulator then
+   stops before ``enqueue``); an :class:`~pyplugins.launch.Unlaunchable` stands where the
+   Launch goes and says why if ``enqueue`` is reached anyway.
 5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``, one driver call on TensorRT's
    stream: no allocation, copy, synchronization or compilation, so it is CUDA-graph capture
    safe. An empty output gives an empty grid, which launches nothing.
-6. ``clone``: the base class re-runs ``__init__`` and deep-copies the fields; this class then
-   gives the clone its own :class:`~pyplugins.launch.Launch` (a Launch holds the pointer slots
-   it writes at each call, so two clones must not share one).
+6. ``clone``: the base class re-runs ``__init__``, deep-copies the fields and copies the
+   :class:`~pyplugins.launch.Launch` (a Launch holds the pointer slots it writes at each call,
+   so two clones must not share one; its ``__deepcopy__`` gives the copy its own).
 
 Mistakes of NVIDIA's sample that this version avoids:
 
@@ -76,21 +78,19 @@ Example (the eager runner needs a GPU)::
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "launch_plan", "pad_widths"]
@@ -208,31 +208,6 @@ def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int,
             raise ShapeError(msg)
 
 
-def _gpu_ready() -> bool:
-    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
-    return knobs.device != "cpu" and _device_count() > 0
-
-
-@functools.lru_cache(maxsize=1)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
-
-
-class _NoLaunch:
-    """Stands where the Launch goes until ``configure_plugin`` builds one; calling it says why."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-    def __call__(self, stream: int, *pointers: int) -> None:
-        raise LaunchError(self.why)
-
-
 _UNCONFIGURED = ("plugin 'CircPad': enqueue before a successful execution-phase configure_plugin "
                  "(TensorRT configures every plugin object with concrete dims before its "
                  "enqueue; look for a configure_plugin error above).")
@@ -263,8 +238,7 @@ class CircPad(Plugin):
 
     def setup(self) -> None:
         """No launch until ``configure_plugin`` builds one."""
-        self.launch: Any = _NoLaunch(_UNCONFIGURED)
-        self._configured: Optional[Tuple[Tuple[int, ...], Any]] = None
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(_UNCONFIGURED)
 
     # -- shape inference ---------------------------------------------------------------------------
 
@@ -286,7 +260,7 @@ class CircPad(Plugin):
 
     def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
         """Check the profile; with concrete dims, compile the kernel and pack its launch."""
-        self.launch, self._configured = _NoLaunch(_UNCONFIGURED), None
+        self.launch = Unlaunchable(_UNCONFIGURED)
         desc = inp[0].desc
         widths = pad_widths(len(desc.dims), self.pads)
         profile_min = tuple(int(d) for d in inp[0].min)
@@ -295,23 +269,19 @@ class CircPad(Plugin):
         if not shapes.is_concrete(desc.dims):
             return  # build phase: dynamic dims are -1, nothing to pack yet
         in_shape = tuple(int(d) for d in desc.dims)
-        if not _gpu_ready():
-            launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))  # checks
-            self.launch = _NoLaunch("plugin 'CircPad': no CUDA device was visible to CuPy when "
-                                    "configure_plugin ran, so no kernel was compiled; run on a "
-                                    "GPU.")
+        plan = launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
+        device = usable_device()
+        if device is None:
+            self.launch = Unlaunchable("plugin 'CircPad': no CUDA device was visible to CuPy "
+                                       "when configure_plugin ran, so no kernel was compiled; "
+                                       "run on a GPU.")
             return
-        self._build(in_shape, desc.type)
-
-    def _build(self, in_shape: Tuple[int, ...], data_type: Any) -> None:
-        """Compile (or fetch) the kernel for ``data_type`` and pack the launch for ``in_shape``."""
-        ctype = ctype_from_trt(data_type)
-        plan = launch_plan(in_shape, self.pads, itemsize_from_trt(data_type))
-        fn = self.kernel.function(ctype)
-        grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK))
-        self.launch = Launch(fn, grid=grid, block=BLOCK, args=(POINTER, POINTER, plan.params),
-                             name=f"circ_pad<{ctype}>")
-        self._configured = (in_shape, data_type)
+        ctype = ctype_from_trt(desc.type)
+        fn = self.kernel.function(ctype, device)
+        grid = min(shapes.cdiv(plan.threads, BLOCK),
+                   4 * resident_blocks(fn, BLOCK, device=device))
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
+                             args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
 
     # -- execution ---------------------------------------------------------------------------------
 
@@ -320,10 +290,3 @@ class CircPad(Plugin):
                 stream: int) -> None:
         """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
         self.launch(stream, inputs[0], outputs[0])
-
-    def clone(self) -> "CircPad":
-        """A configured clone gets its own Launch (its own parameter buffer), not the source's."""
-        new = super().clone()
-        if self._configured is not None:
-            new._build(*self._configured)
-        return new

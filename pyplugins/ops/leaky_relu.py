@@ -29,11 +29,14 @@ The lifecycle, method by method (what matters for this op and why):
    the output of the input's type" (:mod:`pyplugins.formats`).
 4. ``configure_plugin``: with concrete dims, the element count, the grid and the by-value
    arguments ``(n, neg_slope)`` are packed into a :class:`~pyplugins.launch.Launch`, after the
-   kernel is compiled for the element type (once per device). Without a usable GPU nothing is
-   compiled (the emulator then stops before ``enqueue``).
+   kernel is compiled for the element type (once per device). Without a usable GPU
+   (:func:`~pyplugins.launch.usable_device` is None) nothing is compiled (the emulator then
+   stops before ``enqueue``); an :class:`~pyplugins.launch.Unlaunchable` stands where the
+   Launch goes and says why if ``enqueue`` is reached anyway.
 5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``: one driver call on TensorRT's
    stream, CUDA-graph capture safe; an empty tensor launches nothing.
-6. ``clone``: fields deep-copied by the base class; a configured clone gets its own Launch.
+6. ``clone``: the base class deep-copies the fields and copies the Launch, so a configured
+   clone gets its own (``Launch.__deepcopy__``: a parameter buffer of its own).
 
 Example (what a script written for TensorRT's built-in plugin does)::
 
@@ -49,21 +52,19 @@ Example (what a script written for TensorRT's built-in plugin does)::
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.errors import FieldError, LaunchError
+from pyplugins.errors import FieldError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "NVIDIA_FIELD_NAME", "LeakyReLU", "grid_size"]
@@ -91,31 +92,6 @@ def grid_size(n: int, itemsize: int, max_blocks: int) -> int:
     """
     per_block = (16 // itemsize) * BLOCK * _UNROLL
     return min(shapes.cdiv(n, per_block), max_blocks)
-
-
-def _gpu_ready() -> bool:
-    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
-    return knobs.device != "cpu" and _device_count() > 0
-
-
-@functools.lru_cache(maxsize=1)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
-
-
-class _NoLaunch:
-    """Stands where the Launch goes until ``configure_plugin`` builds one; calling it says why."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-    def __call__(self, stream: int, *pointers: int) -> None:
-        raise LaunchError(self.why)
 
 
 _UNCONFIGURED = ("plugin 'LReLU_TRT': enqueue before a successful execution-phase "
@@ -170,8 +146,7 @@ class LeakyReLU(Plugin):
 
     def setup(self) -> None:
         """No launch until ``configure_plugin`` builds one."""
-        self.launch: Any = _NoLaunch(_UNCONFIGURED)
-        self._configured: Optional[Tuple[int, Any]] = None
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(_UNCONFIGURED)
 
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
                               expr_builder: Any) -> Any:
@@ -180,38 +155,30 @@ class LeakyReLU(Plugin):
 
     def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
         """With concrete dims, compile the kernel and pack its launch."""
-        self.launch, self._configured = _NoLaunch(_UNCONFIGURED), None
+        self.launch = Unlaunchable(_UNCONFIGURED)
         desc = inp[0].desc
         if not shapes.is_concrete(desc.dims):
             return  # build phase: dynamic dims are -1, nothing to pack yet
-        if not _gpu_ready():
-            self.launch = _NoLaunch("plugin 'LReLU_TRT': no CUDA device was visible to CuPy "
-                                    "when configure_plugin ran, so no kernel was compiled; run "
-                                    "on a GPU.")
+        device = usable_device()
+        if device is None:
+            self.launch = Unlaunchable("plugin 'LReLU_TRT': no CUDA device was visible to CuPy "
+                                       "when configure_plugin ran, so no kernel was compiled; "
+                                       "run on a GPU.")
             return
-        self._build(shapes.volume(desc.dims), desc.type)
-
-    def _build(self, n: int, data_type: Any) -> None:
-        """Compile (or fetch) the kernel for ``data_type`` and pack the launch for ``n`` items."""
-        ctype = ctype_from_trt(data_type)
-        fn = self.kernel.function(ctype)
-        grid = grid_size(n, itemsize_from_trt(data_type), 4 * resident_blocks(fn, BLOCK))
-        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"leaky_relu<{ctype}>",
+        n = shapes.volume(desc.dims)
+        ctype = ctype_from_trt(desc.type)
+        fn = self.kernel.function(ctype, device)
+        grid = grid_size(n, itemsize_from_trt(desc.type),
+                         4 * resident_blocks(fn, BLOCK, device=device))
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
+                             name=f"leaky_relu<{ctype}>",
                              args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
-        self._configured = (n, data_type)
 
     def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
                 inputs: Sequence[int], outputs: Sequence[int], workspace: int,
                 stream: int) -> None:
         """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
         self.launch(stream, inputs[0], outputs[0])
-
-    def clone(self) -> "LeakyReLU":
-        """A configured clone gets its own Launch (its own parameter buffer), not the source's."""
-        new = super().clone()
-        if self._configured is not None:
-            new._build(*self._configured)
-        return new
 
 
 def _advertise_nvidia_name(creator: Any) -> None:

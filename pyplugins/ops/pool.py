@@ -66,20 +66,18 @@ Example (the eager runner needs a GPU)::
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import dtypes, shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
-from pyplugins.errors import FieldError, LaunchError, ShapeError
+from pyplugins.errors import FieldError, ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "MODES", "Pool", "output_size"]
@@ -113,26 +111,6 @@ def _empty_or_pair(value: List[int]) -> bool:
         msg = "expected [] (the window size) or two strides [sh, sw]"
         raise ValueError(msg)
     return True
-
-
-def _gpu_ready() -> bool:
-    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
-    return knobs.device != "cpu" and _device_count() > 0
-
-
-@functools.lru_cache(maxsize=None)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, or a driver too old for the runtime
-        return 0
-
-
-def _no_launch(why: str, stream: int, *pointers: int) -> None:
-    """What ``enqueue`` calls while no kernel launch has been configured."""
-    raise LaunchError(why)
 
 
 @register
@@ -174,9 +152,9 @@ class Pool(Plugin):
                    f"of padding has nothing to pool. Use padding <= kernel - 1.")
             raise FieldError(msg)
         self.scales: Tuple[float, float] = (1.0, 1.0)
-        self.launch: Any = functools.partial(
-            _no_launch, "plugin 'Pool': enqueue before configure_plugin built the kernel launch "
-                        "(TensorRT configures a plugin with concrete dims before enqueue).")
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(
+            "plugin 'Pool': enqueue before configure_plugin built the kernel launch "
+            "(TensorRT configures a plugin with concrete dims before enqueue).")
 
     def window(self) -> Tuple[int, int, int, int, int, int]:
         """``(kh, kw, sh, sw, ph, pw)`` with the default stride resolved to the window size."""
@@ -241,21 +219,23 @@ class Pool(Plugin):
                 raise ShapeError(msg)
         nc = n * c
         ctype = dtypes.ctype_from_trt(x.type)
-        if not _gpu_ready():
-            self.launch = functools.partial(
-                _no_launch, "plugin 'Pool': no CUDA device was visible to CuPy when "
-                            "configure_plugin ran, so no kernel was compiled; run on a GPU.")
+        device = usable_device()
+        if device is None:
+            self.launch = Unlaunchable(
+                "plugin 'Pool': no CUDA device was visible to CuPy when configure_plugin ran, "
+                "so no kernel was compiled; run on a GPU.")
             return
-        fn = self.pool2d.function(ctype)
+        fn = self.pool2d.function(ctype, device)
         total = nc * ho * wo
         blocks = shapes.cdiv(total, BLOCK * _OUTPUTS_PER_THREAD)
-        grid = min(blocks, resident_blocks(fn, BLOCK)) if total else 0
+        grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if total else 0
         in_scale, out_scale = self.scales
-        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"pool2d<{ctype}>", args=(
-            POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w), np.int32(ho),
-            np.int32(wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw),
-            np.int32(ph), np.int32(pw), np.int32(MODES[self.mode]), np.float32(in_scale),
-            np.float32(out_scale)))
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device, name=f"pool2d<{ctype}>",
+                             args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
+                                   np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
+                                   np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),
+                                   np.int32(MODES[self.mode]), np.float32(in_scale),
+                                   np.float32(out_scale)))
 
     def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
         """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""

@@ -50,21 +50,19 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
 from pyplugins.plugin import Plugin, describe
 
 __all__ = ["RMSNorm"]
@@ -84,6 +82,13 @@ def _positive_finite(value: float) -> None:
         msg = ("must be finite and > 0 (it keeps an all-zero row from dividing by zero); use "
                "e.g. 1e-6")
         raise ValueError(msg)
+
+
+def _unconfigured(why: str) -> Unlaunchable:
+    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
+    return Unlaunchable(f"plugin 'RMSNorm': enqueue found no kernel launch ({why}); TensorRT "
+                        "calls configure_plugin with concrete dims on the same object before "
+                        "enqueue, and that call builds it.")
 
 
 @register
@@ -112,7 +117,7 @@ class RMSNorm(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``x``'s shape.
@@ -135,7 +140,7 @@ class RMSNorm(Plugin):
         Raises:
             ShapeError: the weight's length differs from x's last dim, or D exceeds int32.
         """
-        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
         x, w = inp[0].desc, inp[1].desc
         x_dims, w_dims = [int(v) for v in x.dims], [int(v) for v in w.dims]
         _check_dims(self, [v if v >= 0 else None for v in x_dims],
@@ -147,16 +152,16 @@ class RMSNorm(Plugin):
             msg = (f"plugin {describe(self)}: the last dim of x is {d}, more than the kernel's "
                    f"int32 row length allows ({INT32_MAX}).")
             raise ShapeError(msg)
-        device = _usable_device()
+        device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
-                                          "configure_plugin ran, so no kernel was compiled")
+            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
+                                        "configure_plugin ran, so no kernel was compiled")
             return
         rows = shapes.volume(x_dims[:-1])
         itemsize = itemsize_from_trt(x.type)
         block = LONG_ROW_BLOCK if d * itemsize > LONG_ROW_BYTES else BLOCK
-        grid = min(rows, BLOCKS_PER_SM * _multiprocessors(device)) if d > 0 else 0
+        grid = min(rows, BLOCKS_PER_SM * multiprocessors(device)) if d > 0 else 0
         fn = self.kernel.function(ctype_from_trt(x.type), device)
         self.launch = Launch(fn, grid=grid, block=block, device=device,
                              args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
@@ -184,47 +189,3 @@ def _check_dims(plugin: Any, x: Sequence[Optional[int]], w: Sequence[Optional[in
                f"is {x[-1]} ({when}: x {show(x)}, weight {show(w)}); the weight holds one scale "
                f"per element of the normalized (last) dim, so it must be [{x[-1]}].")
         raise ShapeError(msg)
-
-
-def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
-    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
-    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
-           "configure_plugin with concrete dims on the same object before enqueue, and that "
-           "call builds it.")
-    return functools.partial(_raise_launch_error, msg)
-
-
-def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
-    raise LaunchError(msg)
-
-
-# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
-def _usable_device() -> Optional[int]:
-    """The current CUDA device id, or None when kernels cannot run in this process.
-
-    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
-    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
-    """
-    if knobs.device == "cpu" or _device_count() < 1:
-        return None
-    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
-
-    return int(cupy.cuda.runtime.getDevice())
-
-
-@functools.lru_cache(maxsize=1)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessors(device: int) -> int:
-    import cupy  # noqa: PLC0415 - optional GPU dependency
-
-    runtime = cupy.cuda.runtime
-    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))

@@ -70,21 +70,19 @@ Example (the eager runner needs a GPU)::
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import dtypes, shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
-from pyplugins.errors import FieldError, LaunchError, ShapeError
+from pyplugins.errors import FieldError, ShapeError
 from pyplugins.fields import Field
 from pyplugins.formats import Formats
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, resident_blocks
+from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "LAYOUTS", "RoPE"]
@@ -119,26 +117,6 @@ def positive_finite(value: float) -> bool:
         msg = "expected a finite number > 0"
         raise ValueError(msg)
     return True
-
-
-def _gpu_ready() -> bool:
-    """Whether kernels can be compiled here: CuPy sees a GPU and ``PYPLUGINS_DEVICE`` allows it."""
-    return knobs.device != "cpu" and _device_count() > 0
-
-
-@functools.lru_cache(maxsize=None)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, or a driver too old for the runtime
-        return 0
-
-
-def _no_launch(why: str, stream: int, *pointers: int) -> None:
-    """What ``enqueue`` calls while no kernel launch has been configured."""
-    raise LaunchError(why)
 
 
 def _show(dims: Sequence[shapes.Dim]) -> str:
@@ -184,9 +162,9 @@ class RoPE(Plugin):
 
     def setup(self) -> None:
         """The not-yet-configured launch."""
-        self.launch: Any = functools.partial(
-            _no_launch, "plugin 'RoPE': enqueue before configure_plugin built the kernel launch "
-                        "(TensorRT configures a plugin with concrete dims before enqueue).")
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(
+            "plugin 'RoPE': enqueue before configure_plugin built the kernel launch "
+            "(TensorRT configures a plugin with concrete dims before enqueue).")
 
     def rotary_for(self, head_dim: int) -> int:
         """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
@@ -271,21 +249,24 @@ class RoPE(Plugin):
                    f"the int32 position limit {_INT32_MAX}; use a smaller offset.")
             raise ShapeError(msg)
         ctype = dtypes.ctype_from_trt(x.type)
-        if not _gpu_ready():
-            self.launch = functools.partial(
-                _no_launch, "plugin 'RoPE': no CUDA device was visible to CuPy when "
-                            "configure_plugin ran, so no kernel was compiled; run on a GPU.")
+        device = usable_device()
+        if device is None:
+            self.launch = Unlaunchable(
+                "plugin 'RoPE': no CUDA device was visible to CuPy when configure_plugin ran, "
+                "so no kernel was compiled; run on a GPU.")
             return
-        fn = self.rope.function(ctype)
+        fn = self.rope.function(ctype, device)
         tokens = batch * seq
         itemsize = dtypes.itemsize_from_trt(x.type)
         columns = shapes.cdiv(head_dim * itemsize, 16)
         items = tokens * shapes.cdiv(heads, _HEADS_PER_ITEM[itemsize]) * columns
-        grid = min(shapes.cdiv(items, BLOCK), resident_blocks(fn, BLOCK)) if items else 0
-        self.launch = Launch(fn, grid=grid, block=BLOCK, name=f"rope<{ctype}>", args=(
-            POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq), np.int32(heads),
-            np.int32(head_dim), np.int32(rotary), np.int32(LAYOUTS[self.layout]),
-            np.int32(self.position_offset), np.float32(self.theta)))
+        blocks = shapes.cdiv(items, BLOCK)
+        grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if items else 0
+        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device, name=f"rope<{ctype}>",
+                             args=(POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq),
+                                   np.int32(heads), np.int32(head_dim), np.int32(rotary),
+                                   np.int32(LAYOUTS[self.layout]),
+                                   np.int32(self.position_offset), np.float32(self.theta)))
 
     # -- execution ---------------------------------------------------------------------------------
 

@@ -49,20 +49,18 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
-from pyplugins._config import knobs
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.errors import LaunchError, ShapeError
+from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
 from pyplugins.plugin import Plugin, describe
 
 __all__ = ["SeqRepeat"]
@@ -72,6 +70,13 @@ BLOCK = 256
 #: Blocks per multiprocessor at most (the kernel strides over the grid).
 BLOCKS_PER_SM = 32
 INT32_MAX = 2**31 - 1
+
+
+def _unconfigured(why: str) -> Unlaunchable:
+    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
+    return Unlaunchable(f"plugin 'SeqRepeat': enqueue found no kernel launch ({why}); TensorRT "
+                        "calls configure_plugin with concrete dims on the same object before "
+                        "enqueue, and that call builds it.")
 
 
 @register
@@ -100,7 +105,7 @@ class SeqRepeat(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Callable[..., None] = _not_configured(self, "no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
@@ -123,22 +128,22 @@ class SeqRepeat(Plugin):
         Raises:
             ShapeError: the input has rank < 2.
         """
-        self.launch = _not_configured(self, "the last configure_plugin saw -1 dims or raised")
+        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
         desc = inp[0].desc
         dims = [int(v) for v in desc.dims]
         _check_rank(self, [d if d >= 0 else None for d in dims])
         if not shapes.is_concrete(dims):
             return  # build phase: runtime dims are -1, nothing to size yet
-        device = _usable_device()
+        device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _not_configured(self, "no CUDA device was visible to CuPy when "
-                                          "configure_plugin ran, so no kernel was compiled")
+            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
+                                        "configure_plugin ran, so no kernel was compiled")
             return
         d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
         total = d0 * length * inner * self.factor
         per_block = BLOCK * (16 // itemsize_from_trt(desc.type))
-        grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * _multiprocessors(device))
+        grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(desc.type), device)
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              args=(POINTER, POINTER, np.int64(d0), np.int64(length),
@@ -157,47 +162,3 @@ def _check_rank(plugin: Any, dims: Sequence[Optional[int]]) -> None:
                f"([d0, len, ...]); got rank {len(dims)} {shown}. Reshape it, e.g. to "
                f"[1, len] for a single sequence.")
         raise ShapeError(msg)
-
-
-def _not_configured(plugin: Any, why: str) -> Callable[..., None]:
-    """What ``enqueue`` calls while no kernel launch is packed: a LaunchError saying why."""
-    msg = (f"plugin {plugin.name!r}: enqueue found no kernel launch ({why}); TensorRT calls "
-           "configure_plugin with concrete dims on the same object before enqueue, and that "
-           "call builds it.")
-    return functools.partial(_raise_launch_error, msg)
-
-
-def _raise_launch_error(msg: str, stream: int, *pointers: int) -> None:
-    raise LaunchError(msg)
-
-
-# Shared by the shipped ops (each keeps its own copy until pyplugins offers one; see the report).
-def _usable_device() -> Optional[int]:
-    """The current CUDA device id, or None when kernels cannot run in this process.
-
-    None when ``PYPLUGINS_DEVICE=cpu`` or CuPy sees no device (the emulator on a CPU-only
-    machine still calls the execution-phase ``configure_plugin``, but never ``enqueue``).
-    """
-    if knobs.device == "cpu" or _device_count() < 1:
-        return None
-    import cupy  # noqa: PLC0415 - optional GPU dependency, present when a device was found
-
-    return int(cupy.cuda.runtime.getDevice())
-
-
-@functools.lru_cache(maxsize=1)
-def _device_count() -> int:
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessors(device: int) -> int:
-    import cupy  # noqa: PLC0415 - optional GPU dependency
-
-    runtime = cupy.cuda.runtime
-    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device))
