@@ -14,8 +14,6 @@ they do not or the lifecycle reports a problem.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Tuple
@@ -24,8 +22,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# The lifecycle driver is the emulator's, so the plugin must subclass the emulator's bases.
-os.environ["PYPLUGINS_TRT"] = "emulator"
+from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
 
 TRAILING = (3, 5)               # the dims after dim 0, shared by a and b
 A_PROFILE = (1, 4, 8)           # min, opt, max of a's dim 0
@@ -60,47 +57,28 @@ def make_inputs(dtype: Any, seed: int = 0) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def main(argv: Any = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
-    parser.add_argument("--dtype", choices=("float32", "float16", "int8", "int32"),
-                        default="float32")
-    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
-    args = parser.parse_args(argv)
+    args = _common.parser(__doc__, ("float32", "float16", "int8", "int32")).parse_args(argv)
 
     import pyplugins.ops.bar  # noqa: F401 - registers BarPlugin's creator
     from pyplugins import reference
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
-    model = make_model(dtype)
+    imported = _common.import_node(make_model(dtype).graph.node[0])
     a, b = make_inputs(dtype)
-    imported = onnx_import.import_node(model.graph.node[0])
-    print(f"node {imported.name!r}: creator {':'.join(imported.key)}, "
-          f"fields {[f.name for f in imported.fc]} (BarPlugin has none)")
     specs = [lifecycle.TensorSpec((-1, *TRAILING), dtype, min=(lo, *TRAILING),
                                   max=(hi, *TRAILING), data=x)
              for (lo, _, hi), x in ((A_PROFILE, a), (B_PROFILE, b))]
-    report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
-                           device=args.device, trace=args.trace)
-    if report.trace is not None:
-        print(report.trace.format_timeline())
-    print(f"inputs a {a.shape}, b {b.shape} {dtype} -> outputs {report.output_shapes} "
-          f"{[t.name for t in report.output_dtypes]}")
+    print(f"inputs a {a.shape}, b {b.shape} {dtype}")
+    report = _common.run(imported, specs, device=args.device, trace=args.trace)
     if not report.ok:
-        print(report.format())
         return 1
     if not report.enqueue_ran:
-        print(f"Kernels were not run ({report.skipped}). The whole plugin lifecycle ran (ONNX "
-              "import, shape inference, format search, configure, serialize, deserialize, "
-              "context clone), but there is no numeric result to check without a GPU.")
-        return 0
+        return _common.kernels_not_run(report.skipped)
     cat, copy = reference.bar(a, b)
-    for name, got, want in (("cat", report.outputs[0], cat), ("b_copy", report.outputs[1], copy)):
-        if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(
-                got.view(np.uint8), want.view(np.uint8)):
-            print(f"WRONG: output {name!r} {got.shape} {got.dtype} differs from NumPy's "
-                  f"{want.shape} {want.dtype}")
-            return 1
+    if not (_common.matches("output 'cat'", report.outputs[0], cat)
+            and _common.matches("output 'b_copy'", report.outputs[1], copy)):
+        return 1
     print(f"OK: cat {cat.shape} = concat([a, b], axis=0) and b_copy {copy.shape} = b, "
           "bit for bit.")
     return 0

@@ -16,8 +16,6 @@ Run: ``python demos/pool_demo.py`` (``--device cpu`` to skip the GPU, ``--dtype 
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Dict
@@ -26,8 +24,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# This demo drives the emulator's lifecycle (with or without TensorRT installed).
-os.environ.setdefault("PYPLUGINS_TRT", "emulator")
+from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
 
 KERNEL, STRIDE, PADDING = [3, 3], [2, 2], [1, 1]
 IN_SCALE, OUT_SCALE = 0.05, 0.04           # INT8: real value = q * scale
@@ -53,54 +50,34 @@ def make_input(dtype: np.dtype, seed: int = 0) -> np.ndarray:
     return rng.standard_normal(PROFILE[1]).astype(dtype)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
-    parser.add_argument("--dtype", choices=("float32", "float16", "int8"), default="float32")
+def main(argv: Any = None) -> int:
+    parser = _common.parser(__doc__, ("float32", "float16", "int8"))
     parser.add_argument("--mode", choices=("max", "avg"), default="avg")
-    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
     args = parser.parse_args(argv)
 
     import pyplugins.ops.pool  # noqa: F401 - registers the Pool creator
     from pyplugins import reference
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
-    node = make_node(args.mode, dtype)
-    imported = onnx_import.import_node(node)
-    print(f"ONNX node {imported.name!r} ({node.op_type}) -> creator {':'.join(imported.key)}, "
-          f"fields {[f.name for f in imported.fc]}")
-    for warning in imported.warnings:
-        print(f"  parser warning: {warning}")
-
+    imported = _common.import_node(make_node(args.mode, dtype))
     x = make_input(dtype)
     spec = lifecycle.TensorSpec((-1, 3, -1, -1), dtype, min=PROFILE[0], opt=PROFILE[1],
                                 max=PROFILE[2], data=x,
                                 scale=IN_SCALE if dtype == np.int8 else -1.0)
-    report = lifecycle.run(imported.creator, [spec], imported.fc, node_name=imported.name,
-                           device=args.device, trace=args.trace)
-    if args.trace and report.trace is not None:
-        print(report.trace.format_timeline())
-    print(report.format())
+    report = _common.run(imported, [spec], device=args.device, trace=args.trace)
     if not report.ok:
-        print("FAILED: the lifecycle reported problems (above).")
         return 1
     ref_mode = "average" if args.mode == "avg" else "max"
     expected = reference.pool2d(x, ref_mode, KERNEL, STRIDE, PADDING,
                                 *((IN_SCALE, OUT_SCALE) if dtype == np.int8 else ()))
     if tuple(report.output_shapes[0]) != expected.shape:
-        print(f"FAILED: output shape {report.output_shapes[0]}, NumPy gives {expected.shape}.")
+        print(f"WRONG: output shape {report.output_shapes[0]}, NumPy gives {expected.shape}.")
         return 1
+    print(f"The output shape {expected.shape} is NumPy's.")
     if not report.enqueue_ran:
-        print(f"Kernels were NOT run ({report.skipped}): this is a CPU-only run, so the whole "
-              f"plugin lifecycle ran (parse, format search, configure, serialize, deserialize, "
-              f"context clone) and the output shape {expected.shape} was checked, but there is "
-              f"no numeric result to compare.")
-        return 0
-    try:
-        reference.assert_close(report.outputs[0], expected, dtype, what=f"Pool {args.mode}")
-    except AssertionError as err:
-        print(f"FAILED: {err}")
+        return _common.kernels_not_run(report.skipped)
+    if not _common.matches(f"Pool {args.mode}", report.outputs[0], expected, dtype):
         return 1
     print(f"OK: {args.mode} pooling of {x.shape} {dtype} -> {expected.shape} matches NumPy "
           f"(tolerance {reference.TOLERANCES[dtype].rtol:g} rel + "

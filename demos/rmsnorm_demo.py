@@ -16,8 +16,6 @@ when it does not or the lifecycle reports a problem.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,8 +24,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# The lifecycle driver is the emulator's, so the plugin must subclass the emulator's bases.
-os.environ["PYPLUGINS_TRT"] = "emulator"
+from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
 
 HIDDEN = 768
 EPS = 1e-5
@@ -51,23 +48,14 @@ def make_model(dtype: Any) -> "onnx.ModelProto":
 
 
 def main(argv: Any = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
-    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
-    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
-    args = parser.parse_args(argv)
+    args = _common.parser(__doc__).parse_args(argv)
 
     import pyplugins.ops.rmsnorm  # noqa: F401 - registers RMSNorm's creator
     from pyplugins import reference
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
-    model = make_model(dtype)
-    imported = onnx_import.import_node(model.graph.node[0])
-    print(f"node {imported.name!r}: creator {':'.join(imported.key)}, fields "
-          f"{[(f.name, f.type.name, f.data.tolist()) for f in imported.fc]}")
-    for warning in imported.warnings:
-        print(f"    parser warning: {warning}")
+    imported = _common.import_node(make_model(dtype).graph.node[0])
     rng = np.random.default_rng(0)
     (lo_b, lo_s), (batch, seq), (hi_b, hi_s) = PROFILE
     x = (rng.standard_normal((batch, seq, HIDDEN)) * 4).astype(dtype)
@@ -75,26 +63,16 @@ def main(argv: Any = None) -> int:
     specs = [lifecycle.TensorSpec((-1, -1, HIDDEN), dtype, min=(lo_b, lo_s, HIDDEN),
                                   max=(hi_b, hi_s, HIDDEN), data=x),
              lifecycle.TensorSpec((HIDDEN,), dtype, data=weight)]
-    report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
-                           device=args.device, trace=args.trace)
-    if report.trace is not None:
-        print(report.trace.format_timeline())
-    print(f"x {x.shape} and weight {weight.shape} {dtype} -> y {report.output_shapes}")
+    print(f"x {x.shape} and weight {weight.shape} {dtype}")
+    report = _common.run(imported, specs, device=args.device, trace=args.trace)
     if not report.ok:
-        print(report.format())
         return 1
     if not report.enqueue_ran:
-        print(f"Kernels were not run ({report.skipped}). The whole plugin lifecycle ran (ONNX "
-              "import, shape inference, format search, configure, serialize, deserialize, "
-              "context clone), but there is no numeric result to check without a GPU.")
-        return 0
+        return _common.kernels_not_run(report.skipped)
     y = report.outputs[0]
     # The plugin received eps as the parser's float32, so the reference uses that value too.
     eps = float(np.float32(EPS))
-    try:
-        reference.assert_close(y, reference.rmsnorm(x, weight, eps), dtype, what="RMSNorm")
-    except AssertionError as err:
-        print(f"WRONG: {err}")
+    if not _common.matches("RMSNorm", y, reference.rmsnorm(x, weight, eps), dtype):
         return 1
     tol = reference.TOLERANCES[dtype]
     print(f"OK: y {y.shape} {y.dtype} matches NumPy within rtol={tol.rtol:g}, atol={tol.atol:g}.")

@@ -17,8 +17,6 @@ Run: ``python demos/rope_demo.py`` (``--device cpu`` to skip the GPU, ``--dtype 
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, List, Optional
@@ -27,8 +25,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# This demo drives the emulator's lifecycle (with or without TensorRT installed).
-os.environ.setdefault("PYPLUGINS_TRT", "emulator")
+from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
 
 HEADS, HEAD_DIM, ROTARY_DIM = 8, 64, 32
 OFFSET = 1000                                  # a decode step after 1000 cached tokens
@@ -48,14 +45,13 @@ def make_node(layout: str, with_positions: bool) -> Any:
 
 def run_node(node: Any, x: np.ndarray, positions: Optional[np.ndarray], layout: str,
              device: str, trace: bool) -> Optional[bool]:
-    """Import and run one node; True/False for a numeric check, None when kernels did not run,
-    and False for a lifecycle problem."""
+    """Import and run one node: True when the output matches NumPy, False for a wrong output
+    or a lifecycle problem, None when the kernels did not run (nothing numeric to check)."""
     from pyplugins import reference
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator import lifecycle
 
-    imported = onnx_import.import_node(node)
-    print(f"\nONNX node {imported.name!r} ({len(node.input)} input(s)) -> creator "
-          f"{':'.join(imported.key)}, fields {[f.name for f in imported.fc]}")
+    print()
+    imported = _common.import_node(node)
     (b0, s0), (b2, s2) = PROFILE[0], PROFILE[2]
     specs = [lifecycle.TensorSpec((-1, -1, HEADS, HEAD_DIM), x.dtype,
                                   min=(b0, s0, HEADS, HEAD_DIM), opt=x.shape,
@@ -63,36 +59,25 @@ def run_node(node: Any, x: np.ndarray, positions: Optional[np.ndarray], layout: 
     if positions is not None:
         specs.append(lifecycle.TensorSpec((-1, -1), np.int32, min=PROFILE[0], opt=PROFILE[1],
                                           max=PROFILE[2], data=positions))
-    report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
-                           device=device, trace=trace)
-    if trace and report.trace is not None:
-        print(report.trace.format_timeline())
-    print(report.format())
+    report = _common.run(imported, specs, device=device, trace=trace)
     if not report.ok:
-        print("FAILED: the lifecycle reported problems (above).")
         return False
     if tuple(report.output_shapes[0]) != x.shape:
-        print(f"FAILED: output shape {report.output_shapes[0]}, expected x's {x.shape}.")
+        print(f"WRONG: output shape {report.output_shapes[0]}, expected x's {x.shape}.")
         return False
     if not report.enqueue_ran:
         return None
     expected = reference.rope(x, ROTARY_DIM, 10000.0, layout,
                               0 if positions is not None else OFFSET, positions)
-    try:
-        reference.assert_close(report.outputs[0], expected, x.dtype, what=imported.name)
-    except AssertionError as err:
-        print(f"FAILED: {err}")
+    if not _common.matches(imported.name, report.outputs[0], expected, x.dtype):
         return False
     print(f"OK: {imported.name} output {x.shape} {x.dtype} matches NumPy.")
     return True
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
-    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+def main(argv: Any = None) -> int:
+    parser = _common.parser(__doc__)
     parser.add_argument("--layout", choices=("neox", "gptj"), default="neox")
-    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
     args = parser.parse_args(argv)
 
     import pyplugins.ops.rope  # noqa: F401 - registers the RoPE creator
@@ -108,10 +93,9 @@ def main(argv=None) -> int:
     if False in results:
         return 1
     if None in results:
-        print("\nKernels were NOT run: this is a CPU-only run (no GPU visible to CuPy, or "
-              "--device cpu), so the whole plugin lifecycle ran for both nodes (parse, format "
-              "search, configure, serialize, deserialize, context clone) and the output shapes "
-              "were checked, but there is no numeric result to compare.")
+        print()
+        return _common.kernels_not_run("no GPU visible to CuPy, or --device cpu; both nodes "
+                                       "ran and their output shapes were checked")
     return 0
 
 

@@ -15,8 +15,6 @@ matches (or no GPU), 1 when it does not or the lifecycle reports a problem.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# The lifecycle driver is the emulator's, so the plugin must subclass the emulator's bases.
-os.environ["PYPLUGINS_TRT"] = "emulator"
+from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
 
 BATCH, HIDDEN = 2, 24
 SEQ_PROFILE = (1, 37, 128)      # min, opt, max of the sequence length
@@ -48,25 +45,16 @@ def make_model(dtype: Any, factor: int) -> "onnx.ModelProto":
 
 
 def main(argv: Any = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
-    parser.add_argument("--dtype", choices=("float32", "float16", "int8", "int32"),
-                        default="float32")
+    parser = _common.parser(__doc__, ("float32", "float16", "int8", "int32"))
     parser.add_argument("--factor", type=int, default=2)
-    parser.add_argument("--trace", action="store_true", help="print the callback timeline")
     args = parser.parse_args(argv)
 
     import pyplugins.ops.seq_repeat  # noqa: F401 - registers SeqRepeat's creator
     from pyplugins import reference
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
-    model = make_model(dtype, args.factor)
-    imported = onnx_import.import_node(model.graph.node[0])
-    print(f"node {imported.name!r}: creator {':'.join(imported.key)}, fields "
-          f"{[(f.name, f.type.name, f.data.tolist()) for f in imported.fc]}")
-    for warning in imported.warnings:
-        print(f"    parser warning: {warning}")
+    imported = _common.import_node(make_model(dtype, args.factor).graph.node[0])
     rng = np.random.default_rng(0)
     shape = (BATCH, SEQ_PROFILE[1], HIDDEN)
     # Integer types get [-64, 64): clear of the emulator's output poison (0xA5, -91 as int8).
@@ -75,26 +63,15 @@ def main(argv: Any = None) -> int:
     lo, _, hi = SEQ_PROFILE
     spec = lifecycle.TensorSpec((BATCH, -1, HIDDEN), dtype, min=(BATCH, lo, HIDDEN),
                                 max=(BATCH, hi, HIDDEN), data=x)
-    report = lifecycle.run(imported.creator, [spec], imported.fc, node_name=imported.name,
-                           device=args.device, trace=args.trace)
-    if report.trace is not None:
-        print(report.trace.format_timeline())
-    shown = report.output_shapes[0] if report.output_shapes else "?"
-    print(f"input x {x.shape} {dtype} -> output {shown}; sequence profile {lo}..{hi} gives "
-          f"output lengths {lo * args.factor}..{hi * args.factor}")
+    print(f"input x {x.shape} {dtype}; the sequence profile {lo}..{hi} gives output lengths "
+          f"{lo * args.factor}..{hi * args.factor}")
+    report = _common.run(imported, [spec], device=args.device, trace=args.trace)
     if not report.ok:
-        print(report.format())
         return 1
     if not report.enqueue_ran:
-        print(f"Kernels were not run ({report.skipped}). The whole plugin lifecycle ran (ONNX "
-              "import, shape inference, format search, configure, serialize, deserialize, "
-              "context clone), but there is no numeric result to check without a GPU.")
-        return 0
-    y, want = report.outputs[0], reference.seq_repeat(x, args.factor)
-    if y.shape != want.shape or y.dtype != want.dtype or not np.array_equal(
-            y.view(np.uint8), want.view(np.uint8)):
-        print(f"WRONG: output {y.shape} {y.dtype} differs from np.repeat's {want.shape} "
-              f"{want.dtype}")
+        return _common.kernels_not_run(report.skipped)
+    y = report.outputs[0]
+    if not _common.matches("output y", y, reference.seq_repeat(x, args.factor)):
         return 1
     print(f"OK: y {y.shape} equals np.repeat(x, {args.factor}, axis=1) bit for bit.")
     return 0
