@@ -2,55 +2,26 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, reference
+from pyplugins import reference
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import LaunchError, SerializationError, ShapeError
 from pyplugins.ops.bar import BarPlugin
 
+from .support import Junk, check_cli, dyn, output_dims, random_array, run_demo
+
 DT, FMT = trt.DataType, trt.TensorFormat
-ROOT = Path(__file__).resolve().parents[2]
 SUPPORTED = (DT.FLOAT, DT.HALF, DT.INT8, DT.INT32)
 NP_TYPES = {DT.FLOAT: np.float32, DT.HALF: np.float16, DT.INT8: np.int8, DT.INT32: np.int32}
 
 
-class Junk:
-    """An ``in_out`` entry after ``pos``: TensorRT's are garbage, so reading one is a bug."""
-
-    def __getattr__(self, name):
-        raise AssertionError(f"supports_format_combination read .{name} of an entry after pos")
-
-
 def desc(t, fmt=FMT.LINEAR, dims=(4, 3)):
     return trt.PluginTensorDesc(list(dims), t, fmt)
-
-
-def dyn(dims, t=DT.FLOAT, lo=None, hi=None):
-    """A DynamicPluginTensorDesc; ``lo``/``hi`` default to ``dims``."""
-    return trt.DynamicPluginTensorDesc(desc(t, dims=dims), lo or dims, dims, hi or dims)
-
-
-def out_dims(plugin, index, *shapes, at=None):
-    """Output ``index``'s DimsExprs for network-time input shapes (-1 = dynamic), as ints.
-
-    ``at`` maps input index -> concrete shape to evaluate symbolic dims at.
-    """
-    eb = trt.IExprBuilder()
-    exprs = trampoline.get_output_dimensions(plugin, index,
-                                             [eb._input(k, s) for k, s in enumerate(shapes)], eb)
-    values = [e._evaluate(at or {}) if at or e.is_constant() else None for e in exprs]
-    constant = [e.is_constant() for e in exprs]
-    eb._expire()
-    return values, constant
 
 
 # -- identity, kernel ------------------------------------------------------------------------------
@@ -75,9 +46,9 @@ def test_every_supported_type_is_a_kernel_instantiation():
 
 def test_static_shapes():
     p = BarPlugin()
-    assert out_dims(p, 0, (2, 3, 4), (5, 3, 4)) == ([7, 3, 4], [True] * 3)
-    assert out_dims(p, 1, (2, 3, 4), (5, 3, 4)) == ([5, 3, 4], [True] * 3)
-    assert out_dims(p, 0, (0, 6), (1, 6))[0] == [1, 6]
+    assert output_dims(p, (2, 3, 4), (5, 3, 4)) == ([7, 3, 4], [True] * 3)
+    assert output_dims(p, (2, 3, 4), (5, 3, 4), index=1) == ([5, 3, 4], [True] * 3)
+    assert output_dims(p, (0, 6), (1, 6))[0] == [1, 6]
 
 
 @pytest.mark.parametrize("profile", ["min", "opt", "max"])
@@ -85,18 +56,18 @@ def test_dynamic_dim0_is_a_symbolic_sum(profile):
     a = {"min": (1, 3), "opt": (2, 3), "max": (4, 3)}[profile]
     b = {"min": (0, 3), "opt": (5, 3), "max": (9, 3)}[profile]
     p = BarPlugin()
-    values, constant = out_dims(p, 0, (-1, 3), (-1, 3), at={0: a, 1: b})
+    values, constant = output_dims(p, (-1, 3), (-1, 3), at={0: a, 1: b})
     assert constant == [False, True]
     assert values == [a[0] + b[0], 3]
-    values, constant = out_dims(p, 1, (-1, 3), (-1, 3), at={0: a, 1: b})
+    values, constant = output_dims(p, (-1, 3), (-1, 3), index=1, at={0: a, 1: b})
     assert constant == [False, True] and values == [b[0], 3]
 
 
 def test_trailing_dim_prefers_the_constant():
     p = BarPlugin()
-    values, constant = out_dims(p, 0, (2, -1), (3, 8), at={0: (2, 8), 1: (3, 8)})
+    values, constant = output_dims(p, (2, -1), (3, 8), at={0: (2, 8), 1: (3, 8)})
     assert constant == [True, True] and values == [5, 8]
-    assert out_dims(p, 1, (2, -1), (3, 8))[1] == [True, True]
+    assert output_dims(p, (2, -1), (3, 8), index=1)[1] == [True, True]
 
 
 def test_lifecycle_dynamic_profile_on_cpu():
@@ -158,7 +129,7 @@ def test_shape_error_reaches_the_lifecycle_report(capfd):
 def test_symbolic_mismatch_fails_at_configure_time():
     p = BarPlugin()
     # Network time: dim 1 is symbolic in A, so get_output_dimensions cannot tell.
-    out_dims(p, 0, (2, -1), (3, 4))
+    output_dims(p, (2, -1), (3, 4))
     # Build phase: -1 still unknown, no error.
     p.configure_plugin([dyn((2, -1), lo=(2, 1), hi=(2, 8)), dyn((3, 4))],
                        [dyn((5, 4)), dyn((3, 4))])
@@ -259,37 +230,14 @@ def test_onnx_node_imports_with_no_fields():
 # -- CLI, demo ------------------------------------------------------------------------------------
 
 def test_cli_check_passes(capsys):
-    status = cli.main(["check", "pyplugins.ops.bar", "--plugin", "BarPlugin",
-                       "--input", "2x3x5:float16", "--input", "1-4-8x3x5:float16"])
-    out = capsys.readouterr()
-    assert status == 0, out.out + out.err
+    check_cli(capsys, "pyplugins.ops.bar", "BarPlugin", "2x3x5:float16", "1-4-8x3x5:float16")
 
 
 def test_demo_runs_on_cpu():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "bar_demo.py"), "--device",
-                             "cpu"], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "not run" in result.stdout
+    assert "not run" in run_demo("bar_demo.py", "--device", "cpu")
 
 
 # -- GPU ------------------------------------------------------------------------------------------
-
-def random_array(shape, dtype, rng):
-    """Random values over the type's range, minus the emulator's integer poison.
-
-    The lifecycle fills outputs with 0xA5 bytes before ``enqueue`` and reports elements that
-    still hold them as unwritten; for INT8 that byte is the legal value -91 (for INT32,
-    0xA5A5A5A5), so a correct copy of it would be reported. Those values are bumped by one.
-    """
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    info = np.iinfo(dtype)
-    values = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
-    poison = np.frombuffer(bytes([0xA5]) * dtype.itemsize, dtype)[0]
-    values[values == poison] += 1
-    return values
-
 
 # (a0, b0) at opt; trailing dims (3, 7) make every row 21 elements, so out0 + na is rarely
 # 16-byte aligned (the kernel's element-wise store path) and sizes are not block multiples.
@@ -339,7 +287,4 @@ def test_gpu_fresh_process():
 
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "bar_demo.py")],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "OK" in result.stdout
+    assert "OK" in run_demo("bar_demo.py")

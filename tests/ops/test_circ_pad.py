@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyplugins.trt as trt
-from pyplugins import cli, formats, reference
+from pyplugins import formats, reference
 from pyplugins._config import override
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
@@ -24,7 +21,8 @@ from pyplugins.errors import FieldError, LaunchError
 from pyplugins.kernels import instantiations
 from pyplugins.ops.circ_pad import BLOCK, PARAMS_DTYPE, CircPad, launch_plan, pad_widths
 
-REPO = Path(__file__).resolve().parents[2]
+from .support import check_cli, dyn, run_demo
+
 DT = trt.DataType
 LINEAR = trt.TensorFormat.LINEAR
 OFFERED = (DT.FLOAT, DT.HALF, DT.BF16, DT.INT8, DT.UINT8, DT.BOOL, DT.INT32, DT.INT64)
@@ -34,13 +32,6 @@ NUMPY_TYPES = (np.float32, np.float16, np.int8, np.uint8, np.bool_, np.int32, np
 
 def desc(data_type, dims=(2, 3, 4), fmt=LINEAR):
     return trt.PluginTensorDesc(dims, data_type, fmt)
-
-
-def dyn(dims, data_type=DT.FLOAT, lo=None, hi=None):
-    """A DynamicPluginTensorDesc; concrete dims when lo/hi are omitted."""
-    lo = tuple(dims) if lo is None else lo
-    hi = tuple(dims) if hi is None else hi
-    return trt.DynamicPluginTensorDesc(desc(data_type, dims), lo, lo, hi)
 
 
 def fc_of(pads):
@@ -306,18 +297,13 @@ def test_onnx_node_without_pads_fails_to_create(capfd):
 
 
 def test_cli_check_passes(capsys):
-    status = cli.main(["check", "pyplugins.ops.circ_pad", "--plugin", "CircPad",
-                       "--input", "1-2-3x3x8x8:float32", "--attr", "pads=1,1,2,2"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    out = check_cli(capsys, "pyplugins.ops.circ_pad", "CircPad", "1-2-3x3x8x8:float32",
+                    attrs=["pads=1,1,2,2"])
     assert "CircPad:1:: OK" in out and "(2, 3, 12, 10)" in out
 
 
 def test_demo_runs_on_cpu():
-    result = subprocess.run([sys.executable, str(REPO / "demos" / "circ_pad_demo.py"),
-                             "--device", "cpu"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "kernels were not run" in result.stdout
+    assert "kernels were not run" in run_demo("circ_pad_demo.py", "--device", "cpu")
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -433,7 +419,4 @@ def test_gpu_configured_clone_has_its_own_launch_and_works():
 
 @pytest.mark.gpu
 def test_gpu_demo():
-    result = subprocess.run([sys.executable, str(REPO / "demos" / "circ_pad_demo.py")],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "matches np.pad" in result.stdout
+    assert "matches np.pad" in run_demo("circ_pad_demo.py")

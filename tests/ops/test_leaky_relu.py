@@ -5,22 +5,20 @@ against the NumPy reference, capture and a fresh process (GPU)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, formats, reference
+from pyplugins import formats, reference
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.ops.leaky_relu import NVIDIA_FIELD_NAME, LeakyReLU, grid_size
 
-REPO = Path(__file__).resolve().parents[2]
+from .support import check_cli, dyn, run_demo
+
 DT = trt.DataType
 LINEAR = trt.TensorFormat.LINEAR
 F32 = trt.PluginFieldType.FLOAT32
@@ -28,10 +26,6 @@ F32 = trt.PluginFieldType.FLOAT32
 
 def desc(data_type, dims=(2, 3, 4), fmt=LINEAR):
     return trt.PluginTensorDesc(dims, data_type, fmt)
-
-
-def dyn(dims, data_type=DT.FLOAT):
-    return trt.DynamicPluginTensorDesc(desc(data_type, dims), dims, dims, dims)
 
 
 def slope_fc(value, name="neg_slope"):
@@ -240,18 +234,13 @@ def test_onnx_node_with_either_name(attribute):
 
 
 def test_cli_check_passes(capsys):
-    status = cli.main(["check", "pyplugins.ops.leaky_relu", "--plugin", "LReLU_TRT",
-                       "--input", "1-2-4x3x5:float16", "--attr", "neg_slope=0.2"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    out = check_cli(capsys, "pyplugins.ops.leaky_relu", "LReLU_TRT", "1-2-4x3x5:float16",
+                    attrs=["neg_slope=0.2"])
     assert "LReLU_TRT:1:: OK" in out and "(2, 3, 5)" in out
 
 
 def test_demo_runs_on_cpu():
-    result = subprocess.run([sys.executable, str(REPO / "demos" / "leaky_relu_demo.py"),
-                             "--device", "cpu"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "kernels were not run" in result.stdout
+    assert "kernels were not run" in run_demo("leaky_relu_demo.py", "--device", "cpu")
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -348,7 +337,5 @@ def test_gpu_configured_clone_has_its_own_launch():
 
 @pytest.mark.gpu
 def test_gpu_demo():
-    result = subprocess.run([sys.executable, str(REPO / "demos" / "leaky_relu_demo.py")],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"OK: .* match the NumPy reference", result.stdout), result.stdout
+    out = run_demo("leaky_relu_demo.py")
+    assert re.search(r"OK: .* match the NumPy reference", out), out

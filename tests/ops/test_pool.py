@@ -3,17 +3,12 @@ through the emulator (CPU); results against NumPy, CUDA-graph capture and a fres
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, reference
+from pyplugins import reference
 from pyplugins._config import override
-from pyplugins.creator import register
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import IExprBuilder
@@ -21,18 +16,15 @@ from pyplugins.errors import FieldError, LaunchError, ShapeError
 from pyplugins.formats import combinations
 from pyplugins.ops.pool import Pool, output_size
 
-REPO = Path(__file__).resolve().parents[2]
+from .support import check_cli, keep_registered, run_demo
+
 TS = lifecycle.TensorSpec
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
 LINEAR, CHW4 = trt.TensorFormat.LINEAR, trt.TensorFormat.CHW4
 REF_MODE = {"max": "max", "avg": "average"}
 
 
-@pytest.fixture(autouse=True)
-def pool_registered():
-    """Other test modules empty the registry; make sure Pool's creator is the registered one."""
-    if trt.get_plugin_registry().get_creator("Pool", "1", "") is not Pool.creator:
-        register(Pool, replace=True)
+pool_registered = keep_registered(Pool)
 
 
 def expected_shape(shape, fields):
@@ -302,18 +294,13 @@ def test_onnx_node_import():
     assert (p.in_scale, p.out_scale, p.layer_name) == (0.0, 0.25, "pool_0")
 
 
-def test_cli_check_passes():
-    assert cli.main(["check", "pyplugins.ops.pool", "--plugin", "Pool",
-                     "--input", "1-2-4x3x9-12-16x9-9-16:float16", "--attr", "mode=avg",
-                     "--attr", "kernel=3,3", "--attr", "stride=2,2",
-                     "--attr", "padding=1,1"]) == 0
+def test_cli_check_passes(capsys):
+    check_cli(capsys, "pyplugins.ops.pool", "Pool", "1-2-4x3x9-12-16x9-9-16:float16",
+              attrs=["mode=avg", "kernel=3,3", "stride=2,2", "padding=1,1"])
 
 
 def test_demo_runs_on_cpu():
-    done = subprocess.run([sys.executable, "demos/pool_demo.py", "--device", "cpu"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "not run" in done.stdout
+    assert "not run" in run_demo("pool_demo.py", "--device", "cpu")
 
 
 # -- GPU ---------------------------------------------------------------------------------------------

@@ -3,46 +3,22 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, reference
+from pyplugins import reference
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.rmsnorm import RMSNorm
 
+from .support import Junk, check_cli, dyn, output_dims, run_demo
+
 DT, FMT = trt.DataType, trt.TensorFormat
-ROOT = Path(__file__).resolve().parents[2]
 SUPPORTED = (DT.FLOAT, DT.HALF)
-
-
-class Junk:
-    """An ``in_out`` entry after ``pos``: TensorRT's are garbage, so reading one is a bug."""
-
-    def __getattr__(self, name):
-        raise AssertionError(f"supports_format_combination read .{name} of an entry after pos")
-
-
-def dyn(dims, t=DT.FLOAT, lo=None, hi=None):
-    d = trt.PluginTensorDesc(list(dims), t, FMT.LINEAR)
-    return trt.DynamicPluginTensorDesc(d, lo or dims, dims, hi or dims)
-
-
-def out_dims(plugin, x, w, at=None):
-    """Output dims for network-time shapes of x and weight: (values, is_constant)."""
-    eb = trt.IExprBuilder()
-    exprs = trampoline.get_output_dimensions(plugin, 0, [eb._input(0, x), eb._input(1, w)], eb)
-    values = [e._evaluate(at or {}) if at or e.is_constant() else None for e in exprs]
-    constant = [e.is_constant() for e in exprs]
-    eb._expire()
-    return values, constant
 
 
 # -- identity, kernel, eps ------------------------------------------------------------------------
@@ -79,13 +55,13 @@ def test_eps_is_validated(bad, expected):
 # -- shape inference ------------------------------------------------------------------------------
 
 def test_static_shape():
-    assert out_dims(RMSNorm(), (2, 5, 64), (64,)) == ([2, 5, 64], [True] * 3)
-    assert out_dims(RMSNorm(), (7,), (7,))[0] == [7]
+    assert output_dims(RMSNorm(), (2, 5, 64), (64,)) == ([2, 5, 64], [True] * 3)
+    assert output_dims(RMSNorm(), (7,), (7,))[0] == [7]
 
 
 @pytest.mark.parametrize("at", [(1, 1, 64), (3, 17, 64), (8, 128, 64), (0, 5, 64)])
 def test_dynamic_leading_dims_stay_symbolic(at):
-    values, constant = out_dims(RMSNorm(), (-1, -1, 64), (64,), at={0: at, 1: (64,)})
+    values, constant = output_dims(RMSNorm(), (-1, -1, 64), (64,), at={0: at, 1: (64,)})
     assert constant == [False, False, True]
     assert values == list(at)
 
@@ -137,7 +113,7 @@ def test_shape_error_reaches_the_lifecycle_report(capfd):
 
 def test_symbolic_weight_length_is_checked_at_configure_time():
     p = RMSNorm()
-    out_dims(p, (4, -1), (16,))  # D symbolic at network time: nothing to compare yet
+    output_dims(p, (4, -1), (16,))  # D symbolic at network time: nothing to compare yet
     p.configure_plugin([dyn((4, -1), lo=(4, 1), hi=(4, 64)), dyn((16,))], [dyn((4, -1))])
     with pytest.raises(ShapeError, match=r"the weight has 16 elements but the last dim of x is "
                                          r"12 \(at configure_plugin"):
@@ -237,19 +213,12 @@ def test_onnx_bad_eps_is_named(capfd):
 # -- CLI, demo ------------------------------------------------------------------------------------
 
 def test_cli_check_passes(capsys):
-    status = cli.main(["check", "pyplugins.ops.rmsnorm", "--plugin", "RMSNorm",
-                       "--input", "1-2-4x7x48:float16", "--input", "48:float16",
-                       "--attr", "eps=0.00001"])
-    out = capsys.readouterr()
-    assert status == 0, out.out + out.err
+    check_cli(capsys, "pyplugins.ops.rmsnorm", "RMSNorm", "1-2-4x7x48:float16", "48:float16",
+              attrs=["eps=0.00001"])
 
 
 def test_demo_runs_on_cpu():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "rmsnorm_demo.py"),
-                             "--device", "cpu"], capture_output=True, text=True, timeout=300,
-                            cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "not run" in result.stdout
+    assert "not run" in run_demo("rmsnorm_demo.py", "--device", "cpu")
 
 
 # -- GPU ------------------------------------------------------------------------------------------
@@ -306,7 +275,4 @@ def test_gpu_fresh_process():
 
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "rmsnorm_demo.py")],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "OK" in result.stdout
+    assert "OK" in run_demo("rmsnorm_demo.py")

@@ -4,35 +4,27 @@ demo through the emulator (CPU); results against NumPy, CUDA-graph capture and a
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, reference
+from pyplugins import reference
 from pyplugins._config import override
-from pyplugins.creator import register
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
-from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.descs import PluginTensorDesc
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.errors import FieldError, LaunchError, ShapeError
 from pyplugins.formats import combinations
 from pyplugins.ops.rope import RoPE
 
-REPO = Path(__file__).resolve().parents[2]
+from .support import check_cli, dyn, keep_registered, run_demo
+
 TS = lifecycle.TensorSpec
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
 LINEAR, HWC8 = trt.TensorFormat.LINEAR, trt.TensorFormat.HWC8
 
 
-@pytest.fixture(autouse=True)
-def rope_registered():
-    """Other test modules empty the registry; make sure RoPE's creator is the registered one."""
-    if trt.get_plugin_registry().get_creator("RoPE", "1", "") is not RoPE.creator:
-        register(RoPE, replace=True)
+rope_registered = keep_registered(RoPE)
 
 
 def out_exprs(plugin, *shapes_):
@@ -98,10 +90,6 @@ def test_dynamic_dims_defer_checks_to_configure():
     p = RoPE(rotary_dim=96)
     with pytest.raises(ShapeError, match="exceeds x's head_dim 64"):
         p.configure_plugin(*concrete_io([(2, 7, 4, 64)], F))
-
-
-def dyn(dims, t):
-    return DynamicPluginTensorDesc(PluginTensorDesc(dims, t, LINEAR), dims, dims, dims)
 
 
 def concrete_io(shapes_, t):
@@ -248,19 +236,13 @@ def test_onnx_node_import():
     ["1-2-4x1-9-64x4x64:float16"],
     ["1-2-4x1-9-64x4x64:float32", "1-2-4x1-9-64:int32"],
 ])
-def test_cli_check_passes(inputs):
-    argv = ["check", "pyplugins.ops.rope", "--plugin", "RoPE", "--attr", "rotary_dim=32",
-            "--attr", "layout=gptj"]
-    for spec in inputs:
-        argv += ["--input", spec]
-    assert cli.main(argv) == 0
+def test_cli_check_passes(capsys, inputs):
+    check_cli(capsys, "pyplugins.ops.rope", "RoPE", *inputs,
+              attrs=["rotary_dim=32", "layout=gptj"])
 
 
 def test_demo_runs_on_cpu():
-    done = subprocess.run([sys.executable, "demos/rope_demo.py", "--device", "cpu"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "not run" in done.stdout
+    assert "not run" in run_demo("rope_demo.py", "--device", "cpu")
 
 
 # -- GPU ---------------------------------------------------------------------------------------------

@@ -2,47 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import cli, reference
+from pyplugins import reference
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.seq_repeat import SeqRepeat
 
+from .support import Junk, check_cli, dyn, output_dims, random_array, run_demo
+
 DT, FMT = trt.DataType, trt.TensorFormat
-ROOT = Path(__file__).resolve().parents[2]
 SUPPORTED = (DT.FLOAT, DT.HALF, DT.INT8, DT.INT32)
-
-
-class Junk:
-    """An ``in_out`` entry after ``pos``: TensorRT's are garbage, so reading one is a bug."""
-
-    def __getattr__(self, name):
-        raise AssertionError(f"supports_format_combination read .{name} of an entry after pos")
-
-
-def dyn(dims, t=DT.FLOAT):
-    d = trt.PluginTensorDesc(list(dims), t, FMT.LINEAR)
-    return trt.DynamicPluginTensorDesc(d, dims, dims, dims)
-
-
-def out_dims(plugin, shape, at=None):
-    """Output dims for a network-time input shape (-1 = dynamic): (values, is_constant)."""
-    eb = trt.IExprBuilder()
-    exprs = trampoline.get_output_dimensions(plugin, 0, [eb._input(0, shape)], eb)
-    values = [e._evaluate({0: at} if at else {}) if at or e.is_constant() else None
-              for e in exprs]
-    constant = [e.is_constant() for e in exprs]
-    eb._expire()
-    return values, constant
 
 
 # -- identity, kernel, field ----------------------------------------------------------------------
@@ -82,14 +56,14 @@ def test_factor_is_required():
 # -- shape inference ------------------------------------------------------------------------------
 
 def test_static_shape():
-    assert out_dims(SeqRepeat(factor=3), (2, 5, 4)) == ([2, 15, 4], [True, True, True])
-    assert out_dims(SeqRepeat(factor=1), (7, 9))[0] == [7, 9]
-    assert out_dims(SeqRepeat(factor=4), (2, 0, 3))[0] == [2, 0, 3]
+    assert output_dims(SeqRepeat(factor=3), (2, 5, 4)) == ([2, 15, 4], [True, True, True])
+    assert output_dims(SeqRepeat(factor=1), (7, 9))[0] == [7, 9]
+    assert output_dims(SeqRepeat(factor=4), (2, 0, 3))[0] == [2, 0, 3]
 
 
 @pytest.mark.parametrize("at", [(1, 1, 4), (2, 5, 4), (8, 33, 4), (3, 0, 4)])
 def test_dynamic_length_is_a_symbolic_product(at):
-    values, constant = out_dims(SeqRepeat(factor=3), (-1, -1, 4), at=at)
+    values, constant = output_dims(SeqRepeat(factor=3), (-1, -1, 4), at={0: at})
     assert constant == [False, False, True]
     assert values == [at[0], at[1] * 3, 4]
 
@@ -207,38 +181,15 @@ def test_onnx_bad_factor_is_named(value, expected, capfd):
 # -- CLI, demo ------------------------------------------------------------------------------------
 
 def test_cli_check_passes(capsys):
-    status = cli.main(["check", "pyplugins.ops.seq_repeat", "--plugin", "SeqRepeat",
-                       "--input", "2x1-5-9x3:float32", "--attr", "factor=3"])
-    out = capsys.readouterr()
-    assert status == 0, out.out + out.err
+    check_cli(capsys, "pyplugins.ops.seq_repeat", "SeqRepeat", "2x1-5-9x3:float32",
+              attrs=["factor=3"])
 
 
 def test_demo_runs_on_cpu():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "seq_repeat_demo.py"),
-                             "--device", "cpu"], capture_output=True, text=True, timeout=300,
-                            cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "not run" in result.stdout
+    assert "not run" in run_demo("seq_repeat_demo.py", "--device", "cpu")
 
 
 # -- GPU ------------------------------------------------------------------------------------------
-
-def random_array(shape, dtype, rng):
-    """Random values over the type's range, minus the emulator's integer poison.
-
-    The lifecycle fills outputs with 0xA5 bytes before ``enqueue`` and reports elements that
-    still hold them as unwritten; for INT8 that byte is the legal value -91 (for INT32,
-    0xA5A5A5A5), so a correct copy of it would be reported. Those values are bumped by one.
-    """
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    info = np.iinfo(dtype)
-    values = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
-    poison = np.frombuffer(bytes([0xA5]) * dtype.itemsize, dtype)[0]
-    values[values == poison] += 1
-    return values
-
 
 # (d0, len) at opt: singletons, non-multiples of the block, empty batch, empty sequence, long.
 CASES = [(1, 1), (3, 17), (0, 5), (4, 0), (5, 129)]
@@ -287,7 +238,4 @@ def test_gpu_fresh_process():
 
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
-    result = subprocess.run([sys.executable, str(ROOT / "demos" / "seq_repeat_demo.py")],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "OK" in result.stdout
+    assert "OK" in run_demo("seq_repeat_demo.py")
