@@ -22,27 +22,50 @@
 //                group          lanes that copy one row: 1, 2, 4, 8, 16 or 32
 //              Every dim < 2^31; in_dims[d] >= 1 whenever the output is not empty. The host
 //              skips the launch when the output is empty.
-//   block      1-D, a multiple of 32 threads (256 recommended).
-//   grid       1-D, any number of blocks >= 1: the rows * strips work units are split into
-//              contiguous chunks, one per group of `group` lanes. Recommended:
+//   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
+//   grid       1-D, any number of blocks >= 1. Recommended:
 //              min(ceil(rows * strips * group / block), 4 * resident blocks).
-//   shared     0 bytes.
+//   shared     0 bytes of dynamic shared memory (the kernel declares 43,040 bytes static, so
+//              4 blocks of 256 threads fit on an SM; 56 registers a thread limit it to 4 anyway).
 //   reads      whole aligned 16-byte blocks that contain input bytes, so up to 15 bytes before
 //              or after the input tensor when it does not start or end on a 16-byte boundary
 //              (device allocations are 256-byte aligned and page-mapped, so this is safe).
-//   performance  Each output row is written as aligned 16-byte vectors (a scalar head and tail
-//              where the row does not start or end on a 16-byte boundary); each vector is read
-//              as one or two aligned 16-byte loads (load16_any), element by element only where
-//              it wraps around the input row. Each lane keeps CIRC_PAD_UNROLL (2) vectors in
-//              flight. Recommended plan, nvec = out_dims[7] / V:
+//   Recommended plan (strips, strip_vecs and group matter only to the long-row path below),
+//   nvec = out_dims[7] / V:
 //                group      = min(32, next power of two >= ceil(nvec / 2)), at least 1
 //                strip_vecs = nvec if nvec <= 8 * group, else 8 * group  (at least 1)
 //                strips     = ceil(nvec / strip_vecs), at least 1
-//              The source row is found once per row (an odometer over the 7 outer dims), the
-//              source column by an add and a compare per vector.
-//              Measured on H100 (fraction of a D2D copy's bandwidth): long rows 0.85-0.93;
-//              128-element rows 0.78 (fp32) and 0.65 (fp16), where the two vectors of each row
-//              that wrap around the input row gather element by element (V narrow loads each).
+//
+// Two paths, chosen per launch from the row lengths (every block takes the same one):
+//   staged     rows whose input (plus 47 bytes) and output each fit in CIRC_PAD_STAGE_BYTES
+//              (16 KB): a block writes tiles of whole output rows, up to CIRC_PAD_TILE_ROWS
+//              (512) rows, about CIRC_PAD_TILE_OUT (16 KB) of output, and no more than
+//              ceil(rows / grid) rows so that every block gets work; tiles go to blocks
+//              round-robin. Per tile, steps separated by barriers: (0) one thread per row finds
+//              its source row; (1) the block copies each source row's aligned 16-byte blocks,
+//              coalesced, into a shared-memory slot (cp.async on sm_80 and later, into the
+//              second of two stages, so the next tile's reads are in flight while this one is
+//              written; CIRC_PAD_PIPELINE=0 loads and stores instead); (2) it appends to each
+//              slot the row's first V elements again, so any V elements from a column on lie
+//              contiguous; (3) it writes the tile's output as aligned 16-byte vectors of the
+//              flat output, ignoring row boundaries: each read from shared memory as two
+//              aligned 16-byte loads joined by byte selects (pp::bytes_at), a vector that
+//              spans two rows as two such reads joined the same way; only the tile's two end
+//              vectors, and rows shorter than V, go element by element.
+//   strips     longer rows: each row is split into `strips` work units of `strip_vecs`
+//              aligned 16-byte output vectors (a scalar head and tail where the row does not
+//              start or end on a 16-byte boundary), contiguous chunks of units per group of
+//              `group` lanes; each vector is read as one or two aligned 16-byte loads
+//              (load16_any), element by element only where it wraps around the input row, and
+//              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
+//              once per row (an odometer over the 7 outer dims).
+//   Measured on H100 (task K3), fraction of a device-to-device copy's bandwidth, fp32 / fp16,
+//   64 MiB and 256 MiB outputs, grid 4 x resident blocks: rows of 128 (126 padded by 1, 1)
+//   0.92 / 0.87 and 0.90 / 0.89 (the strips path alone: 0.78 / 0.65); rows of 129 (126 + 1, 2)
+//   0.82 / 0.76 and 0.86 / 0.85 (was 0.77 / 0.60); rows of 64 0.89 / 0.74; rows of 8 0.68 /
+//   0.31 (tiny rows pay per-row work: locating, and V element copies in step 2); long rows
+//   (strips) 0.83-0.96 and 1-D 0.88-0.94 as before. A grid of 16 x resident blocks measured
+//   0.92 / 0.92 on rows of 128 at 256 MiB, a persistent one (1 x) 0.86 / 0.86.
 //
 // ONNX/sample order of `pads` (the host's business): pads[2i], pads[2i+1] are the before and
 // after pads of dim rank-1-i, the last dim first, like torch.nn.functional.pad.
@@ -58,7 +81,19 @@
 #include "common.cuh"
 
 #ifndef CIRC_PAD_UNROLL
-#define CIRC_PAD_UNROLL 2
+#define CIRC_PAD_UNROLL 2  // strips path: output vectors in flight per lane
+#endif
+#ifndef CIRC_PAD_STAGE_BYTES
+#define CIRC_PAD_STAGE_BYTES 16384  // staged path: shared memory for source rows; 0 turns it off
+#endif
+#ifndef CIRC_PAD_TILE_ROWS
+#define CIRC_PAD_TILE_ROWS 512  // staged path: most rows per tile
+#endif
+#ifndef CIRC_PAD_TILE_OUT
+#define CIRC_PAD_TILE_OUT 16384  // staged path: output bytes per tile to aim for
+#endif
+#ifndef CIRC_PAD_PIPELINE
+#define CIRC_PAD_PIPELINE 1  // staged path: cp.async into the next stage (sm_80+); 0: plain loads
 #endif
 
 struct CircPadParams {
@@ -101,6 +136,271 @@ __device__ __forceinline__ uint4 gather16(const B* src, unsigned int c, unsigned
     return *reinterpret_cast<const uint4*>(&out);
 }
 
+// The source element offset of output row `row` (its outer-dim index, found from scratch).
+__device__ __forceinline__ pp::index_t source_row(pp::uindex_t row, const CircPadParams& p) {
+    pp::index_t in_off = 0;
+    pp::uindex_t quot, rem;
+#pragma unroll
+    for (int d = pp::kMaxRank - 2; d >= 0; --d) {
+        pp::uindex_t od = 0;
+        if (p.out_dims.d[d] > 1) {
+            pp::divmod(row, p.out_dims.d[d], quot, od);
+            row = quot;
+        }
+        pp::uindex_t sd = od + p.shift.d[d];
+        if (sd >= static_cast<pp::uindex_t>(p.in_dims.d[d])) {
+            pp::divmod(sd, p.in_dims.d[d], quot, rem);
+            sd = rem;
+        }
+        in_off += static_cast<pp::index_t>(sd) * p.in_strides.d[d];
+    }
+    return in_off;
+}
+
+// 16 bytes at byte offset `off` of shared memory `base` (16-byte aligned), as one or two
+// aligned 16-byte loads joined by byte selects.
+__device__ __forceinline__ uint4 lds16_any(const unsigned char* base, unsigned int off) {
+    const unsigned int delta = off & 15u;
+    const uint4* block = reinterpret_cast<const uint4*>(base + (off - delta));
+    const uint4 lo = block[0];
+    if (delta == 0) {
+        return lo;
+    }
+    return pp::bytes_at(lo, block[1], delta);
+}
+
+// 16 bytes from global `src` to shared `dst` (both 16-byte aligned), asynchronously where the
+// GPU can (cp.async, sm_80 and later): complete after cp_async_wait(); else at once.
+__device__ __forceinline__ void copy16_async(unsigned char* dst, const uint4* src) {
+#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned int sa = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
+    *reinterpret_cast<uint4*>(dst) = __ldg(src);
+#endif
+}
+
+// Closes this thread's batch of copy16_async calls.
+__device__ __forceinline__ void cp_async_commit() {
+#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until all but this thread's latest batch of copy16_async calls have landed.
+__device__ __forceinline__ void cp_async_wait_prior() {
+#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+static_assert(CIRC_PAD_STAGE_BYTES % 16 == 0 && CIRC_PAD_STAGE_BYTES <= 32768 &&
+                  CIRC_PAD_TILE_OUT <= 32768,
+              "circ_pad: tile offsets and the staged path's multiply-shift divisions need "
+              "CIRC_PAD_STAGE_BYTES (a multiple of 16) and CIRC_PAD_TILE_OUT <= 32768");
+
+// One stage of the staged path's shared memory: a tile's source rows, one per slot, and
+// where each came from.
+struct __align__(16) StageBuf {
+    unsigned char data[CIRC_PAD_STAGE_BYTES + 16];  // slots, and 16 bytes that reads overrun into
+    pp::uindex_t src[CIRC_PAD_TILE_ROWS];           // byte address of each source row in x
+    unsigned short at[CIRC_PAD_TILE_ROWS];          // offset of its element 0 in data
+};
+
+// The staged path's geometry, the same for every tile of a launch.
+struct StageGeom {
+    unsigned int wi, wo, s;   // input and output row lengths, the last dim's shift
+    unsigned int in_bytes;    // wi * sizeof(B)
+    unsigned int slot;        // bytes per slot: alignment (< 16), row, copy of its start (16)
+    unsigned int nbs;         // 16-byte blocks per slot
+    unsigned int magic_nbs;   // q / nbs == umulhi(q, magic_nbs) for q < 2^16
+    unsigned int magic_wo;    // e / wo == umulhi(e, magic_wo) for e < 2^16 (when wo >= 2)
+    unsigned int tr;          // rows per tile
+    pp::uindex_t rows, tiles;
+};
+
+// (0) The source rows of the tile's nr rows from r0 on.
+__device__ __forceinline__ void stage_locate(StageBuf& buf, pp::uindex_t r0, unsigned int nr,
+                                             const CircPadParams& p, const unsigned char* x,
+                                             unsigned int size, const StageGeom& g) {
+    for (unsigned int t = threadIdx.x; t < nr; t += blockDim.x) {
+        const pp::uindex_t a = reinterpret_cast<pp::uindex_t>(x) +
+                               static_cast<pp::uindex_t>(source_row(r0 + t, p)) * size;
+        buf.src[t] = a;
+        buf.at[t] = static_cast<unsigned short>(t * g.slot + static_cast<unsigned int>(a & 15u));
+    }
+}
+
+// (1) Source rows into their slots: block b of slot i is the b-th aligned 16-byte block of
+// row i, copied only where it holds bytes of the row.
+__device__ __forceinline__ void stage_fetch(StageBuf& buf, unsigned int nr, const StageGeom& g) {
+    const unsigned int nq = nr * g.nbs;
+    for (unsigned int q = threadIdx.x; q < nq; q += blockDim.x) {
+        const unsigned int i = __umulhi(q, g.magic_nbs);
+        const unsigned int b = q - i * g.nbs;
+        const pp::uindex_t a = buf.src[i];
+        const unsigned int mis = static_cast<unsigned int>(a & 15u);
+        if (b * 16u < mis + g.in_bytes) {
+            copy16_async(buf.data + i * g.slot + b * 16u,
+                         reinterpret_cast<const uint4*>(a - mis) + b);
+        }
+    }
+}
+
+// (2) After each row, its first V elements again (element t is row[t mod wi]), so that any
+// V elements from a column c < wi on lie contiguous in the slot.
+template <typename B>
+__device__ __forceinline__ void stage_extend(StageBuf& buf, unsigned int nr, const StageGeom& g) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    for (unsigned int j = threadIdx.x; j < nr * V; j += blockDim.x) {
+        const unsigned int i = j / V;
+        const unsigned int t = j % V;
+        const unsigned int at = buf.at[i];
+        const unsigned int from = t < g.wi ? t : t % g.wi;
+        *reinterpret_cast<B*>(buf.data + at + g.in_bytes + t * sizeof(B)) =
+            *reinterpret_cast<const B*>(buf.data + at + from * sizeof(B));
+    }
+}
+
+// (3) The tile's output elements [0, nr * wo) as aligned vectors of the flat output; vector k
+// starts at tile element k * V - lead.
+template <typename B>
+__device__ __forceinline__ void stage_emit(const StageBuf& buf, B* tile_out, unsigned int nr,
+                                           const StageGeom& g) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    constexpr unsigned int S = sizeof(B);
+    const pp::uindex_t ybeg = reinterpret_cast<pp::uindex_t>(tile_out);
+    const unsigned int ne = nr * g.wo;
+    const unsigned int lead = static_cast<unsigned int>(ybeg & 15u) / S;
+    B* const vbase = reinterpret_cast<B*>(ybeg - (ybeg & 15u));
+    const unsigned int nv = (lead + ne + V - 1) / V;
+    const bool vec_rows = g.wo >= V;  // a whole vector spans at most two rows
+    for (unsigned int k = threadIdx.x; k < nv; k += blockDim.x) {
+        const int rel = static_cast<int>(k * V) - static_cast<int>(lead);
+        B* const dst = vbase + k * V;
+        if (vec_rows && rel >= 0 && static_cast<unsigned int>(rel) + V <= ne) {
+            const unsigned int i = __umulhi(static_cast<unsigned int>(rel), g.magic_wo);
+            const unsigned int col = static_cast<unsigned int>(rel) - i * g.wo;
+            const unsigned int at = buf.at[i];
+            uint4 v;
+            if (col + V <= g.wo) {  // one row: V elements from column c on, through the copy
+                v = lds16_any(buf.data, at + wrap_col(col + g.s, g.wi) * S);
+            } else {  // the last a elements of row i, then the first of row i + 1
+                const unsigned int a = g.wo - col;
+                const uint4 lo = lds16_any(buf.data, at + wrap_col(g.wo - V + g.s, g.wi) * S);
+                const uint4 hi = lds16_any(buf.data, buf.at[i + 1] + g.s * S);
+                v = pp::bytes_at(lo, hi, (V - a) * S);
+            }
+            *reinterpret_cast<uint4*>(dst) = v;
+            continue;
+        }
+        // Element by element: the tile's two ends, rows shorter than a vector.
+        pp::Vec16<B> v;
+        const unsigned int e0 = rel < 0 ? 0u : static_cast<unsigned int>(rel);
+        unsigned int i = e0 / g.wo;
+        unsigned int col = e0 - i * g.wo;
+        unsigned int c = wrap_col(col + g.s, g.wi);
+        unsigned int at = buf.at[i];
+#pragma unroll
+        for (unsigned int t = 0; t < V; ++t) {
+            const int e = rel + static_cast<int>(t);
+            if (e >= 0 && static_cast<unsigned int>(e) < ne) {
+                v.v[t] = *reinterpret_cast<const B*>(buf.data + at + c * S);
+                if (++c == g.wi) {
+                    c = 0;
+                }
+                if (++col == g.wo) {
+                    col = 0;
+                    c = g.s;
+                    if (++i < nr) {
+                        at = buf.at[i];
+                    }
+                }
+            }
+        }
+        if (rel >= 0 && static_cast<unsigned int>(rel) + V <= ne) {
+            pp::store16(dst, v);
+        } else {
+#pragma unroll
+            for (unsigned int t = 0; t < V; ++t) {
+                const int e = rel + static_cast<int>(t);
+                if (e >= 0 && static_cast<unsigned int>(e) < ne) {
+                    dst[t] = v.v[t];
+                }
+            }
+        }
+    }
+}
+
+// The staged path (see the header). Each block walks its tiles with two stages of shared
+// memory: the next tile's source rows are in flight while the current tile is written.
+// Needs wi * sizeof(B) + 47 <= CIRC_PAD_STAGE_BYTES and wo * sizeof(B) <= the same.
+template <typename B>
+__device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __restrict__ yb,
+                                                const CircPadParams& p, unsigned int wi,
+                                                unsigned int wo, unsigned int s) {
+    constexpr unsigned int S = sizeof(B);
+    __shared__ StageBuf bufs[2];
+
+    StageGeom g;
+    g.wi = wi;
+    g.wo = wo;
+    g.s = s;
+    g.in_bytes = wi * S;
+    g.slot = (g.in_bytes + 47u) & ~15u;
+    g.nbs = g.slot >> 4;  // >= 3
+    g.magic_nbs = 0xffffffffu / g.nbs + 1u;
+    g.magic_wo = wo >= 2 ? 0xffffffffu / wo + 1u : 0u;
+    g.rows = static_cast<pp::uindex_t>(p.rows);
+    g.tr = min(CIRC_PAD_STAGE_BYTES / g.slot, static_cast<unsigned int>(CIRC_PAD_TILE_ROWS));
+    g.tr = min(g.tr, max(1u, CIRC_PAD_TILE_OUT / (wo * S)));
+    const pp::uindex_t per_block = (g.rows + gridDim.x - 1) / gridDim.x;
+    if (per_block < g.tr) {
+        g.tr = static_cast<unsigned int>(per_block);
+    }
+    g.tiles = (g.rows + g.tr - 1) / g.tr;
+    const unsigned char* x = reinterpret_cast<const unsigned char*>(xb);
+
+    pp::uindex_t tile = blockIdx.x;
+    if (tile >= g.tiles) {
+        return;
+    }
+    unsigned int cur = 0;
+    unsigned int nr = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.tr),
+                                                    g.rows - tile * g.tr));
+    stage_locate(bufs[0], tile * g.tr, nr, p, x, S, g);
+    __syncthreads();
+    stage_fetch(bufs[0], nr, g);
+    cp_async_commit();
+    for (;;) {
+        const pp::uindex_t next = tile + gridDim.x;
+        const bool more = next < g.tiles;
+        unsigned int next_nr = 0;
+        if (more) {
+            next_nr = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.tr),
+                                                    g.rows - next * g.tr));
+            stage_locate(bufs[cur ^ 1], next * g.tr, next_nr, p, x, S, g);
+        }
+        __syncthreads();  // the next tile's source rows are known
+        if (more) {
+            stage_fetch(bufs[cur ^ 1], next_nr, g);
+        }
+        cp_async_commit();
+        cp_async_wait_prior();
+        __syncthreads();  // the current tile's rows have landed
+        stage_extend<B>(bufs[cur], nr, g);
+        __syncthreads();
+        stage_emit<B>(bufs[cur], yb + tile * g.tr * wo, nr, g);
+        if (!more) {
+            break;
+        }
+        __syncthreads();  // the current stage is free to refill
+        tile = next;
+        nr = next_nr;
+        cur ^= 1;
+    }
+}
+
 }  // namespace
 
 template <typename T>
@@ -111,6 +411,15 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
     constexpr int R = pp::kMaxRank - 1;  // outer (row) dims: slots 0..R-1
     const B* __restrict__ xb = reinterpret_cast<const B*>(x);
     B* __restrict__ yb = reinterpret_cast<B*>(y);
+
+    if (CIRC_PAD_STAGE_BYTES > 0 &&
+        static_cast<pp::uindex_t>(p.in_dims.d[R]) * sizeof(B) + 47u <= CIRC_PAD_STAGE_BYTES &&
+        static_cast<pp::uindex_t>(p.out_dims.d[R]) * sizeof(B) <= CIRC_PAD_STAGE_BYTES) {
+        circ_pad_staged<B>(xb, yb, p, static_cast<unsigned int>(p.in_dims.d[R]),
+                           static_cast<unsigned int>(p.out_dims.d[R]),
+                           static_cast<unsigned int>(p.shift.d[R]));
+        return;
+    }
 
     const int G = static_cast<int>(p.group);
     const int lane = threadIdx.x & (G - 1);

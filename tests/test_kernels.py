@@ -28,6 +28,8 @@ from pyplugins.launch import MAX_GRID, POINTER, ByValue, Launch
 
 REPO = Path(__file__).resolve().parent.parent
 BLOCK = 256
+# circ_pad.cu's staged-path macros (CIRC_PAD_STAGE_BYTES, _TILE_ROWS, _TILE_OUT)
+STAGE_BYTES, TILE_ROWS, TILE_OUT = 16384, 512, 16384
 
 # ---------------------------------------------------------------------------------------------
 # Launch plans, straight from the launch contracts
@@ -87,12 +89,14 @@ def _bytes_at(lo: bytes, hi: bytes, delta: int) -> bytes:
 
 
 def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK, *,
-                     x_mis: int = 0, y_mis: int = 0, unroll: int = 2) -> np.ndarray:
+                     x_mis: int = 0, y_mis: int = 0, unroll: int = 2,
+                     stage_bytes: int = STAGE_BYTES) -> np.ndarray:
     """circ_pad<T>, statement by statement, in Python, on bytes at emulated addresses.
 
     ``x`` starts ``x_mis`` elements and ``y`` ``y_mis`` elements past a 16-byte boundary. Memory
     around ``x`` holds 0xEE and ``y`` starts as 0xDD, so bytes read from outside the input or
-    never written show up in the result. Returns the output as ``x.dtype``, flat.
+    never written show up in the result. ``unroll`` and ``stage_bytes`` are the kernel's
+    ``CIRC_PAD_UNROLL`` and ``CIRC_PAD_STAGE_BYTES``. Returns the output as ``x.dtype``, flat.
     """
     size = x.itemsize
     v_elems = 16 // size
@@ -124,6 +128,10 @@ def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK, *
         return v
 
     wo, wi, s = out_dims[7], in_dims[7], shift[7]
+    if stage_bytes > 0 and wi * size + 47 <= stage_bytes and wo * size <= stage_bytes:
+        _emulate_staged(mem, x0, x.nbytes, out, y0, p, size, grid, stage_bytes)
+        assert out[:y0] == b"\xdd" * y0 and out[y0 + n_out * size:] == b"\xdd" * 64
+        return np.frombuffer(bytes(out[y0:y0 + n_out * size]), dtype=x.dtype)
     step = (g * v_elems) % wi
     ngroups = grid * block // g
     units = rows * strips
@@ -202,6 +210,110 @@ def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK, *
                             si[d], o[d] = shift[d], 0
     assert out[:y0] == b"\xdd" * y0 and out[y0 + n_out * size:] == b"\xdd" * 64
     return np.frombuffer(bytes(out[y0:y0 + n_out * size]), dtype=x.dtype)
+
+
+def _source_row(row: int, p: np.void) -> int:
+    """circ_pad.cu's source_row: the source element offset of output row ``row``."""
+    in_off = 0
+    for d in range(6, -1, -1):
+        od = 0
+        if int(p["out_dims"][d]) > 1:
+            row, od = divmod(row, int(p["out_dims"][d]))
+        sd = od + int(p["shift"][d])
+        if sd >= int(p["in_dims"][d]):
+            sd %= int(p["in_dims"][d])
+        in_off += sd * int(p["in_strides"][d])
+    return in_off
+
+
+def _emulate_staged(mem: bytearray, x0: int, x_nbytes: int, out: bytearray, y0: int,
+                    p: np.void, size: int, grid: int, stage_bytes: int) -> None:
+    """circ_pad.cu's circ_pad_staged, tile by tile, each step between barriers (locate, fetch,
+    extend, emit) in full before the next; ``mem`` holds x at ``x0``, ``out`` receives y at
+    ``y0``. The order of tiles and of threads within a step is immaterial: they touch disjoint
+    bytes.
+
+    The kernel's two shared-memory stages only overlap one tile's reads with the previous
+    tile's writes; here each tile gets a fresh stage filled with 0xCC, so a read of a byte the
+    tile did not stage shows up in the result.
+    """
+    v_elems = 16 // size
+    wi, wo, s = int(p["in_dims"][7]), int(p["out_dims"][7]), int(p["shift"][7])
+    rows = int(p["rows"])
+    in_bytes = wi * size
+    slot = (in_bytes + 47) & ~15
+    nbs = slot >> 4
+    magic_nbs = 0xFFFFFFFF // nbs + 1
+    magic_wo = 0xFFFFFFFF // wo + 1 if wo >= 2 else 0
+    tr = min(stage_bytes // slot, TILE_ROWS)
+    tr = min(tr, max(1, TILE_OUT // (wo * size)))
+    tr = min(tr, -(-rows // grid))
+    tiles = -(-rows // tr)
+
+    def lds16_any(data: bytearray, off: int) -> bytes:
+        delta = off & 15
+        assert off - delta + 32 <= len(data)
+        lo = bytes(data[off - delta:off - delta + 16])
+        return lo if delta == 0 else _bytes_at(lo, bytes(data[off - delta + 16:off - delta + 32]),
+                                               delta)
+
+    for tile in range(tiles):
+        data = bytearray(b"\xcc" * (stage_bytes + 16))
+        r0 = tile * tr
+        nr = min(tr, rows - r0)
+        src, at = [0] * nr, [0] * nr
+        for t in range(nr):  # (0) locate
+            a = x0 + _source_row(r0 + t, p) * size
+            src[t], at[t] = a, t * slot + (a & 15)
+            assert at[t] < 1 << 16
+        for q in range(nr * nbs):  # (1) fetch
+            i = (q * magic_nbs) >> 32
+            assert i == q // nbs
+            b = q - i * nbs
+            mis = src[i] & 15
+            if b * 16 < mis + in_bytes:
+                g = src[i] - mis + 16 * b
+                assert g < x0 + x_nbytes and g + 16 > x0, "a read outside x"
+                data[i * slot + b * 16:i * slot + b * 16 + 16] = mem[g:g + 16]
+        for j in range(nr * v_elems):  # (2) extend
+            i, t = divmod(j, v_elems)
+            frm = t if t < wi else t % wi
+            to = at[i] + in_bytes + t * size
+            assert to + size <= (i + 1) * slot
+            data[to:to + size] = data[at[i] + frm * size:at[i] + (frm + 1) * size]
+        ybeg = y0 + r0 * wo * size  # (3) emit
+        ne = nr * wo
+        lead = (ybeg & 15) // size
+        vbase = ybeg - (ybeg & 15)
+        nv = (lead + ne + v_elems - 1) // v_elems
+        for k in range(nv):
+            rel = k * v_elems - lead
+            dst = vbase + 16 * k
+            if wo >= v_elems and rel >= 0 and rel + v_elems <= ne:
+                i = (rel * magic_wo) >> 32
+                assert i == rel // wo
+                col = rel - i * wo
+                if col + v_elems <= wo:
+                    vec = lds16_any(data, at[i] + (col + s) % wi * size)
+                else:
+                    a = wo - col
+                    lo = lds16_any(data, at[i] + (wo - v_elems + s) % wi * size)
+                    hi = lds16_any(data, at[i + 1] + s * size)
+                    vec = _bytes_at(lo, hi, (v_elems - a) * size)
+                out[dst:dst + 16] = vec
+                continue
+            e0 = max(rel, 0)
+            i, col = divmod(e0, wo)
+            c = (col + s) % wi
+            for t in range(v_elems):
+                e = rel + t
+                if 0 <= e < ne:
+                    out[dst + t * size:dst + (t + 1) * size] = data[at[i] + c * size:
+                                                                    at[i] + (c + 1) * size]
+                    c = 0 if c + 1 == wi else c + 1
+                    col += 1
+                    if col == wo:
+                        col, c, i = 0, s, i + 1
 
 
 # (input shape, pads): ranks 1..5, odd sizes, zero pads, pads larger than the dim, rows shorter
@@ -502,10 +614,16 @@ def test_launch_rejects_unknown_function_type():
 # CPU: circ_pad's index arithmetic against np.pad
 
 
+# CIRC_PAD_STAGE_BYTES values: the default (short rows staged), tiny (tiles of few rows, and
+# longer rows on the strips path), 0 (the strips path only).
+STAGINGS = [STAGE_BYTES, 256, 0]
+
+
 @pytest.mark.parametrize("in_shape, pads", CIRC_CASES)
 @pytest.mark.parametrize("max_blocks", [1, 2, 10**6])
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
-def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, dtype):
+@pytest.mark.parametrize("stage_bytes", STAGINGS)
+def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, dtype, stage_bytes):
     rng = np.random.default_rng()
     x = rng.integers(-100, 100, size=in_shape).astype(dtype)
     out_shape, p, grid = circ_pad_plan(in_shape, pads, x.itemsize, max_blocks=max_blocks)
@@ -513,17 +631,39 @@ def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, dtype):
     assert out_shape == expected.shape
     room = 16 // x.itemsize
     x_mis, y_mis = int(rng.integers(0, room)), int(rng.integers(0, room))
-    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis)
+    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis,
+                           stage_bytes=stage_bytes)
     np.testing.assert_array_equal(got.reshape(expected.shape), expected)
+
+
+@pytest.mark.parametrize("in_shape, pads, max_blocks", [
+    ((40, 126), [1, 1], 3),          # rows of 128: vectors never straddle rows
+    ((2, 9, 126), [1, 1, 2, 2], 4),  # rows of 128, padded outer dim
+    ((37, 126), [1, 2], 5),          # rows of 129: straddling vectors, unaligned rows
+    ((300, 6), [1, 1], 2),           # rows of 8: many rows per tile, every vector wraps
+    ((1100, 3), [2, 3], 1),          # more rows than a tile holds
+])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+def test_circ_pad_staged_tiles(in_shape, pads, max_blocks, dtype):
+    rng = np.random.default_rng()
+    x = rng.integers(-100, 100, size=in_shape).astype(dtype)
+    out_shape, p, grid = circ_pad_plan(in_shape, pads, x.itemsize, max_blocks=max_blocks)
+    room = 16 // x.itemsize
+    x_mis, y_mis = int(rng.integers(0, room)), int(rng.integers(0, room))
+    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis)
+    np.testing.assert_array_equal(got.reshape(out_shape),
+                                  np.pad(x, pad_widths(x.ndim, pads), mode="wrap"))
 
 
 @pytest.mark.parametrize("unroll", [1, 2, 4])
 @pytest.mark.parametrize("x_mis, y_mis", [(0, 0), (1, 0), (0, 7), (5, 3)])
-def test_circ_pad_long_rows_strips_and_alignment(unroll, x_mis, y_mis):
+@pytest.mark.parametrize("stage_bytes", [0, STAGE_BYTES])
+def test_circ_pad_long_rows_strips_and_alignment(unroll, x_mis, y_mis, stage_bytes):
     x = np.arange(3 * 3000, dtype=np.int16).reshape(3, 3000)
     out_shape, p, grid = circ_pad_plan(x.shape, [7, 11], 2, max_blocks=2)
     assert int(p["strips"]) > 1 and int(p["group"]) == 32
-    got = emulate_circ_pad(x, p, grid, block=32, x_mis=x_mis, y_mis=y_mis, unroll=unroll)
+    got = emulate_circ_pad(x, p, grid, block=32, x_mis=x_mis, y_mis=y_mis, unroll=unroll,
+                           stage_bytes=stage_bytes)
     np.testing.assert_array_equal(got.reshape(out_shape),
                                   np.pad(x, [(0, 0), (7, 11)], mode="wrap"))
 
@@ -559,6 +699,14 @@ def stream(cp):
 CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
           np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
 CIRC_PAD = Kernel("circ_pad.cu", "circ_pad<{T}>")
+
+
+def _circ_pad_kernel(stage_bytes: int) -> Kernel:
+    """circ_pad.cu compiled with CIRC_PAD_STAGE_BYTES = ``stage_bytes`` (the default: as is)."""
+    if stage_bytes == STAGE_BYTES:
+        return CIRC_PAD
+    return Kernel("circ_pad.cu", "circ_pad<{T}>",
+                  options=(f"-DCIRC_PAD_STAGE_BYTES={stage_bytes}",))
 LEAKY = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
 
 
@@ -582,10 +730,10 @@ def _ready(cp):
     cp.cuda.Device().synchronize()
 
 
-def _circ_pad_launch(cp, x, pads, max_blocks=None):
+def _circ_pad_launch(cp, x, pads, max_blocks=None, stage_bytes=STAGE_BYTES):
     from pyplugins.launch import resident_blocks
 
-    fn = CIRC_PAD.function(CTYPES[x.dtype])
+    fn = _circ_pad_kernel(stage_bytes).function(CTYPES[x.dtype])
     cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
     out_shape, params, grid = circ_pad_plan(x.shape, pads, x.itemsize, max_blocks=cap)
     y = _poisoned(cp, out_shape, x.dtype)
@@ -599,12 +747,16 @@ def _circ_pad_launch(cp, x, pads, max_blocks=None):
     ((2, 3, 700, 9), [3, 4, 0, 0, 1, 2]),
     ((2, 4099), [5000, 3]),                  # pads larger than the row, several strips
     ((4, 3, 65, 130), [1, 1, 1, 1]),
+    ((3, 5, 126, 126), [1, 2, 1, 1]),        # rows of 129: vectors straddle rows
+    ((2000, 6), [1, 1]),                     # rows of 8, many tiles
+    ((5, 4100), [3, 9]),                     # staged for 2-byte elements, strips for 4
 ])
 @pytest.mark.parametrize("max_blocks", [None, 3])
-def test_circ_pad_matches_numpy(cp, stream, dtype, in_shape, pads, max_blocks):
+@pytest.mark.parametrize("stage_bytes", STAGINGS)
+def test_circ_pad_matches_numpy(cp, stream, dtype, in_shape, pads, max_blocks, stage_bytes):
     rng = np.random.default_rng()
     host, x = _random(cp, in_shape, dtype, rng)
-    launch, y = _circ_pad_launch(cp, x, pads, max_blocks)
+    launch, y = _circ_pad_launch(cp, x, pads, max_blocks, stage_bytes)
     _ready(cp)
     launch(stream.ptr, x.data.ptr, y.data.ptr)
     stream.synchronize()
@@ -614,11 +766,12 @@ def test_circ_pad_matches_numpy(cp, stream, dtype, in_shape, pads, max_blocks):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.int8, np.int64])
-def test_circ_pad_other_element_sizes(cp, stream, dtype):
+@pytest.mark.parametrize("stage_bytes", STAGINGS)
+def test_circ_pad_other_element_sizes(cp, stream, dtype, stage_bytes):
     rng = np.random.default_rng()
     host, x = _random(cp, (3, 5, 67), dtype, rng)
     pads = [70, 2, 1, 9]
-    launch, y = _circ_pad_launch(cp, x, pads)
+    launch, y = _circ_pad_launch(cp, x, pads, stage_bytes=stage_bytes)
     _ready(cp)
     launch(stream.ptr, x.data.ptr, y.data.ptr)
     stream.synchronize()
@@ -628,14 +781,15 @@ def test_circ_pad_other_element_sizes(cp, stream, dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float16, np.int8, np.float32])
 @pytest.mark.parametrize("x_off, y_off", [(1, 0), (0, 3), (5, 7), (2, 2)])
-def test_circ_pad_unaligned_pointers(cp, stream, dtype, x_off, y_off):
+@pytest.mark.parametrize("stage_bytes", STAGINGS)
+def test_circ_pad_unaligned_pointers(cp, stream, dtype, x_off, y_off, stage_bytes):
     rng = np.random.default_rng()
     host, _ = _random(cp, (4, 5, 37), dtype, rng)
     pads = [3, 40, 1, 2]
     expected = np.pad(host, pad_widths(3, pads), mode="wrap").reshape(-1)
     xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
     ybuf = _poisoned(cp, expected.size + y_off + 9, dtype)
-    fn = CIRC_PAD.function(CTYPES[np.dtype(dtype)])
+    fn = _circ_pad_kernel(stage_bytes).function(CTYPES[np.dtype(dtype)])
     _, params, grid = circ_pad_plan(host.shape, pads, host.itemsize, max_blocks=5)
     launch = Launch(fn, grid, BLOCK, (POINTER, POINTER, params))
     _ready(cp)
