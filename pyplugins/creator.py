@@ -31,8 +31,9 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overloa
 
 import pyplugins.trt as trt
 from pyplugins import fields as _fields
+from pyplugins.error_reports import report
 from pyplugins.errors import PluginDefinitionError, RegistrationError
-from pyplugins.plugin import Plugin, missing_methods, report
+from pyplugins.plugin import Plugin, missing_methods
 
 P = TypeVar("P", bound=type)
 

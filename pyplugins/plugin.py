@@ -60,9 +60,10 @@ What the base class does for you:
   ``get_workspace_size`` -> 0; ``configure_plugin``, ``initialize``, ``terminate``,
   ``destroy`` -> nothing. ``get_output_dimensions`` and ``enqueue`` are yours to write.
 - **Errors**: TensorRT swallows a callback's exception into a stderr line without naming the
-  plugin. Every protocol method is wrapped so an exception is first reported, with the plugin's
-  name, layer, method and a summary of the arguments, on ``logging.getLogger("pyplugins")`` (or
-  TensorRT's ``Logger`` under real TensorRT when logging is not configured), then re-raised.
+  plugin. Every protocol method is wrapped (:mod:`pyplugins.error_reports`) so an exception is
+  first reported, with the plugin's name, layer, method and a summary of the arguments, on
+  ``logging.getLogger("pyplugins")`` (or TensorRT's ``Logger`` under real TensorRT when logging
+  is not configured), then re-raised.
   The wrappers also accept a list of dims from ``get_output_dimensions`` and a NumPy dtype from
   ``get_output_datatype``. ``enqueue``'s wrapper is a bare try/except.
 """
@@ -70,20 +71,15 @@ What the base class does for you:
 from __future__ import annotations
 
 import copy
-import functools
-import logging
-import traceback
-from typing import Any, ClassVar, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Tuple
 
 import pyplugins.trt as trt
-from pyplugins import _trt
 from pyplugins import fields as _fields
 from pyplugins import formats as _formats
 from pyplugins import serialize as _serialize
 from pyplugins import shapes as _shapes
-from pyplugins.errors import PluginDefinitionError, PyPluginsError
-
-logger = logging.getLogger("pyplugins")
+from pyplugins.error_reports import describe, report, summarize, wrap_methods
+from pyplugins.errors import PluginDefinitionError
 
 #: Class attribute names that would shadow TensorRT's C++-backed properties -> what to use.
 _RENAMED = {"num_outputs": "outputs", "plugin_type": "name", "plugin_version": "version",
@@ -107,7 +103,6 @@ _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
                        "creator", "layer_name", "setup", "field_values", "from_fields",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
-_CONFIG_ERROR = "__pp_configure_error__"
 
 
 class Plugin(trt.IPluginV2DynamicExt):
@@ -156,7 +151,7 @@ class Plugin(trt.IPluginV2DynamicExt):
                 raise PluginDefinitionError(msg)
         cls.__pp_formats__ = _formats.Formats(dtypes=cls.dtypes, same_as=cls.same_as)
         cls.creator = None  # a subclass of a registered plugin is not registered itself
-        _wrap_methods(cls)
+        wrap_methods(cls, PROTOCOL_METHODS, _POST)
 
     def __init__(self, **fields: Any) -> None:
         trt.IPluginV2DynamicExt.__init__(self)
@@ -311,7 +306,7 @@ def _copy_state(cls: type, key: str, value: Any) -> Any:
         raise PluginDefinitionError(msg) from err
 
 
-# -- error reports and return-value conveniences ----------------------------------------------------
+# -- return values (checked inside the wrappers of pyplugins.error_reports) ------------------------
 
 def _datatype_result(plugin: Any, result: Any, args: tuple) -> Any:
     if isinstance(result, trt.DataType):
@@ -345,122 +340,7 @@ _POST = {"get_output_datatype": _datatype_result, "get_output_dimensions": _dims
          "supports_format_combination": _bool_result}
 
 
-def _wrap_methods(cls: type) -> None:
-    for method in PROTOCOL_METHODS:
-        fn = vars(cls).get(method)
-        if callable(fn) and not getattr(fn, "__pp_wrapped__", False):
-            setattr(cls, method, _wrap(method, fn))
-
-
-def _wrap(method: str, fn: Any) -> Any:
-    post = _POST.get(method)
-    if method == "enqueue":  # the hot path: nothing but the try
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(self, *args, **kwargs)
-            except Exception as err:
-                report(self, method, args, err)
-                raise
-    else:
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                result = fn(self, *args, **kwargs)
-                result = result if post is None else post(self, result, args)
-            except Exception as err:
-                if method == "configure_plugin":  # C++ ignores it: remember for enqueue's report
-                    self.__dict__[_CONFIG_ERROR] = f"{type(err).__name__}: {err}"
-                report(self, method, args, err)
-                raise
-            if method == "configure_plugin":
-                self.__dict__.pop(_CONFIG_ERROR, None)
-            return result
-    functools.update_wrapper(wrapper, fn)
-    wrapper.__pp_wrapped__ = True  # type: ignore[attr-defined]
-    return wrapper
-
-
-def describe(plugin: Any, layer: Optional[str] = None) -> str:
-    """``'CircPad' (layer 'pad_1')``, with version and namespace when not the defaults.
-
-    ``plugin`` is a plugin instance or class; ``layer`` defaults to the instance's layer name.
-    """
-    cls = plugin if isinstance(plugin, type) else type(plugin)
-    text = repr(getattr(cls, "name", "") or cls.__name__)
-    if getattr(cls, "version", "1") != "1":
-        text += f" version {cls.version!r}"
-    if getattr(cls, "namespace", ""):
-        text += f" namespace {cls.namespace!r}"
-    if layer is None and not isinstance(plugin, type):
-        layer = getattr(plugin, "__dict__", {}).get("layer_name")
-    return text + (f" (layer {layer!r})" if layer else "")
-
-
-def report(plugin: Any, method: str, args: tuple, err: BaseException,
-           layer: Optional[str] = None) -> None:
-    """Report an exception raised by a plugin (or creator) callback, once per exception.
-
-    ``plugin`` is the instance, or the plugin class for creator callbacks (then give ``layer``).
-    """
-    if getattr(err, "__pp_reported__", False):
-        return
-    try:
-        err.__pp_reported__ = True  # type: ignore[attr-defined]
-    except AttributeError:
-        pass
-    msg = (f"plugin {describe(plugin, layer)}: {method}({summarize(args)}) raised "
-           f"{type(err).__name__}: {err}")
-    earlier = getattr(plugin, "__dict__", {}).get(_CONFIG_ERROR)
-    if earlier and method == "enqueue":
-        msg += f" [configure_plugin had failed before: {earlier}]"
-    if _trt.is_emulator(trt) or logger.hasHandlers():
-        # pyplugins' own errors explain themselves; a user's exception needs its traceback
-        logger.error(msg, exc_info=None if isinstance(err, PyPluginsError) else err)
-    else:
-        tb = "" if isinstance(err, PyPluginsError) else "\n" + "".join(
-            traceback.format_exception(type(err), err, err.__traceback__))
-        _trt_logger().log(trt.Logger.ERROR, f"[pyplugins] {msg}{tb}")
-
-
-@functools.lru_cache(maxsize=1)
-def _trt_logger() -> Any:
-    return trt.Logger(trt.Logger.ERROR)
-
-
-def summarize(args: Any, limit: int = 300) -> str:
-    """A short, readable rendering of callback arguments (descriptors as ``HALF[2, 3]``)."""
-    text = ", ".join(_one(a) for a in args)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _one(value: Any, depth: int = 0) -> str:
-    try:
-        if hasattr(value, "desc") and hasattr(value, "max"):  # DynamicPluginTensorDesc
-            return (f"{_one(value.desc)} min={list(value.min)} max={list(value.max)}")
-        if hasattr(value, "dims") and hasattr(value, "format"):  # PluginTensorDesc
-            fmt = "" if value.format == trt.TensorFormat.LINEAR else f"/{value.format.name}"
-            return f"{value.type.name}{list(value.dims)}{fmt}"
-        if isinstance(value, trt.DimsExprs):
-            return "DimsExprs[" + ", ".join(_expr(e) for e in value) + "]"
-        if isinstance(value, trt.IExprBuilder):
-            return "expr_builder"
-        if isinstance(value, (list, tuple)) and depth < 2:
-            inner = [_one(v, depth + 1) for v in list(value)[:8]]
-            return "[" + ", ".join(inner) + (", ..." if len(value) > 8 else "") + "]"
-        if hasattr(value, "name") and type(value).__name__ in ("DataType", "TensorFormat"):
-            return value.name
-        text = repr(value)
-        return text if len(text) <= 60 else text[:57] + "..."
-    except Exception:  # a summary must never fail the report
-        return f"<{type(value).__name__}>"
-
-
-def _expr(e: Any) -> str:
-    if e is None:
-        return "None"
-    return str(e.get_constant_value()) if e.is_constant() else "?"
-
-
-_wrap_methods(Plugin)
+wrap_methods(Plugin, PROTOCOL_METHODS, _POST)
 Plugin.__pp_formats__ = _formats.Formats(dtypes=Plugin.dtypes, same_as=Plugin.same_as)
 
 __all__ = ["PROTOCOL_METHODS", "Plugin", "describe", "missing_methods", "report", "summarize"]
