@@ -13,7 +13,7 @@ Declare fields as class attributes of a :class:`pyplugins.Plugin`::
 and read them as attributes (``self.kernel_size`` is a ``list`` of ``int``). Each instance has
 its own values; clones get deep copies. Assigning (``self.eps = 0.1``) converts and validates.
 
-Values come from three places, and all are accepted:
+Values come from three places, and all are accepted (:mod:`pyplugins.field_values` reads them):
 
 - TensorRT's ONNX parser (protocol §4.4): INT/INTS as **int32** arrays, FLOAT(S) as float32,
   STRING as CHAR (int8) bytes with a **trailing NUL** (stripped here);
@@ -45,24 +45,20 @@ from __future__ import annotations
 
 import builtins
 import copy
-import difflib
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins.errors import FieldError, PluginDefinitionError
+from pyplugins.field_values import (UnreadablePluginField, list_from_python,
+                                    python_from_plugin_field, scalar_from_python,
+                                    values_from_fc, values_from_python)
 from pyplugins.serialize import Tag
 
 MISSING: Any = type("MISSING", (), {"__repr__": lambda self: "MISSING"})()
 Check = Optional[Callable[[Any], Any]]  # a custom validator: raise ValueError or return False
 OptInt = Optional[int]
-
-_INT_TYPES = {"INT8", "INT16", "INT32", "INT64"}
-_FLOAT_TYPES = {"FLOAT32", "FLOAT64"}
-_BYTE_TYPES = {"CHAR", "INT8", "UNKNOWN"}
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
 
 # kind -> (what a value must be, PluginFieldType name, numpy dtype, serialize tag)
 _KINDS = {
@@ -274,15 +270,16 @@ class Field:
         expected = "one of " + ", ".join(map(repr, self.choices)) if self.kind == "enum" \
             else _KINDS[base][0]
         if base in ("int", "float", "bool", "str"):
-            out = _scalar(base, value)
+            out = scalar_from_python(base, value)
             if out is None:
                 raise self._error(plugin, f"must be {expected} (got {_describe(value)})")
         else:
             elem = "int" if base == "ints" else "float"
-            items = _sequence(value)
-            out = None if items is None else [_scalar(elem, v) for v in items]
+            items = list_from_python(value)
+            out = None if items is None else [scalar_from_python(elem, v) for v in items]
             if out is None or None in out:
-                bad = next((v for v in (items or ()) if _scalar(elem, v) is None), value)
+                bad = next((v for v in (items or ()) if scalar_from_python(elem, v) is None),
+                           value)
                 got = _describe(value) if bad is value else \
                     f"{_short(value)}, whose element {_describe(bad)}"
                 raise self._error(plugin, f"must be {expected} (got {got})")
@@ -325,78 +322,21 @@ class Field:
             FieldError: an unreadable type, a string where a number is expected, a list where a
                 single value is expected, or a value that fails validation.
         """
-        type_name = getattr(pf.type, "name", repr(pf.type))
         try:
-            data = pf.data
-        except (AttributeError, ValueError) as err:
-            raise self._error(plugin, f"arrived as a PluginField of type {type_name}, which "
-                                      f"cannot be read ({err})",
-                              "Use an INT32/INT64/FLOAT32/FLOAT64/CHAR field.") from None
-        data = np.asarray(data).reshape(-1)
-        if self._base == "str" or type_name == "CHAR":
-            if type_name not in _BYTE_TYPES:
-                raise self._error(plugin, f"must be a string (got a PluginField of type "
-                                          f"{type_name} holding {data.tolist()!r})")
-            raw = data.astype(np.int8).tobytes()
-            if raw.endswith(b"\0"):
-                raw = raw[:-1]  # the ONNX parser appends a NUL to STRING attributes
-            if b"\0" in raw:
-                raise self._error(plugin, f"must be a single string (got several NUL-separated "
-                                          f"strings {raw!r})")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise self._error(plugin, f"must be UTF-8 text (got bytes {raw!r})") from None
+            raw = python_from_plugin_field(pf, as_text=self._base == "str")
+        except UnreadablePluginField as err:
+            raise self._error(plugin, err.what, err.hint) from None
+        if isinstance(raw, builtins.str):
             if self._base == "str" or self._base == "bool":
-                return self.convert(text, plugin)
+                return self.convert(raw, plugin)
             raise self._error(plugin, f"must be {_KINDS[self._base][0]} (got the string "
-                                      f"{text!r})")
-        if type_name not in _INT_TYPES | _FLOAT_TYPES:
-            raise self._error(plugin, f"cannot be read from a PluginField of type {type_name}")
-        values = data.tolist()
+                                      f"{raw!r})")
         if self._base in ("ints", "floats"):
-            return self.convert(values, plugin)
-        if builtins.len(values) != 1:
-            raise self._error(plugin, f"must be a single value (got {builtins.len(values)} "
-                                      f"values {values!r})")
-        return self.convert(values[0], plugin)
-
-
-def _scalar(kind: builtins.str, value: Any) -> Any:
-    """``value`` as a Python ``kind`` scalar, or None when it is not one."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    elif isinstance(value, np.generic):
-        value = value.item()
-    is_bool = isinstance(value, builtins.bool)
-    if kind == "int":
-        return value if isinstance(value, builtins.int) and not is_bool else None
-    if kind == "float":
-        if isinstance(value, (builtins.int, builtins.float)) and not is_bool:
-            return builtins.float(value)
-        return None
-    if kind == "bool":
-        if is_bool:
-            return value
-        if isinstance(value, builtins.int) and value in (0, 1):
-            return builtins.bool(value)
-        if isinstance(value, builtins.str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        try:
-            value = bytes(value).rstrip(b"\0").decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return value if isinstance(value, builtins.str) else None
-
-
-def _sequence(value: Any) -> Optional[list]:
-    if isinstance(value, np.ndarray):
-        return value.reshape(-1).tolist() if value.ndim == 1 else None
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return None
+            return self.convert(raw, plugin)
+        if builtins.len(raw) != 1:
+            raise self._error(plugin, f"must be a single value (got {builtins.len(raw)} "
+                                      f"values {raw!r})")
+        return self.convert(raw[0], plugin)
 
 
 # -- schema helpers -------------------------------------------------------------------------------
@@ -419,63 +359,6 @@ def collect(cls: type) -> Dict[builtins.str, Field]:
 def field_names(fields: Mapping[builtins.str, Field]) -> Any:
     """The creator's ``field_names``: a ``trt.PluginFieldCollection`` of typed, empty fields."""
     return trt.PluginFieldCollection([spec.plugin_field() for spec in fields.values()])
-
-
-def _unknown(fields: Mapping[builtins.str, Field], names: Iterable[builtins.str],
-             plugin: builtins.str, source: builtins.str) -> FieldError:
-    parts = []
-    for name in names:
-        close = difflib.get_close_matches(name, list(fields), n=1)
-        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    known = ", ".join(fields) or "none"
-    return FieldError(f"Plugin {plugin!r} has no field {', '.join(parts)} ({source}); its fields "
-                      f"are: {known}.")
-
-
-def _finish(fields: Mapping[builtins.str, Field], values: Dict[builtins.str, Any],
-            plugin: builtins.str, source: builtins.str) -> Dict[builtins.str, Any]:
-    missing = [name for name, spec in fields.items() if name not in values and spec.required]
-    if missing:
-        names = ", ".join(map(repr, missing))
-        msg = (f"Plugin {plugin!r} needs field(s) {names}, which {source} did not give (they "
-               f"have no default).")
-        raise FieldError(msg)
-    return {name: values[name] if name in values else spec.default_value()
-            for name, spec in fields.items()}
-
-
-def values_from_python(fields: Mapping[builtins.str, Field], given: Mapping[builtins.str, Any],
-                       plugin: builtins.str) -> Dict[builtins.str, Any]:
-    """Every field's value from Python keyword values (defaults filled in), validated.
-
-    Raises:
-        FieldError: an unknown name (with a suggestion), a missing required field, a bad value.
-    """
-    unknown = [name for name in given if name not in fields]
-    if unknown:
-        raise _unknown(fields, unknown, plugin, "given as a keyword")
-    values = {name: fields[name].convert(value, plugin) for name, value in given.items()}
-    return _finish(fields, values, plugin, "the call")
-
-
-def values_from_fc(fields: Mapping[builtins.str, Field], fc: Any,
-                   plugin: builtins.str) -> Dict[builtins.str, Any]:
-    """Every field's value from a ``PluginFieldCollection_`` as ``create_plugin`` receives it.
-
-    Raises:
-        FieldError: an unknown or repeated field, a missing required one, or a bad value.
-    """
-    values: Dict[builtins.str, Any] = {}
-    for index in range(builtins.len(fc)):  # no negative indexing on fc (§10.7)
-        pf = fc[index]
-        name = pf.name
-        if name not in fields:
-            raise _unknown(fields, [name], plugin, "in the PluginFieldCollection")
-        if name in values:
-            msg = f"Field {name!r} of plugin {plugin!r} appears twice in the PluginFieldCollection."
-            raise FieldError(msg)
-        values[name] = fields[name].from_plugin_field(pf, plugin)
-    return _finish(fields, values, plugin, "the PluginFieldCollection (the ONNX node's attributes)")
 
 
 __all__ = ["MISSING", "Field", "collect", "field_names", "values_from_fc", "values_from_python"]
