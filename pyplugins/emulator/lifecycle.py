@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,6 +33,8 @@ from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.fields import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.registry import get_plugin_registry
+from pyplugins.emulator.report import LifecycleReport
+from pyplugins.emulator.specs import TensorSpec, spec_from_input
 
 __all__ = ["LifecycleReport", "TensorSpec", "Violation", "run"]
 
@@ -45,169 +46,6 @@ FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, Tenso
 _MAX_TIMED = 8
 
 Combo = List[Tuple[DataType, TensorFormat]]
-
-
-def _datatype(value: Any) -> DataType:
-    """A DataType member (emulated or real, by name), a DataType name, a short name (``fp16``)
-    or anything ``numpy.dtype`` accepts -> the emulator's DataType."""
-    if isinstance(value, DataType):
-        return value
-    name = getattr(value, "name", None)
-    if isinstance(name, str) and name in DataType.__members__ and not isinstance(value, np.dtype):
-        return DataType[name]
-    if isinstance(value, str):
-        if value.upper() in DataType.__members__:
-            return DataType[value.upper()]
-        for trt_name in DataType.__members__:
-            if dtypes.info(trt_name).short == value.lower():
-                return DataType[trt_name]
-    return DataType[dtypes.trt_name_from_numpy(value)]
-
-
-@dataclass
-class TensorSpec:
-    """One network input: its network-time shape (``-1`` = dynamic), type and profile.
-
-    ``min``/``opt``/``max`` default to ``shape`` when it is static; for a dynamic shape ``opt``
-    is required (or taken from ``data``) and ``min``/``max`` default to ``opt``. ``data`` (shape
-    ``opt``) is what ``enqueue`` gets; random when None.
-    """
-
-    shape: Tuple[int, ...]
-    dtype: Any
-    min: Optional[tuple] = None
-    opt: Optional[tuple] = None
-    max: Optional[tuple] = None
-    data: Any = None
-    format: TensorFormat = TensorFormat.LINEAR
-    scale: float = -1.0
-
-    def __post_init__(self) -> None:
-        self.shape = tuple(int(v) for v in self.shape)
-        self.datatype = _datatype(self.dtype)
-        if self.opt is None and self.data is not None:
-            self.opt = tuple(self.data.shape)
-        if self.opt is None:
-            if any(v < 0 for v in self.shape):
-                msg = (f"TensorSpec{self.shape}: a dynamic (-1) shape needs opt=... (and usually "
-                       f"min=/max=), e.g. TensorSpec.parse('1-2-4x3x8x8:float32')")
-                raise ValueError(msg)
-            self.opt = self.shape
-        self.opt = tuple(int(v) for v in self.opt)
-        self.min = tuple(int(v) for v in (self.opt if self.min is None else self.min))
-        self.max = tuple(int(v) for v in (self.opt if self.max is None else self.max))
-        for name in ("min", "opt", "max"):
-            dims = getattr(self, name)
-            ok = len(dims) == len(self.shape) and all(
-                (s < 0 or s == d) and d >= 0 for s, d in zip(self.shape, dims))
-            if not ok:
-                msg = (f"TensorSpec: {name}={dims} does not fit shape={self.shape} (same rank, "
-                       f"static dims equal, no negative dims)")
-                raise ValueError(msg)
-        if not all(a <= b <= c for a, b, c in zip(self.min, self.opt, self.max)):
-            msg = f"TensorSpec: need min <= opt <= max (got {self.min}, {self.opt}, {self.max})"
-            raise ValueError(msg)
-        if self.data is not None and tuple(self.data.shape) != self.opt:
-            msg = f"TensorSpec: data has shape {tuple(self.data.shape)}, expected opt={self.opt}"
-            raise ValueError(msg)
-
-    @classmethod
-    def parse(cls, text: str) -> "TensorSpec":
-        """``"2x3x8x8:float32"``; a dynamic dim as ``min-opt-max`` (``"1-2-4x3:fp16"``); an
-        optional third part names the format (``"1x8x4x4:float32:HWC8"``); ``":int32"`` is 0-D.
-        """
-        parts = text.strip().split(":")
-        if len(parts) > 3:
-            msg = f"tensor spec {text!r}: expected SHAPE[:DTYPE[:FORMAT]] like '2x3x8x8:float32'"
-            raise ValueError(msg)
-        shape_text, dtype_text = parts[0], (parts[1] if len(parts) > 1 and parts[1] else "float32")
-        fmt = TensorFormat[parts[2].upper()] if len(parts) > 2 and parts[2] else TensorFormat.LINEAR
-        shape, lo, mid, hi = [], [], [], []
-        for item in filter(None, shape_text.lower().replace("scalar", "").split("x")):
-            values = item.split("-")
-            try:
-                nums = [int(v) for v in values]
-            except ValueError:
-                msg = f"tensor spec {text!r}: dimension {item!r} is not an int or MIN-OPT-MAX"
-                raise ValueError(msg) from None
-            if len(nums) == 1:
-                shape.append(nums[0]); lo.append(nums[0]); mid.append(nums[0]); hi.append(nums[0])
-            elif len(nums) == 3:
-                shape.append(-1); lo.append(nums[0]); mid.append(nums[1]); hi.append(nums[2])
-            else:
-                msg = f"tensor spec {text!r}: dynamic dimension {item!r} must be MIN-OPT-MAX"
-                raise ValueError(msg)
-        return cls(tuple(shape), dtype_text, tuple(lo), tuple(mid), tuple(hi), format=fmt)
-
-    @classmethod
-    def from_array(cls, array: Any) -> "TensorSpec":
-        """A static spec whose data is ``array`` (NumPy or CuPy)."""
-        return cls(tuple(array.shape), array.dtype, data=array)
-
-
-@dataclass
-class LifecycleReport:
-    """What :func:`run` saw.
-
-    Attributes:
-        plugin: ``"Name:Version:Namespace"``.
-        violations: every broken rule found.
-        errors: the ``[ERROR]`` lines the trampoline printed.
-        output_shapes: concrete output shapes at opt.
-        output_dtypes: output DataType members (from get_output_datatype).
-        outputs: the outputs (NumPy; CuPy with ``keep_on_device``) when enqueue ran.
-        enqueue_ran: whether the runtime enqueue ran and succeeded.
-        skipped: why enqueue did not run, as a sentence, or None.
-        trace: the call trace when asked for.
-        warnings: the ONNX parser's warnings while building ``fc`` (missing attributes).
-    """
-
-    plugin: str
-    violations: List[Violation] = field(default_factory=list)
-    errors: List[str] = field(default_factory=list)
-    output_shapes: List[tuple] = field(default_factory=list)
-    output_dtypes: List[Any] = field(default_factory=list)
-    outputs: Optional[list] = None
-    enqueue_ran: bool = False
-    skipped: Optional[str] = None
-    trace: Any = None
-    warnings: List[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """No violations and no errors."""
-        return not self.violations and not self.errors
-
-    def checks(self) -> List[str]:
-        """The names of the checks that failed, in order, without repeats."""
-        return list(dict.fromkeys(v.check for v in self.violations))
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-able form (outputs as shape and dtype only)."""
-        return {
-            "plugin": self.plugin, "ok": self.ok,
-            "violations": [v.to_dict() for v in self.violations], "errors": list(self.errors),
-            "output_shapes": [list(s) for s in self.output_shapes],
-            "output_dtypes": [t.name for t in self.output_dtypes],
-            "outputs": None if self.outputs is None else [
-                {"shape": list(o.shape), "dtype": str(o.dtype)} for o in self.outputs],
-            "enqueue_ran": self.enqueue_ran, "skipped": self.skipped,
-            "warnings": list(self.warnings),
-            "trace": self.trace.to_json() if self.trace is not None else None,
-        }
-
-    def format(self) -> str:
-        """A human-readable summary."""
-        verdict = "OK" if self.ok else f"{len(self.violations)} violation(s)"
-        lines = [f"{self.plugin}: {verdict}"]
-        for i, (shape, dt) in enumerate(zip(self.output_shapes, self.output_dtypes)):
-            lines.append(f"  output {i}: {tuple(shape)} {dt.name}")
-        lines.append("  enqueue ran" if self.enqueue_ran else
-                     f"  enqueue did not run: {self.skipped or 'it failed (see errors)'}")
-        lines += [f"  warning: {w}" for w in self.warnings]
-        lines += [f"  {v}" for v in self.violations]
-        lines += [f"  printed: {e}" for e in self.errors]
-        return "\n".join(lines)
 
 
 def _resolve_creator(plugin: Any) -> Any:
@@ -718,17 +556,6 @@ class _Driver:
                     f"in its serialized bytes (module globals, __main__)", "enqueue"))
 
 
-def _as_spec(item: Any) -> TensorSpec:
-    if isinstance(item, TensorSpec):
-        return item
-    if isinstance(item, str):
-        return TensorSpec.parse(item)
-    if hasattr(item, "shape") and hasattr(item, "dtype"):
-        return TensorSpec.from_array(item)
-    msg = f"inputs must be TensorSpec objects, spec strings or arrays (got {item!r})"
-    raise TypeError(msg)
-
-
 def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
@@ -761,7 +588,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if plugin_module is not None:
         _fresh.import_module(plugin_module)
     creator = _resolve_creator(plugin)
-    specs = [_as_spec(s) for s in inputs]
+    specs = [spec_from_input(s) for s in inputs]
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
     fc, report.warnings = _fields(creator, fields)

@@ -1,0 +1,150 @@
+"""Network inputs for the lifecycle driver: :class:`TensorSpec`, its text form and its profile.
+
+A spec is what an ONNX graph and an optimization profile tell TensorRT about one plugin input:
+the network-time shape (``-1`` where dynamic), the type, the profile's min/opt/max shapes and,
+for the run, the data. :func:`pyplugins.emulator.lifecycle.run` takes one per plugin input.
+
+Example:
+    >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
+    >>> spec.shape, spec.min, spec.opt, spec.max, spec.datatype.name
+    ((-1, 3, 8, 8), (1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8), 'HALF')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from pyplugins import dtypes
+from pyplugins.emulator.enums import DataType, TensorFormat
+
+__all__ = ["TensorSpec", "spec_from_input"]
+
+
+def _datatype(value: Any) -> DataType:
+    """A DataType member (emulated or real, by name), a DataType name, a short name (``fp16``)
+    or anything ``numpy.dtype`` accepts -> the emulator's DataType."""
+    if isinstance(value, DataType):
+        return value
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and name in DataType.__members__ and not isinstance(value, np.dtype):
+        return DataType[name]
+    if isinstance(value, str):
+        if value.upper() in DataType.__members__:
+            return DataType[value.upper()]
+        for trt_name in DataType.__members__:
+            if dtypes.info(trt_name).short == value.lower():
+                return DataType[trt_name]
+    return DataType[dtypes.trt_name_from_numpy(value)]
+
+
+@dataclass
+class TensorSpec:
+    """One network input: its network-time shape (``-1`` = dynamic), type and profile.
+
+    ``min``/``opt``/``max`` default to ``shape`` when it is static; for a dynamic shape ``opt``
+    is required (or taken from ``data``) and ``min``/``max`` default to ``opt``. ``data`` (shape
+    ``opt``) is what ``enqueue`` gets; random when None.
+
+    Example:
+        >>> spec = TensorSpec((2, -1, 4), "float16", min=(2, 1, 4), opt=(2, 5, 4), max=(2, 9, 4))
+        >>> spec.datatype.name, spec.opt
+        ('HALF', (2, 5, 4))
+    """
+
+    shape: Tuple[int, ...]
+    dtype: Any
+    min: Optional[tuple] = None
+    opt: Optional[tuple] = None
+    max: Optional[tuple] = None
+    data: Any = None
+    format: TensorFormat = TensorFormat.LINEAR
+    scale: float = -1.0
+
+    def __post_init__(self) -> None:
+        self.shape = tuple(int(v) for v in self.shape)
+        self.datatype = _datatype(self.dtype)
+        if self.opt is None and self.data is not None:
+            self.opt = tuple(self.data.shape)
+        if self.opt is None:
+            if any(v < 0 for v in self.shape):
+                msg = (f"TensorSpec{self.shape}: a dynamic (-1) shape needs opt=... (and usually "
+                       f"min=/max=), e.g. TensorSpec.parse('1-2-4x3x8x8:float32')")
+                raise ValueError(msg)
+            self.opt = self.shape
+        self.opt = tuple(int(v) for v in self.opt)
+        self.min = tuple(int(v) for v in (self.opt if self.min is None else self.min))
+        self.max = tuple(int(v) for v in (self.opt if self.max is None else self.max))
+        for name in ("min", "opt", "max"):
+            dims = getattr(self, name)
+            ok = len(dims) == len(self.shape) and all(
+                (s < 0 or s == d) and d >= 0 for s, d in zip(self.shape, dims))
+            if not ok:
+                msg = (f"TensorSpec: {name}={dims} does not fit shape={self.shape} (same rank, "
+                       f"static dims equal, no negative dims)")
+                raise ValueError(msg)
+        if not all(a <= b <= c for a, b, c in zip(self.min, self.opt, self.max)):
+            msg = f"TensorSpec: need min <= opt <= max (got {self.min}, {self.opt}, {self.max})"
+            raise ValueError(msg)
+        if self.data is not None and tuple(self.data.shape) != self.opt:
+            msg = f"TensorSpec: data has shape {tuple(self.data.shape)}, expected opt={self.opt}"
+            raise ValueError(msg)
+
+    @classmethod
+    def parse(cls, text: str) -> "TensorSpec":
+        """``"2x3x8x8:float32"``; a dynamic dim as ``min-opt-max`` (``"1-2-4x3:fp16"``); an
+        optional third part names the format (``"1x8x4x4:float32:HWC8"``); ``":int32"`` is 0-D.
+        """
+        parts = text.strip().split(":")
+        if len(parts) > 3:
+            msg = f"tensor spec {text!r}: expected SHAPE[:DTYPE[:FORMAT]] like '2x3x8x8:float32'"
+            raise ValueError(msg)
+        shape_text, dtype_text = parts[0], (parts[1] if len(parts) > 1 and parts[1] else "float32")
+        fmt = TensorFormat[parts[2].upper()] if len(parts) > 2 and parts[2] else TensorFormat.LINEAR
+        shape, lo, mid, hi = [], [], [], []
+        for item in filter(None, shape_text.lower().replace("scalar", "").split("x")):
+            values = item.split("-")
+            try:
+                nums = [int(v) for v in values]
+            except ValueError:
+                msg = f"tensor spec {text!r}: dimension {item!r} is not an int or MIN-OPT-MAX"
+                raise ValueError(msg) from None
+            if len(nums) == 1:
+                shape.append(nums[0]); lo.append(nums[0]); mid.append(nums[0]); hi.append(nums[0])
+            elif len(nums) == 3:
+                shape.append(-1); lo.append(nums[0]); mid.append(nums[1]); hi.append(nums[2])
+            else:
+                msg = f"tensor spec {text!r}: dynamic dimension {item!r} must be MIN-OPT-MAX"
+                raise ValueError(msg)
+        return cls(tuple(shape), dtype_text, tuple(lo), tuple(mid), tuple(hi), format=fmt)
+
+    @classmethod
+    def from_array(cls, array: Any) -> "TensorSpec":
+        """A static spec whose data is ``array`` (NumPy or CuPy)."""
+        return cls(tuple(array.shape), array.dtype, data=array)
+
+
+def spec_from_input(item: Any) -> TensorSpec:
+    """One of :func:`~pyplugins.emulator.lifecycle.run`'s ``inputs`` -> a :class:`TensorSpec`.
+
+    Args:
+        item: a :class:`TensorSpec` (returned as is), a spec string (:meth:`TensorSpec.parse`)
+            or an array (:meth:`TensorSpec.from_array`).
+
+    Raises:
+        TypeError: ``item`` is none of these.
+
+    Example:
+        >>> spec_from_input(np.zeros((2, 3), np.int32)).datatype.name
+        'INT32'
+    """
+    if isinstance(item, TensorSpec):
+        return item
+    if isinstance(item, str):
+        return TensorSpec.parse(item)
+    if hasattr(item, "shape") and hasattr(item, "dtype"):
+        return TensorSpec.from_array(item)
+    msg = f"inputs must be TensorSpec objects, spec strings or arrays (got {item!r})"
+    raise TypeError(msg)
