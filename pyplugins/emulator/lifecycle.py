@@ -9,6 +9,11 @@ outputs the types ``get_output_datatype`` returned. Along the way it runs the ch
 :mod:`pyplugins.emulator.checks` and reports what it found in a :class:`LifecycleReport`; a
 misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to ``enqueue`` runs.
 
+This module is the order of TensorRT's calls; the pieces live beside it: the inputs
+(:mod:`~pyplugins.emulator.specs`), the tensors' shapes and descriptors
+(:mod:`~pyplugins.emulator.tensors`), the builder's format search
+(:mod:`~pyplugins.emulator.format_search`) and the report (:mod:`~pyplugins.emulator.report`).
+
 Example:
     >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
     >>> spec.shape, spec.min, spec.opt, spec.max, spec.datatype.name
@@ -18,34 +23,30 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.emulator import _fresh, buffers, checks, trampoline
-from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.checks import (PoisonedDesc, PoisonProbe, Recorder, Violation,
-                                       output_violations, serialization_violations)
-from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
+from pyplugins.emulator.bases import IPluginCreatorInterface
+from pyplugins.emulator.checks import (Recorder, Violation, output_violations,
+                                       serialization_violations)
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.fields import PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.format_search import (FORMAT_TABLE, TYPE_TABLE, choose_formats,
+                                              search_formats)
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.report import LifecycleReport
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
+from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
-__all__ = ["LifecycleReport", "TensorSpec", "Violation", "run"]
+__all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Combo", "LifecycleReport", "TensorSpec", "Violation",
+           "run"]
 
-#: Types offered to supports_format_combination after the declared one (those NumPy can hold).
-TYPE_TABLE = (DataType.FLOAT, DataType.HALF, DataType.INT8, DataType.INT32, DataType.INT64,
-              DataType.BOOL, DataType.UINT8)
-#: Formats offered to tensors of rank >= 3 after the declared one (rank < 3: LINEAR only).
-FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, TensorFormat.HWC)
 _MAX_TIMED = 8
-
-Combo = List[Tuple[DataType, TensorFormat]]
 
 
 def _resolve_creator(plugin: Any) -> Any:
@@ -164,39 +165,8 @@ class _Driver:
         return self.shapes()
 
     def shapes(self) -> bool:
-        profiles = {name: {k: getattr(s, name) for k, s in enumerate(self.specs)}
-                    for name in ("min", "opt", "max")}
-        self.out_dims: Dict[str, List[Tuple[int, ...]]] = {"net": [], "min": [], "opt": [],
-                                                            "max": []}
-        bad = []
-        for i, exprs in enumerate(self.out_exprs):
-            dims: Dict[str, List[int]] = {name: [] for name in self.out_dims}
-            for d, expr in enumerate(exprs):
-                if expr is None:
-                    bad.append(f"output {i} dim {d} is an empty slot (DimsExprs(n) leaves n "
-                               f"unset entries; assign every one)")
-                    continue
-                try:
-                    dims["net"].append(expr._evaluate({}))
-                except KeyError:
-                    dims["net"].append(-1)
-                except ZeroDivisionError as err:
-                    dims["net"].append(-1)
-                    bad.append(f"output {i} dim {d}: {err}")
-                    continue
-                for name, shapes in profiles.items():
-                    try:
-                        value = expr._evaluate(shapes)
-                    except ZeroDivisionError as err:
-                        bad.append(f"output {i} dim {d} at the {name} input shapes: {err}")
-                        value = -1
-                    else:
-                        if value < 0:
-                            bad.append(f"output {i} dim {d} is {value} at the {name} input "
-                                       f"shapes {list(shapes.values())} ({expr!r})")
-                    dims[name].append(value)
-            for name in self.out_dims:
-                self.out_dims[name].append(tuple(dims[name]))
+        self.out_dims, bad = output_dims(self.out_exprs, self.specs)
+        self.tensors = PluginTensors(self.specs, self.out_dims)
         self.report.output_shapes = list(self.out_dims["opt"])
         self.report.output_dtypes = list(self.out_types)
         for text in bad:
@@ -207,109 +177,7 @@ class _Driver:
             return False
         return True
 
-    # -- descriptors -----------------------------------------------------------------------------
-    def _net_dims(self, k: int) -> Tuple[int, ...]:
-        return self.specs[k].shape if k < self.n_in else self.out_dims["net"][k - self.n_in]
-
-    def _profile(self, k: int, name: str) -> Tuple[int, ...]:
-        if k < self.n_in:
-            return getattr(self.specs[k], name)
-        return self.out_dims[name][k - self.n_in]
-
-    def _desc(self, k: int, cand: Tuple[DataType, TensorFormat], dims: Sequence[int]
-              ) -> PluginTensorDesc:
-        scale = self.specs[k].scale if k < self.n_in and cand[0] is DataType.INT8 else -1.0
-        return PluginTensorDesc(dims, cand[0], cand[1], scale)
-
-    def dynamic(self, combo: Combo, build: bool) -> Tuple[list, list]:
-        """configure_plugin's lists: build phase with -1 wildcards, execution phase at opt."""
-        descs = []
-        for k, cand in enumerate(combo):
-            dims = self._net_dims(k) if build else self._profile(k, "opt")
-            descs.append(DynamicPluginTensorDesc(self._desc(k, cand, dims), self._profile(k, "min"),
-                                                 self._profile(k, "opt"), self._profile(k, "max")))
-        return descs[:self.n_in], descs[self.n_in:]
-
-    def plain(self, combo: Combo, profile: str) -> Tuple[list, list]:
-        descs = [self._desc(k, c, self._profile(k, profile)) for k, c in enumerate(combo)]
-        return descs[:self.n_in], descs[self.n_in:]
-
-    # -- 2. build ----------------------------------------------------------------------------------
-    def format_search(self, plugin: Any) -> List[Combo]:
-        n = self.n_in + len(self.out_types)
-        declared = self.in_types + self.out_types
-        candidates = []
-        for k in range(n):
-            fmt0 = self.specs[k].format if k < self.n_in else TensorFormat.LINEAR
-            formats = FORMAT_TABLE if len(self._net_dims(k)) >= 3 else (TensorFormat.LINEAR,)
-            types = [declared[k]] + [t for t in TYPE_TABLE if t is not declared[k]]
-            fmts = [fmt0] + [f for f in formats if f is not fmt0]
-            candidates.append([(t, f) for t in types for f in fmts])
-        probe, combos, self.tried = PoisonProbe(), [], []
-        limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
-
-        def search(pos: int, prefix: Combo) -> None:
-            for cand in candidates[pos]:
-                if len(self.tried) >= limit:
-                    return
-                in_out = ([self._desc(k, prefix[k], self._net_dims(k)) for k in range(pos)]
-                          + [self._desc(pos, cand, self._net_dims(pos))]
-                          + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
-                probe.arm(pos)
-                ok = trampoline.supports_format_combination(plugin, pos, in_out, self.n_in)
-                probe.disarm()
-                self.tried.append((pos, tuple(prefix), cand, ok))
-                if ok and pos == n - 1:
-                    combos.append(prefix + [cand])
-                elif ok:
-                    search(pos + 1, prefix + [cand])
-
-        trampoline.listeners.insert(0, probe.disarm)  # before any listener reads in_out
-        try:
-            if n:
-                search(0, [])
-            else:
-                combos.append([])
-        finally:
-            trampoline.listeners.remove(probe.disarm)
-        self.violations.extend(probe.violations())
-        return combos
-
-    def choose(self, combos: List[Combo]) -> Optional[List[Combo]]:
-        """The accepted combinations that keep the network's types (first = chosen), or None."""
-        want = self.in_types + self.out_types
-        typed = [c for c in combos if [t for t, _ in c] == want]
-        if typed:
-            return typed
-        names = [t.name for t in want]
-        same_inputs = [c for c in combos if [t for t, _ in c[:self.n_in]] == want[:self.n_in]]
-        if same_inputs:
-            combo = same_inputs[0]
-            for j, (t, _) in enumerate(combo[self.n_in:]):
-                if t is not want[self.n_in + j]:
-                    msg = (f"supports_format_combination accepts output {j} as {t.name} for "
-                           f"inputs {names[:self.n_in]}, but get_output_datatype({j}, ...) "
-                           f"returned {want[self.n_in + j].name}: in a strongly typed network the "
-                           f"output keeps get_output_datatype's type, which the plugin refuses, "
-                           f"so the build fails. Make both agree.")
-                    self.violations.append(Violation("output_mismatch", msg,
-                                                     "supports_format_combination"))
-                    break
-        else:
-            accepted = ", ".join(str([f"{t.name}/{f.name}" for t, f in c]) for c in combos[:4])
-            refused = [(pos, cand) for pos, prefix, cand, ok in self.tried
-                       if not ok and cand[0] is want[pos]
-                       and [t for t, _ in prefix] == want[:pos]][:1]
-            where = (f"; it refused in_out[{refused[0][0]}] = {refused[0][1][0].name}/"
-                     f"{refused[0][1][1].name}" if refused else "")
-            msg = (f"no format combination keeps the network's types {names} (inputs as "
-                   f"declared, outputs from get_output_datatype): {len(self.tried)} "
-                   f"supports_format_combination calls{where}; accepted combinations: "
-                   f"{accepted or 'none'}. The strongly typed build fails.")
-            self.violations.append(Violation("format", msg, "supports_format_combination"))
-        self.report.skipped = "the build failed: no usable format combination"
-        return None
-
+    # -- 2. build: format search, configure, initialize, timing, serialize ----------------------
     def build(self) -> bool:
         p2 = trampoline.clone(self.p1)  # the builder's own copy for its graph [infer]
         if p2 is None:
@@ -318,17 +186,21 @@ class _Driver:
                              "clone")
         initialized = False
         try:
-            timed = self.choose(self.format_search(p2))
+            want = self.in_types + self.out_types
+            combos, tried, found = search_formats(p2, self.tensors, want)
+            timed, refused = choose_formats(combos, tried, want, self.n_in)
+            self.violations += found + refused
             if timed is None:
+                self.report.skipped = "the build failed: no usable format combination"
                 return False
             self.combo = timed[0]
-            trampoline.configure_plugin(p2, *self.dynamic(self.combo, build=True))
-            trampoline.get_workspace_size(p2, *self.plain(self.combo, "max"))
+            trampoline.configure_plugin(p2, *self.tensors.dynamic(self.combo, build=True))
+            trampoline.get_workspace_size(p2, *self.tensors.plain(self.combo, "max"))
             if trampoline.initialize(p2) != 0:
                 return self.stop("lifecycle", "initialize() raised, so the build fails",
                                  "initialize")
             initialized = True
-            trampoline.configure_plugin(p2, *self.dynamic(self.combo, build=False))
+            trampoline.configure_plugin(p2, *self.tensors.dynamic(self.combo, build=False))
             if len(timed) > 1 and self.cp is not None:
                 self.time(p2, timed[:_MAX_TIMED])
             self.engine = self.serialize(p2)
@@ -343,8 +215,8 @@ class _Driver:
     def time(self, plugin: Any, combos: List[Combo]) -> None:
         """Timing: enqueue once per accepted combination on scratch buffers (§2.3)."""
         for combo in combos:
-            trampoline.configure_plugin(plugin, *self.dynamic(combo, build=False))
-            ins, outs = self.plain(combo, "opt")
+            trampoline.configure_plugin(plugin, *self.tensors.dynamic(combo, build=False))
+            ins, outs = self.tensors.plain(combo, "opt")
             workspace = trampoline.get_workspace_size(plugin, ins, outs)
             found = self.recorder.unconfigured_violation(plugin, "a timing enqueue of the build")
             if found is not None:
@@ -360,7 +232,7 @@ class _Driver:
                                                  f"the device: {buffers.cuda_error_text(err)}",
                                                  "enqueue"))
                 return
-        trampoline.configure_plugin(plugin, *self.dynamic(self.combo, build=False))
+        trampoline.configure_plugin(plugin, *self.tensors.dynamic(self.combo, build=False))
 
     def serialize(self, plugin: Any) -> Optional[bytes]:
         """TensorRT's serialization of one plugin: the size, then serialize() and the copy."""
@@ -378,7 +250,7 @@ class _Driver:
         buffer[:n] = data[:n].ljust(n, b"\0")  # past the end of the string: junk (here zeros)
         return bytes(buffer)
 
-    # -- 3. runtime ---------------------------------------------------------------------------------
+    # -- 3. runtime: deserialize, initialize, clone, configure, enqueue -------------------------
     def runtime(self) -> None:
         key = self.identity
         creator = get_plugin_registry().get_creator(*key) if None not in key else None
@@ -404,9 +276,9 @@ class _Driver:
                 self.stop("lifecycle", "clone() of the deserialized plugin returned no plugin: "
                           "create_execution_context fails", "clone")
                 return
-            ins, outs = self.dynamic(self.combo, build=False)
+            ins, outs = self.tensors.dynamic(self.combo, build=False)
             trampoline.configure_plugin(pc, ins, outs)
-            in_desc, out_desc = self.plain(self.combo, "opt")
+            in_desc, out_desc = self.tensors.plain(self.combo, "opt")
             workspace = max(trampoline.get_workspace_size(pc, in_desc, out_desc), 0)
             found = self.recorder.unconfigured_violation(pc, "enqueue (execute_async_v3)")
             if found is not None:

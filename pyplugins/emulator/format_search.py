@@ -1,0 +1,147 @@
+"""The builder's format search: which (type, format) combinations a plugin accepts, and the pick.
+
+TensorRT asks ``supports_format_combination(pos, in_out, num_inputs)`` tensor by tensor, depth
+first: ``in_out[:pos]`` hold what it already chose, ``in_out[pos]`` the candidate, and the entries
+after ``pos`` are junk (§2.1), here :class:`~pyplugins.emulator.checks.PoisonedDesc` objects that
+report a read. Each tensor is offered its declared type first, then :data:`TYPE_TABLE`, in its
+declared format first, then :data:`FORMAT_TABLE` (rank >= 3) or LINEAR. In a strongly typed
+network only the combinations that keep the declared input types and ``get_output_datatype``'s
+output types can be used (:func:`choose_formats`); the first of those is built, and all are timed.
+
+Example:
+    >>> from pyplugins.emulator import trampoline
+    >>> from pyplugins.emulator.bases import IPluginV2DynamicExt
+    >>> from pyplugins.emulator.specs import TensorSpec
+    >>> from pyplugins.emulator.tensors import PluginTensors
+    >>> class Copy(IPluginV2DynamicExt):
+    ...     def supports_format_combination(self, pos, in_out, num_inputs):
+    ...         return in_out[pos].format is TensorFormat.LINEAR and (
+    ...             pos == 0 or in_out[pos].type is in_out[0].type)
+    >>> tensors = PluginTensors([TensorSpec.parse("4:float16")], {"net": [(4,)]})
+    >>> combos, tried, found = search_formats(Copy(), tensors, [DataType.HALF, DataType.HALF])
+    >>> [[t.name for t, _ in c] for c in combos][:3], len(tried), found
+    ([['HALF', 'HALF'], ['FLOAT', 'FLOAT'], ['INT8', 'INT8']], 56, [])
+    >>> timed, found = choose_formats(combos, tried, [DataType.HALF, DataType.HALF], 1)
+    >>> [[t.name for t, _ in c] for c in timed], found
+    ([['HALF', 'HALF']], [])
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+from pyplugins.emulator import trampoline
+from pyplugins.emulator.bases import IPluginV2DynamicExt
+from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
+from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.tensors import Combo, PluginTensors
+
+__all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
+
+#: Types offered to supports_format_combination after the declared one (those NumPy can hold).
+TYPE_TABLE = (DataType.FLOAT, DataType.HALF, DataType.INT8, DataType.INT32, DataType.INT64,
+              DataType.BOOL, DataType.UINT8)
+#: Formats offered to tensors of rank >= 3 after the declared one (rank < 3: LINEAR only).
+FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, TensorFormat.HWC)
+
+#: One supports_format_combination call: (pos, the prefix chosen before it, candidate, answer).
+Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat], bool]
+
+
+def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[DataType]
+                   ) -> Tuple[List[Combo], List[Tried], List[Violation]]:
+    """Ask ``plugin`` about every candidate combination, as the builder does.
+
+    Args:
+        plugin: the builder's plugin object (P2).
+        tensors: the plugin's tensors (their network shapes and declared formats).
+        declared: the declared types, inputs then outputs (get_output_datatype's for outputs).
+
+    Returns:
+        The accepted combinations in the order found, every call made (at most
+        ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``), and the reads of ``in_out`` entries
+        after ``pos`` (``in_out_beyond_pos`` violations).
+    """
+    n_in, n = tensors.n_in, len(declared)
+    candidates = []
+    for k in range(n):
+        fmt0 = tensors.specs[k].format if k < n_in else TensorFormat.LINEAR
+        formats = FORMAT_TABLE if len(tensors.net_dims(k)) >= 3 else (TensorFormat.LINEAR,)
+        types = [declared[k]] + [t for t in TYPE_TABLE if t is not declared[k]]
+        fmts = [fmt0] + [f for f in formats if f is not fmt0]
+        candidates.append([(t, f) for t in types for f in fmts])
+    probe, combos, tried = PoisonProbe(), [], []
+    limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
+
+    def search(pos: int, prefix: Combo) -> None:
+        for cand in candidates[pos]:
+            if len(tried) >= limit:
+                return
+            in_out = ([tensors.desc(k, prefix[k], tensors.net_dims(k)) for k in range(pos)]
+                      + [tensors.desc(pos, cand, tensors.net_dims(pos))]
+                      + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
+            probe.arm(pos)
+            ok = trampoline.supports_format_combination(plugin, pos, in_out, n_in)
+            probe.disarm()
+            tried.append((pos, tuple(prefix), cand, ok))
+            if ok and pos == n - 1:
+                combos.append(prefix + [cand])
+            elif ok:
+                search(pos + 1, prefix + [cand])
+
+    trampoline.listeners.insert(0, probe.disarm)  # before any listener reads in_out
+    try:
+        if n:
+            search(0, [])
+        else:
+            combos.append([])
+    finally:
+        trampoline.listeners.remove(probe.disarm)
+    return combos, tried, probe.violations()
+
+
+def choose_formats(combos: Sequence[Combo], tried: Sequence[Tried], want: Sequence[DataType],
+                   n_in: int) -> Tuple[Optional[List[Combo]], List[Violation]]:
+    """The accepted combinations that keep the network's types (first = chosen), or None.
+
+    Args:
+        combos: the accepted combinations, as :func:`search_formats` found them.
+        tried: every call it made.
+        want: the network's types, inputs then outputs.
+        n_in: how many of them are inputs.
+
+    Returns:
+        The usable combinations (None when there are none: the strongly typed build fails) and,
+        when there are none, why: an ``output_mismatch`` or a ``format`` violation.
+    """
+    violations: List[Violation] = []
+    typed = [c for c in combos if [t for t, _ in c] == list(want)]
+    if typed:
+        return typed, violations
+    names = [t.name for t in want]
+    same_inputs = [c for c in combos if [t for t, _ in c[:n_in]] == list(want[:n_in])]
+    if same_inputs:
+        combo = same_inputs[0]
+        for j, (t, _) in enumerate(combo[n_in:]):
+            if t is not want[n_in + j]:
+                msg = (f"supports_format_combination accepts output {j} as {t.name} for "
+                       f"inputs {names[:n_in]}, but get_output_datatype({j}, ...) "
+                       f"returned {want[n_in + j].name}: in a strongly typed network the "
+                       f"output keeps get_output_datatype's type, which the plugin refuses, "
+                       f"so the build fails. Make both agree.")
+                violations.append(Violation("output_mismatch", msg,
+                                            "supports_format_combination"))
+                break
+    else:
+        accepted = ", ".join(str([f"{t.name}/{f.name}" for t, f in c]) for c in combos[:4])
+        refused = [(pos, cand) for pos, prefix, cand, ok in tried
+                   if not ok and cand[0] is want[pos]
+                   and [t for t, _ in prefix] == list(want[:pos])][:1]
+        where = (f"; it refused in_out[{refused[0][0]}] = {refused[0][1][0].name}/"
+                 f"{refused[0][1][1].name}" if refused else "")
+        msg = (f"no format combination keeps the network's types {names} (inputs as "
+               f"declared, outputs from get_output_datatype): {len(tried)} "
+               f"supports_format_combination calls{where}; accepted combinations: "
+               f"{accepted or 'none'}. The strongly typed build fails.")
+        violations.append(Violation("format", msg, "supports_format_combination"))
+    return None, violations
