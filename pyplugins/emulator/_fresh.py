@@ -7,7 +7,8 @@ and runs ``python -m pyplugins.emulator._fresh DIR``; the child imports the modu
 path under a name other than ``__main__``) with the emulator installed, looks up the creator,
 ``deserialize_plugin`` -> ``initialize`` -> ``clone`` -> ``configure_plugin`` at opt ->
 ``enqueue`` (GPU) and ``serialize``, and writes outputs and bytes back. Any ``[ERROR]`` line or
-exception makes it exit non-zero.
+exception makes it exit non-zero. :func:`fresh_violations` runs the child and compares what it
+wrote with this process's bytes and outputs.
 
 Example:
     >>> mod = import_module("json")
@@ -33,7 +34,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["FreshResult", "import_module", "module_of", "run_fresh"]
+from pyplugins.emulator.checks import Violation
+
+__all__ = ["FreshResult", "fresh_violations", "import_module", "module_of", "run_fresh"]
 
 _TIMEOUT_S = 300
 _TAIL = 2000
@@ -155,6 +158,53 @@ def run_fresh(module: str, key: Sequence[str], node_name: str, engine: bytes,
         if gpu:
             result.outputs = [np.load(work / f"out_{i}.npy") for i in range(len(outputs))]
         return result
+
+
+def fresh_violations(module: Optional[str], key: Sequence[str], node_name: str, engine: bytes,
+                     inputs: Sequence[Any], outputs: Sequence[Any],
+                     arrays: Optional[Sequence[Any]],
+                     host_outputs: Optional[List[np.ndarray]]) -> List[Violation]:
+    """The fresh-process check: run the engine bytes in a child, compare with this process.
+
+    Args:
+        module: plugin module name or ``.py`` path (None: it could not be told).
+        key: the built plugin's (plugin_type, plugin_version, plugin_namespace).
+        node_name: the ONNX node's name.
+        engine: the plugin bytes the build serialized.
+        inputs, outputs: the runtime ``DynamicPluginTensorDesc`` lists (concrete dims = opt).
+        arrays: the input data ``enqueue`` got here (NumPy or CuPy), or None.
+        host_outputs: what ``enqueue`` produced here (NumPy), or None when it did not run; the
+            child enqueues only when it did.
+
+    Returns:
+        ``fresh_process`` violations: the child failed, its plugin re-serializes to other bytes,
+        or its outputs differ.
+    """
+    if module is None:
+        return [Violation("fresh_process", "cannot tell which module registers the creator; "
+                          "pass plugin_module=... (a module name or .py path)")]
+    violations = []
+    gpu = host_outputs is not None
+    host = [a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else
+            np.asarray(a) for a in (arrays or [])]
+    result = run_fresh(module, key, node_name, engine, inputs, outputs, host, gpu)
+    where = f"in a new process that only imports {module!r}"
+    if result.error is not None:
+        return [Violation("fresh_process", f"{where}: {result.error}")]
+    if result.reserialized != engine:
+        violations.append(Violation(
+            "fresh_process", f"{where}, the deserialized plugin serializes to different "
+            f"bytes ({len(result.reserialized or b'')} vs {len(engine)}): its state "
+            f"depends on something outside the serialized bytes", "serialize"))
+    if gpu and result.outputs is not None:
+        differ = [i for i, (a, b) in enumerate(zip(host_outputs, result.outputs))
+                  if a.tobytes() != b.tobytes()]
+        if differ:
+            violations.append(Violation(
+                "fresh_process", f"{where}, enqueue produced different output(s) {differ} "
+                f"from this process for the same inputs: the plugin reads state that is not "
+                f"in its serialized bytes (module globals, __main__)", "enqueue"))
+    return violations
 
 
 # -- the child ----------------------------------------------------------------------------------

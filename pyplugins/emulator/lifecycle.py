@@ -12,7 +12,9 @@ misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to
 This module is the order of TensorRT's calls; the pieces live beside it: the inputs
 (:mod:`~pyplugins.emulator.specs`), the tensors' shapes and descriptors
 (:mod:`~pyplugins.emulator.tensors`), the builder's format search
-(:mod:`~pyplugins.emulator.format_search`) and the report (:mod:`~pyplugins.emulator.report`).
+(:mod:`~pyplugins.emulator.format_search`), the runtime ``enqueue`` and its checks
+(:mod:`~pyplugins.emulator.runtime_enqueue`), the fresh-process check
+(:mod:`~pyplugins.emulator._fresh`) and the report (:mod:`~pyplugins.emulator.report`).
 
 Example:
     >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
@@ -29,12 +31,10 @@ import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
-from pyplugins.emulator import _fresh, buffers, checks, trampoline
+from pyplugins.emulator import _fresh, buffers, runtime_enqueue, trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface
-from pyplugins.emulator.checks import (Recorder, Violation, output_violations,
-                                       serialization_violations)
+from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
-from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.fields import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import (FORMAT_TABLE, TYPE_TABLE, choose_formats,
                                               search_formats)
@@ -96,13 +96,6 @@ def _device(device: str) -> Tuple[Any, Optional[str]]:
     if cp is None and device != "auto":
         raise RuntimeError(reason)
     return cp, reason
-
-
-def _np_dtype(t: DataType) -> Optional[np.dtype]:
-    try:
-        return dtypes.numpy_from_trt(t)
-    except TypeError:
-        return None
 
 
 class _Driver:
@@ -283,12 +276,17 @@ class _Driver:
             found = self.recorder.unconfigured_violation(pc, "enqueue (execute_async_v3)")
             if found is not None:
                 self.violations.append(found)
-            arrays = self.input_arrays()
+            arrays, why = runtime_enqueue.input_arrays(self.specs, self.combo, self.out_types)
+            if why is not None:
+                self.report.skipped = why
             if self.cp is not None and arrays is not None:
                 self.enqueue(pc, in_desc, out_desc, arrays, workspace)
             if self.fresh:
                 with self.phase("fresh-process"):
-                    self.fresh_process(ins, outs, arrays)
+                    module = self.plugin_module or _fresh.module_of(self.creator)
+                    self.violations += _fresh.fresh_violations(
+                        module, self.identity, self.node_name, self.engine, ins, outs, arrays,
+                        self.host_outputs)
         finally:
             if pc is not None:
                 trampoline.destroy(pc)
@@ -296,136 +294,15 @@ class _Driver:
                 trampoline.terminate(pd)
             trampoline.destroy(pd)
 
-    def input_arrays(self) -> Optional[List[Any]]:
-        arrays = []
-        for k, spec in enumerate(self.specs):
-            dt = _np_dtype(self.combo[k][0])
-            if dt is None:
-                self.report.skipped = (f"input {k} is {self.combo[k][0].name}, which NumPy and "
-                                       f"CuPy cannot hold, so enqueue was not run")
-                return None
-            if spec.data is None:
-                rng = np.random.default_rng(1234 + k)
-                if dt.kind == "f":
-                    data = rng.standard_normal(spec.opt)
-                elif dt.kind == "b":
-                    data = rng.integers(0, 2, spec.opt)
-                else:
-                    data = rng.integers(0 if dt.kind == "u" else -8, 16, spec.opt)
-                arrays.append(np.ascontiguousarray(data.astype(dt)))
-            else:
-                arrays.append(spec.data.astype(dt, copy=False))
-        for k, cand in enumerate(self.combo):
-            if cand[1] is not TensorFormat.LINEAR:
-                self.report.skipped = (f"in_out[{k}] uses format {cand[1].name}; the emulator "
-                                       f"runs enqueue on LINEAR tensors only")
-                return None
-        for j, t in enumerate(self.out_types):
-            if _np_dtype(t) is None:
-                self.report.skipped = f"output {j} is {t.name}, which NumPy cannot hold"
-                return None
-        return arrays
-
     def enqueue(self, plugin: Any, in_desc: list, out_desc: list, arrays: List[Any],
                 workspace: int) -> None:
-        metas = [(shape, _np_dtype(t)) for shape, t in zip(self.out_dims["opt"], self.out_types)]
-
-        def call(i: List[int], o: List[int], w: int, s: int) -> int:
-            return trampoline.enqueue(plugin, in_desc, out_desc, i, o, w, s)
-
-        try:
-            run = buffers.DeviceRun(arrays, metas, workspace)
-            self.recorder.step = "enqueue"
-            status = run.call(call)
-            raw = run.read_raw()
-        except Exception as err:
-            self.recorder.step = "runtime"
-            self.violations.append(Violation(
-                "device_error", f"the work enqueue launched failed on the device: "
-                f"{buffers.cuda_error_text(err)} (the CUDA context may be unusable now)",
-                "enqueue"))
-            return
-        self.recorder.step = "runtime"
-        if status != 0:
-            return  # the [ERROR] line is reported as a callback_error
-        self.report.enqueue_ran = True
-        raw_alt: List[Any] = [None] * len(raw)
-        if any(checks.poisoned_elements(buf, shape, dt).size
-               for (shape, dt), buf in zip(metas, raw)):
-            # Some outputs hold the poison: unwritten, or a legitimate value equal to it (int8
-            # -91). Run again on the second pattern; only elements holding both are unwritten.
-            if run.call(call, alt=True) == 0:
-                raw_alt = run.read_raw()
-        for i, ((shape, dt), buf, alt) in enumerate(zip(metas, raw, raw_alt)):
-            self.violations.extend(output_violations(i, buf, shape, dt, raw_alt=alt))
-        self.host_outputs = run.outputs()
-        self.report.outputs = run.outputs(on_device=True) if self.keep_on_device \
-            else self.host_outputs
-        if self.check_capture:
-            self.capture(run, call, raw)
-
-    def capture(self, run: Any, call: Any, eager: List[np.ndarray]) -> None:
-        self.recorder.step = "capture"
-        try:
-            outcome = run.capture(call)
-        except Exception as err:
-            outcome = buffers.CaptureOutcome(status=-1, errors=[buffers.cuda_error_text(err)])
-        self.recorder.step = "runtime"
-        problems = []
-        if outcome.allocations:
-            problems.append(f"enqueue allocated device memory while the stream was captured "
-                            f"({len(outcome.allocations)} allocation(s), "
-                            f"{sum(outcome.allocations)} bytes through CuPy): the graph would "
-                            f"replay into memory it does not own")
-        raised = [e[1] for e in self.recorder.errors if e[2] == "capture"]
-        if outcome.status != 0 or raised:
-            problems.append("enqueue raised while the stream was captured: "
-                            + (" | ".join(raised) or "(no message)"))
-        problems.extend(outcome.errors)
-        if not problems and outcome.replay is not None:
-            differ = [i for i, (a, b) in enumerate(zip(eager, outcome.replay))
-                      if not np.array_equal(a, b)]
-            if differ:
-                problems.append(f"replaying the captured graph left output(s) {differ} different "
-                                f"from the eager run: work enqueue launched outside the given "
-                                f"stream (the legacy default stream, another stream) is not in "
-                                f"the graph")
-        if problems:
-            msg = ("enqueue is not CUDA-graph capture safe: " + "; ".join(problems) + ". Launch "
-                   "only on the stream TensorRT passes (cp.cuda.ExternalStream(stream)); allocate "
-                   "in configure_plugin/initialize; never synchronize or copy to the host in "
-                   "enqueue (§9).")
-            self.violations.append(Violation("capture_unsafe", msg, "enqueue"))
-
-    def fresh_process(self, ins: list, outs: list, arrays: Optional[List[Any]]) -> None:
-        module = self.plugin_module or _fresh.module_of(self.creator)
-        if module is None:
-            self.violations.append(Violation(
-                "fresh_process", "cannot tell which module registers the creator; pass "
-                "plugin_module=... (a module name or .py path)"))
-            return
-        gpu = self.host_outputs is not None
-        host = [a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else
-                np.asarray(a) for a in (arrays or [])]
-        result = _fresh.run_fresh(module, self.identity, self.node_name, self.engine, ins, outs,
-                                  host, gpu)
-        where = f"in a new process that only imports {module!r}"
-        if result.error is not None:
-            self.violations.append(Violation("fresh_process", f"{where}: {result.error}"))
-            return
-        if result.reserialized != self.engine:
-            self.violations.append(Violation(
-                "fresh_process", f"{where}, the deserialized plugin serializes to different "
-                f"bytes ({len(result.reserialized or b'')} vs {len(self.engine)}): its state "
-                f"depends on something outside the serialized bytes", "serialize"))
-        if gpu and result.outputs is not None:
-            differ = [i for i, (a, b) in enumerate(zip(self.host_outputs, result.outputs))
-                      if a.tobytes() != b.tobytes()]
-            if differ:
-                self.violations.append(Violation(
-                    "fresh_process", f"{where}, enqueue produced different output(s) {differ} "
-                    f"from this process for the same inputs: the plugin reads state that is not "
-                    f"in its serialized bytes (module globals, __main__)", "enqueue"))
+        outcome = runtime_enqueue.enqueue_and_check(
+            plugin, in_desc, out_desc, arrays, self.out_dims["opt"], self.out_types, workspace,
+            self.recorder, check_capture=self.check_capture, keep_on_device=self.keep_on_device)
+        self.violations += outcome.violations
+        self.report.enqueue_ran = outcome.ran
+        self.report.outputs = outcome.outputs
+        self.host_outputs = outcome.host_outputs
 
 
 def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
