@@ -11,13 +11,17 @@
 //     y[b, s, h, rotary_dim:] = x[b, s, h, rotary_dim:]       (copied)
 // Math is float for every T. The angle is made accurate to float rounding of the angle
 // itself, not of its factors: inv_freq comes from exp2 in double, the product pos * inv_freq is
-// taken in double and split into float hi + lo, sincosf(hi) (the accurate one: do not compile
-// with --use_fast_math) is corrected to first order by lo. So the error stays near 1e-7 for
-// positions in the thousands, where a float inv_freq and a float product would give ~1e-4.
-// A thread computes its angles once per token and reuses them for up to 16 heads (8 for half);
-// it takes one exp2 per column (consecutive inv_freq differ by a constant factor, applied in
-// double) and issues its first heads' loads before that math.
-//
+// taken in double, reduced in double to t half-turns in [-1, 1], split into float hi + lo, and
+// sincospif(hi) (the accurate one: do not compile with --use_fast_math; unlike sincosf it has
+// no slow path, and so no stack, for large angles) is corrected to first order by lo. So the
+// error stays near 1e-7 at any position, where a float inv_freq and a float product would give
+// ~1e-4 for positions in the thousands.
+// A thread computes its angles once per item and reuses them for the item's heads; it takes
+// one exp2 per column (consecutive inv_freq differ by a constant factor, applied in double),
+// issues its first heads' loads before that math, and the next batch's before each batch's.
+// Rotation items come before copy items (columns past rotary_dim), so that a warp's threads
+// take the same branch.
+
 // Launch contract:
 //     rope<T>(const T* x, const int* positions, T* y, long long tokens, int seq, int heads,
 //             int head_dim, int rotary_dim, int layout, int position_offset, float theta)
@@ -26,7 +30,9 @@
 //     positions: null, or int32 [batch, seq]. 0-size work writes nothing. y must not overlap x.
 //   - 1-D grid of any size, 1-D block of at most 256 threads (register use); grid-stride
 //     over work items. An item is one token, one group of up to H heads (H = 16 for float, 8
-//     for half) and one column of 16 bytes (one element / one pair where unaligned).
+//     for half) and one column of 16 bytes (one element / one pair where unaligned): a
+//     rotation column (rotate-half: its 16 bytes and their partners rotary_dim / 2 further)
+//     or a copy column.
 //     Suggested: 256 threads, grid = clamp(cdiv(items, 256), 1, 32 * SMs), items = tokens *
 //     cdiv(heads, H) * head_dim * sizeof(T) / 16.
 //   - 16-byte accesses when x and y are 16-byte aligned, head_dim is a multiple of
@@ -40,14 +46,22 @@
 
 namespace pp_rope {
 
-// Heads that share one thread's angles (16 for float, 8 for half), and heads whose loads are
-// issued together, the first batch before the angle math. Picked on an H100 among 4, 8 and 16
-// heads and batches of 2 and 4.
+// Heads per work item (they share the item's angles; 16 for float, 8 for half) and heads whose
+// loads are issued together, a batch ahead of the math. Picked on an H100 against 16 heads for
+// half, batches of 4 without the batch ahead, and heads per item picked at run time to fill
+// the grid. Compile options override them, for tuning (-DPP_ROPE_HEADS=16, -DPP_ROPE_BATCH=4).
+#ifndef PP_ROPE_HEADS
+#define PP_ROPE_HEADS 0
+#endif
+#ifndef PP_ROPE_BATCH
+#define PP_ROPE_BATCH 2
+#endif
+constexpr int kBatch = PP_ROPE_BATCH;
+
 template <typename T>
 __host__ __device__ constexpr int heads_per_item() {
-    return sizeof(T) >= 4 ? 16 : 8;
+    return PP_ROPE_HEADS > 0 ? PP_ROPE_HEADS : (sizeof(T) >= 4 ? 16 : 8);
 }
-constexpr int kBatch = 4;
 
 using pp::from_float;
 using pp::to_float;
@@ -88,16 +102,22 @@ __device__ __forceinline__ void rotate(T& a, T& b, float c, float s) {
     b = from_float<T>(fb * c + fa * s);
 }
 
-// cos and sin of pos * inv_freq, inv_freq given in double.
+// cos and sin of pos * inv_freq, inv_freq given in double. The angle is reduced in double to
+// t half-turns in [-1, 1] (a = pi t), split into float hi + lo, and sincospif(hi) (accurate to
+// an ulp or two, and with no slow path for large arguments, unlike sincosf) is corrected to
+// first order by lo.
 __device__ __forceinline__ void angle(int pos, double inv_freq, float& c, float& s) {
     const double a = static_cast<double>(pos) * inv_freq;
-    const float hi = static_cast<float>(a);
-    const float lo = static_cast<float>(a - static_cast<double>(hi));
+    double t = a * 0.31830988618379067154;  // 1 / pi
+    t -= 2.0 * rint(0.5 * t);
+    const float hi = static_cast<float>(t);
+    const float lo = static_cast<float>(t - static_cast<double>(hi));
     float sh, ch;
-    sincosf(hi, &sh, &ch);
-    // sin(hi + lo) = sin(hi) + lo cos(hi), cos(hi + lo) = cos(hi) - lo sin(hi), |lo| <= ulp(hi)/2.
-    s = fmaf(lo, ch, sh);
-    c = fmaf(-lo, sh, ch);
+    sincospif(hi, &sh, &ch);
+    // sin(pi (hi + lo)) = sin(pi hi) + pi lo cos(pi hi), and likewise cos; |lo| <= ulp(hi) / 2.
+    const float d = 3.14159265358979323846f * lo;
+    s = fmaf(d, ch, sh);
+    c = fmaf(-d, sh, ch);
 }
 
 struct Shape {
@@ -106,6 +126,61 @@ struct Shape {
     double log2_theta;
 };
 
+// A batch of kBatch heads of one column: A at x (+ head offsets), and B `half` further when PAIRED.
+template <typename T, int N, bool WIDE, bool PAIRED>
+struct Batch {
+    Vec<T, N> a[kBatch], b[kBatch];
+
+    __device__ __forceinline__ void load_from(const T* __restrict__ x, long long stride, int half, int j0,
+                                              int nh) {
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+            if (j0 + j < nh) {
+                a[j] = load<T, N, WIDE>(x + (j0 + j) * stride);
+                if (PAIRED) b[j] = load<T, N, WIDE>(x + (j0 + j) * stride + half);
+            }
+        }
+    }
+
+    // Rotates (pairs per column kPairs, cos cs, sin sn) unless COPY, and stores at y.
+    template <bool COPY, bool INTERLEAVED, int kPairs>
+    __device__ __forceinline__ void store_to(T* __restrict__ y, long long stride, int half, int j0, int nh,
+                                             const float (&cs)[kPairs], const float (&sn)[kPairs]) {
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+            if (j0 + j >= nh) continue;
+            if constexpr (COPY) {
+            } else if constexpr (INTERLEAVED) {
+#pragma unroll
+                for (int k = 0; k < kPairs; ++k) rotate(a[j].e[2 * k], a[j].e[2 * k + 1], cs[k], sn[k]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < kPairs; ++k) rotate(a[j].e[k], b[j].e[k], cs[k], sn[k]);
+            }
+            if (PAIRED) store<T, N, WIDE>(y + (j0 + j) * stride + half, b[j]);
+            store<T, N, WIDE>(y + (j0 + j) * stride, a[j]);
+        }
+    }
+};
+
+// nh heads of one column, from x to y, a batch of loads ahead of the math. The angles are
+// computed (by `angles`) while the first batch's loads are in flight.
+template <typename T, int N, bool WIDE, bool PAIRED, bool COPY, bool INTERLEAVED, int kPairs, typename F>
+__device__ __forceinline__ void heads_loop(const T* __restrict__ x, T* __restrict__ y, long long stride,
+                                           int half, int nh, F angles) {
+    float cs[kPairs], sn[kPairs];
+    Batch<T, N, WIDE, PAIRED> b0, b1;
+    b0.load_from(x, stride, half, 0, nh);
+    angles(cs, sn);
+#pragma unroll 1
+    for (int j0 = 0; j0 < nh; j0 += 2 * kBatch) {
+        b1.load_from(x, stride, half, j0 + kBatch, nh);
+        b0.template store_to<COPY, INTERLEAVED, kPairs>(y, stride, half, j0, nh, cs, sn);
+        b0.load_from(x, stride, half, j0 + 2 * kBatch, nh);
+        b1.template store_to<COPY, INTERLEAVED, kPairs>(y, stride, half, j0 + kBatch, nh, cs, sn);
+    }
+}
+
 // WIDE: 16-byte columns; else one element (rotate-half) or one pair (interleaved) per column.
 template <typename T, bool WIDE, bool INTERLEAVED>
 __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __restrict__ positions,
@@ -113,74 +188,55 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     constexpr int kN = WIDE ? 16 / sizeof(T) : (INTERLEAVED ? 2 : 1);  // rotary column width
     constexpr int kPairs = INTERLEAVED ? kN / 2 : kN;                   // pairs per column
     constexpr int kCopyN = WIDE ? 16 / sizeof(T) : 1;                   // copy column width
-    constexpr int kHeads = heads_per_item<T>();
-    typedef Vec<T, kN> V;
     const int half = p.rotary_dim / 2;
     const int rot_cols = INTERLEAVED ? p.rotary_dim / kN : half / kN;
     const int cols = rot_cols + (p.head_dim - p.rotary_dim) / kCopyN;
-    const int groups = (p.heads + kHeads - 1) / kHeads;
-    const long long items = p.tokens * groups * cols;
+    const int hp = heads_per_item<T>() < p.heads ? heads_per_item<T>() : p.heads;
+    const int groups = (p.heads + hp - 1) / hp;
+    const int copy_cols = cols - rot_cols;
+    // Rotation items (token, group, column) first, then copy items: a warp's threads take one
+    // branch (mixed, the copy threads would wait out the rotation threads' loads and math).
+    const pp::uindex_t rows = static_cast<pp::uindex_t>(p.tokens) * groups;
+    const long long rot_items = static_cast<long long>(rows) * rot_cols;
+    const long long items = static_cast<long long>(rows) * cols;
     const long long nthreads = pp::grid_threads();
     const long long head_stride = p.head_dim;
     // inv_freq(i + 1) = inv_freq(i) * step: one exp2 per column, exact enough in double.
     const double step = p.rotary_dim > 0 ? exp2(-2.0 / p.rotary_dim * p.log2_theta) : 1.0;
     for (long long item = pp::global_thread_id(); item < items; item += nthreads) {
-        const long long r = item / cols;
-        const int col = static_cast<int>(item - r * cols);
-        const long long token = r / groups;
-        const int h0 = static_cast<int>(r - token * groups) * kHeads;
-        const int nh = p.heads - h0 < kHeads ? p.heads - h0 : kHeads;
-        const long long first = (token * p.heads + h0) * head_stride;
-        if (col < rot_cols) {
-            const int i0 = col * kPairs;
+        const bool rot = item < rot_items;
+        pp::uindex_t r, col, token, g;
+        pp::divmod(static_cast<pp::uindex_t>(rot ? item : item - rot_items),
+                   static_cast<pp::uindex_t>(rot ? rot_cols : copy_cols), r, col);
+        pp::divmod(r, static_cast<pp::uindex_t>(groups), token, g);
+        const int h0 = static_cast<int>(g) * hp;
+        const int nh = p.heads - h0 < hp ? p.heads - h0 : hp;
+        const long long first = (static_cast<long long>(token) * p.heads + h0) * head_stride;
+        if (rot) {
+            const int i0 = static_cast<int>(col) * kPairs;
             // rotate-half: a at [i0, i0 + kN), b at half + that; interleaved: both in one column.
-            const T* xa = x + first + (INTERLEAVED ? static_cast<long long>(col) * kN : i0);
-            T* ya = y + first + (INTERLEAVED ? static_cast<long long>(col) * kN : i0);
-            float cs[kPairs], sn[kPairs];
-            for (int j0 = 0; j0 < nh; j0 += kBatch) {
-                V va[kBatch], vb[kBatch];
+            const long long off = first + (INTERLEAVED ? static_cast<long long>(col) * kN : i0);
+            auto angles = [&](float (&cs)[kPairs], float (&sn)[kPairs]) {
+                const int pos = positions ? positions[token]
+                                          : p.position_offset + static_cast<int>(token % p.seq);
+                double inv_freq = exp2(-static_cast<double>(2 * i0) / p.rotary_dim * p.log2_theta);
 #pragma unroll
-                for (int j = 0; j < kBatch; ++j) {
-                    if (j0 + j < nh) {
-                        va[j] = load<T, kN, WIDE>(xa + (j0 + j) * head_stride);
-                        if (!INTERLEAVED) vb[j] = load<T, kN, WIDE>(xa + (j0 + j) * head_stride + half);
-                    }
+                for (int k = 0; k < kPairs; ++k) {
+                    angle(pos, inv_freq, cs[k], sn[k]);
+                    inv_freq *= step;
                 }
-                if (j0 == 0) {  // while the first loads are in flight
-                    const int pos = positions ? positions[token]
-                                              : p.position_offset + static_cast<int>(token % p.seq);
-                    double inv_freq = exp2(-static_cast<double>(2 * i0) / p.rotary_dim * p.log2_theta);
-#pragma unroll
-                    for (int k = 0; k < kPairs; ++k) {
-                        angle(pos, inv_freq, cs[k], sn[k]);
-                        inv_freq *= step;
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < kBatch; ++j) {
-                    if (j0 + j >= nh) continue;
-                    if (INTERLEAVED) {
-#pragma unroll
-                        for (int k = 0; k < kPairs; ++k) rotate(va[j].e[2 * k], va[j].e[2 * k + 1], cs[k], sn[k]);
-                    } else {
-#pragma unroll
-                        for (int k = 0; k < kPairs; ++k) rotate(va[j].e[k], vb[j].e[k], cs[k], sn[k]);
-                        store<T, kN, WIDE>(ya + (j0 + j) * head_stride + half, vb[j]);
-                    }
-                    store<T, kN, WIDE>(ya + (j0 + j) * head_stride, va[j]);
-                }
-            }
+            };
+            heads_loop<T, kN, WIDE, !INTERLEAVED, false, INTERLEAVED, kPairs>(x + off, y + off, head_stride,
+                                                                          half, nh, angles);
         } else {
-            typedef Vec<T, kCopyN> C;
-            const long long off = first + p.rotary_dim + static_cast<long long>(col - rot_cols) * kCopyN;
-            for (int j0 = 0; j0 < nh; j0 += kBatch) {
-                C v[kBatch];
-#pragma unroll
-                for (int j = 0; j < kBatch; ++j)
-                    if (j0 + j < nh) v[j] = load<T, kCopyN, WIDE>(x + off + (j0 + j) * head_stride);
-#pragma unroll
-                for (int j = 0; j < kBatch; ++j)
-                    if (j0 + j < nh) store<T, kCopyN, WIDE>(y + off + (j0 + j) * head_stride, v[j]);
+            const long long off = first + p.rotary_dim + static_cast<long long>(col) * kCopyN;
+            auto none = [](float (&)[1], float (&)[1]) {};
+            if constexpr (WIDE) {  // moved as uint4: copied structs of T can be split into narrow stores
+                heads_loop<uint4, 1, true, false, true, false, 1>(
+                    reinterpret_cast<const uint4*>(x + off), reinterpret_cast<uint4*>(y + off),
+                    head_stride * static_cast<long long>(sizeof(T)) / 16, 0, nh, none);
+            } else {
+                heads_loop<T, 1, false, false, true, false, 1>(x + off, y + off, head_stride, 0, nh, none);
             }
         }
     }

@@ -205,14 +205,17 @@ def test_rmsnorm_other_block_sizes(rng):
 
 # (batch, seq, heads, head_dim, rotary_dim, position_offset)
 ROPE_CASES = [(2, 7, 3, 64, 64, 0), (1, 5, 9, 80, 32, 17), (3, 4, 2, 10, 6, 1), (0, 4, 2, 8, 8, 0),
-              (2, 600, 2, 16, 16, 3000), (1, 3, 17, 128, 128, 5), (2, 3, 1, 7, 4, 2)]
+              (2, 600, 2, 16, 16, 3000), (1, 3, 17, 128, 128, 5), (2, 3, 1, 7, 4, 2),
+              (2, 5, 40, 64, 32, 9),            # many heads, more than two batches per item
+              (1, 2, 3, 32, 32, 200000)]        # angles past sincosf's fast range (1e5 rad)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("case", ROPE_CASES)
 @pytest.mark.parametrize("layout", ["rotate_half", "interleaved"])
 @pytest.mark.parametrize("positions_input", [False, True])
-def test_rope(rng, dtype, case, layout, positions_input):
+@pytest.mark.parametrize("grid", ["suggested", "one"])
+def test_rope(rng, dtype, case, layout, positions_input, grid):
     batch, seq, heads, head_dim, rotary_dim, offset = case
     x = _random(rng, (batch, seq, heads, head_dim), dtype)
     positions = None
@@ -225,9 +228,10 @@ def test_rope(rng, dtype, case, layout, positions_input):
     dpos = _device(positions) if positions is not None else None
     outs = _Outputs([want.shape], dtype, offset % 2)
     items = batch * seq * math.ceil(heads / 8) * head_dim
+    blocks = 1 if grid == "one" else _grid(items)  # one block: many items per thread
 
     def launch(y):
-        fn((_grid(items),), (BLOCK,),
+        fn((blocks,), (BLOCK,),
            (dx, dpos if dpos is not None else np.uint64(0), y, np.int64(batch * seq), np.int32(seq),
             np.int32(heads), np.int32(head_dim), np.int32(rotary_dim),
             np.int32(reference.ROPE_LAYOUTS[layout]), np.int32(offset), np.float32(theta)))
@@ -248,7 +252,13 @@ POOL_CASES = [((2, 3, 8, 8), (2, 2), (2, 2), (0, 0)),
               ((1, 2, 5, 40), (1, 7), (1, 3), (0, 6)),
               ((1, 2, 37, 2000), (2, 2), (2, 2), (0, 0)),
               ((1, 2, 6, 8191), (2, 2), (2, 2), (0, 0)),
-              ((2, 2, 9, 7), (1, 2), (3, 3), (0, 1))]      # stride > kernel
+              ((2, 2, 9, 7), (1, 2), (3, 3), (0, 1)),      # stride > kernel
+              # vector paths (x 16-byte aligned, W * itemsize a multiple of 16):
+              ((2, 3, 19, 48), (3, 3), (2, 2), (1, 1)),    # 3x3/2 pad 1, odd H
+              ((2, 3, 13, 64), (3, 3), (1, 1), (1, 1)),    # 3x3/1 pad 1, odd H (row groups)
+              ((1, 2, 7, 16), (3, 3), (1, 1), (1, 1)),     # one chunk per row (int8)
+              ((3, 2, 10, 32), (2, 2), (2, 2), (1, 0)),    # 2x2/2, rows padded
+              ((2, 2, 11, 80), (3, 3), (2, 2), (2, 1))]    # 3x3/2, ph 2
 
 
 
@@ -286,3 +296,33 @@ def test_pool2d(rng, dtype, case, mode, scales, grid):
         np.testing.assert_array_equal(got, want)  # exact in int8
     else:
         assert_close(got, want, dtype, what=f"pool2d {mode} {case}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+@pytest.mark.parametrize("x_offset, y_offset", [(0, 1), (1, 0)])
+@pytest.mark.parametrize("kernel, stride, padding", [((2, 2), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1)),
+                                                     ((3, 3), (1, 1), (1, 1))])
+def test_pool2d_unaligned(rng, dtype, x_offset, y_offset, kernel, stride, padding):
+    """A misaligned y makes the vector path store element-wise; a misaligned x takes the
+    generic path. Both must still give every output."""
+    shape = (2, 3, 9, 64)
+    if np.dtype(dtype) == np.int8:
+        x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    else:
+        x = _random(rng, shape, dtype)
+    fn = _function("pool.cu", "pool2d<{T}>", dtype)
+    dx = _device(x, x_offset)
+    for mode in ("max", "average"):
+        want = reference.pool2d(x, mode, kernel, stride, padding, 0.05, 0.1)
+        outs = _Outputs([want.shape], dtype, y_offset)
+        ho, wo = want.shape[-2:]
+
+        def launch(y, mode=mode, ho=ho, wo=wo):
+            fn((_grid(math.ceil(want.size / 4)),), (BLOCK,),
+               (dx, y, np.int64(6), np.int32(9), np.int32(64), np.int32(ho), np.int32(wo),
+                np.int32(kernel[0]), np.int32(kernel[1]), np.int32(stride[0]), np.int32(stride[1]),
+                np.int32(padding[0]), np.int32(padding[1]), np.int32(0 if mode == "max" else 1),
+                np.float32(0.05), np.float32(0.1)))
+
+        (got,) = outs.run(launch)
+        assert_close(got, want, dtype, what=f"pool2d {mode} {kernel} offsets {x_offset}, {y_offset}")
