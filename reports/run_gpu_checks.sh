@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 PYPLUGINS_TRT=emulator
     echo "# pyplugins GPU test report"
     echo "date: $(date -u +%FT%TZ)"
     echo "device: $device"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "commit: ${PYPLUGINS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     python3 -c "import sys, numpy, cupy; print('python', sys.version.split()[0], '| numpy', numpy.__version__, '| cupy', cupy.__version__, '| CUDA runtime', cupy.cuda.runtime.runtimeGetVersion())"
     echo
     echo "## python3 -m pytest -q -rs (GPU tests included; TensorRT tests skip: no TensorRT here)"
