@@ -1,0 +1,33 @@
+"""A non-editable install ships kernels_cu/ as package data and finds it there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_non_editable_install_finds_every_kernel_source(tmp_path):
+    target = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--no-compile", "--target", str(target), str(ROOT)],
+        capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    probe = ("import pyplugins, pyplugins.kernels as k; "
+             "print(pyplugins.__file__); print(k.kernels_dir()); "
+             "print(' '.join(sorted(p.name for p in k.kernel_sources())))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    module_file, kernels_dir, names = run.stdout.strip().splitlines()
+    assert module_file.startswith(str(target)) and kernels_dir.startswith(str(target))
+    expected = sorted(p.name for p in (ROOT / "kernels_cu").glob("*.cu"))
+    assert names.split() == expected
+    assert (Path(kernels_dir) / "common.cuh").is_file()
