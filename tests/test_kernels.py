@@ -72,9 +72,11 @@ def circ_pad_plan(in_shape: tuple[int, ...], pads: list[int], itemsize: int, *,
     return out_shape, p, grid
 
 
-def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int, block: int = BLOCK) -> int:
-    """Grid for leaky_relu<T> per its launch contract (0 for an empty tensor)."""
-    per_block = (16 // itemsize) * block * 4
+def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int = MAX_GRID[0],
+                    block: int = BLOCK) -> int:
+    """Grid for leaky_relu<T> per its launch contract (0 for an empty tensor): one 16-byte
+    vector per thread; a smaller ``max_blocks`` makes the kernel loop grid-stride."""
+    per_block = (16 // itemsize) * block
     return min(-(-n // per_block), max_blocks)
 
 
@@ -807,12 +809,9 @@ def _leaky_reference(host, slope):
     return np.where(wide >= 0, wide, wide * np.float32(slope)).astype(host.dtype)
 
 
-def _leaky_launch(cp, n, dtype, max_blocks=None):
-    from pyplugins.launch import resident_blocks
-
+def _leaky_launch(cp, n, dtype, max_blocks=MAX_GRID[0]):
     fn = LEAKY.function(CTYPES[np.dtype(dtype)])
-    cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
-    grid = leaky_relu_grid(n, np.dtype(dtype).itemsize, max_blocks=cap)
+    grid = leaky_relu_grid(n, np.dtype(dtype).itemsize, max_blocks=max_blocks)
     return lambda slope: Launch(fn, grid, BLOCK, (POINTER, POINTER, np.int64(n),
                                                   np.float32(slope)))
 

@@ -15,7 +15,7 @@ from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
-from pyplugins.ops.leaky_relu import NVIDIA_FIELD_NAME, LeakyReLU, grid_size
+from pyplugins.ops.leaky_relu import BLOCK, NVIDIA_FIELD_NAME, LeakyReLU, grid_size
 
 from .support import check_cli, dyn, run_demo
 
@@ -184,11 +184,15 @@ def test_without_a_device_enqueue_explains():
 
 
 def test_grid_size_follows_the_kernel_recommendation():
-    assert grid_size(0, 4, 100) == 0                   # empty: the launch skips
-    assert grid_size(1, 2, 100) == 1
-    assert grid_size(4 * 256 * 4, 4, 100) == 1         # V=4 floats x 256 threads x 4 in flight
-    assert grid_size(4 * 256 * 4 + 1, 4, 100) == 2
-    assert grid_size(10**9, 4, 100) == 100             # capped: the kernel loops grid-stride
+    assert BLOCK == 512
+    assert grid_size(0, 4) == 0                        # empty: the launch skips
+    assert grid_size(1, 2) == 1
+    assert grid_size(4 * 512, 4) == 1                  # V=4 floats x 512 threads, one each
+    assert grid_size(4 * 512 + 1, 4) == 2
+    assert grid_size(8 * 512 * 3, 2) == 3              # V=8 halves
+    assert grid_size(2**30, 4) == 2**30 // (4 * 512)   # no cap short of CUDA's: no loop
+    assert grid_size(2**50, 2) == 2**31 - 1            # CUDA's grid limit; the kernel loops
+    assert grid_size(10**9, 4, 100) == 100             # any cap works: the kernel loops
 
 
 # -- serialization and clone -----------------------------------------------------------------------
