@@ -11,13 +11,26 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _local_build_backend() -> bool:
+    """Whether setuptools (>= 64) and wheel are installed, so pip can build without a network."""
+    try:
+        import setuptools
+        import wheel  # noqa: F401
+    except ImportError:
+        return False
+    return int(setuptools.__version__.split(".")[0]) >= 64
+
+
 @pytest.mark.slow
 def test_non_editable_install_finds_every_kernel_source(tmp_path):
     target = tmp_path / "site"
+    isolation = [] if not _local_build_backend() else ["--no-build-isolation"]
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--no-compile", "--target", str(target), str(ROOT)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+         *isolation, "--target", str(target), str(ROOT)],
         capture_output=True, text=True, timeout=300)
+    if build.returncode != 0 and not isolation and "No matching distribution" in build.stderr:
+        pytest.skip("no network to fetch the build backend and none installed here")
     assert build.returncode == 0, build.stderr
     probe = ("import pyplugins, pyplugins.kernels as k; "
              "print(pyplugins.__file__); print(k.kernels_dir()); "
