@@ -228,6 +228,29 @@ class Unlaunchable:
     def __call__(self, stream: int, *pointers: int) -> None:
         raise LaunchError(self.why)
 
+    @classmethod
+    def unconfigured(cls, plugin: str, why: str) -> "Unlaunchable":
+        """For a plugin object whose execution-phase ``configure_plugin`` has not packed a launch.
+
+        Example:
+            >>> Unlaunchable.unconfigured("RMSNorm", "no configure_plugin yet").why.split(";")[0]
+            "plugin 'RMSNorm': enqueue found no kernel launch (no configure_plugin yet)"
+        """
+        return cls(f"plugin {plugin!r}: enqueue found no kernel launch ({why}); TensorRT calls "
+                   "configure_plugin with concrete dims on the same object before enqueue, and "
+                   "that call builds it.")
+
+    @classmethod
+    def no_device(cls, plugin: str) -> "Unlaunchable":
+        """For a ``configure_plugin`` that ran where :func:`usable_device` found no GPU.
+
+        Example:
+            >>> Unlaunchable.no_device("Pool").why.split(",")[0]
+            "plugin 'Pool': no CUDA device was visible to CuPy when configure_plugin ran"
+        """
+        return cls(f"plugin {plugin!r}: no CUDA device was visible to CuPy when configure_plugin "
+                   "ran, so no kernel was compiled; run on a GPU.")
+
     def __deepcopy__(self, memo: dict) -> "Unlaunchable":
         return self  # immutable
 

@@ -78,13 +78,6 @@ UNROLL = 4
 BLOCKS_PER_SM = 32
 
 
-def _unconfigured(why: str) -> Unlaunchable:
-    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
-    return Unlaunchable(f"plugin 'BarPlugin': enqueue found no kernel launch ({why}); TensorRT "
-                        "calls configure_plugin with concrete dims on the same object before "
-                        "enqueue, and that call builds it.")
-
-
 @register
 class BarPlugin(Plugin):
     """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``; see the module docstring.
@@ -115,7 +108,8 @@ class BarPlugin(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
+            "BarPlugin", "no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
@@ -154,7 +148,8 @@ class BarPlugin(Plugin):
         Raises:
             ShapeError: trailing dims (or ranks) of A and B differ.
         """
-        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
+        self.launch = Unlaunchable.unconfigured(
+            "BarPlugin", "the last configure_plugin saw -1 dims or raised")
         a, b = inp[0].desc, inp[1].desc
         a_dims, b_dims = [int(v) for v in a.dims], [int(v) for v in b.dims]
         _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
@@ -163,8 +158,7 @@ class BarPlugin(Plugin):
         device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
-                                        "configure_plugin ran, so no kernel was compiled")
+            self.launch = Unlaunchable.no_device("BarPlugin")
             return
         na, nb = shapes.volume(a_dims), shapes.volume(b_dims)
         per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))

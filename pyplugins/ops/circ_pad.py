@@ -272,9 +272,7 @@ class CircPad(Plugin):
         plan = launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
         device = usable_device()
         if device is None:
-            self.launch = Unlaunchable("plugin 'CircPad': no CUDA device was visible to CuPy "
-                                       "when configure_plugin ran, so no kernel was compiled; "
-                                       "run on a GPU.")
+            self.launch = Unlaunchable.no_device("CircPad")
             return
         ctype = ctype_from_trt(desc.type)
         fn = self.kernel.function(ctype, device)

@@ -165,9 +165,7 @@ class LeakyReLU(Plugin):
             return  # build phase: dynamic dims are -1, nothing to pack yet
         device = usable_device()
         if device is None:
-            self.launch = Unlaunchable("plugin 'LReLU_TRT': no CUDA device was visible to CuPy "
-                                       "when configure_plugin ran, so no kernel was compiled; "
-                                       "run on a GPU.")
+            self.launch = Unlaunchable.no_device("LReLU_TRT")
             return
         n = shapes.volume(desc.dims)
         ctype = ctype_from_trt(desc.type)

@@ -221,9 +221,7 @@ class Pool(Plugin):
         ctype = dtypes.ctype_from_trt(x.type)
         device = usable_device()
         if device is None:
-            self.launch = Unlaunchable(
-                "plugin 'Pool': no CUDA device was visible to CuPy when configure_plugin ran, "
-                "so no kernel was compiled; run on a GPU.")
+            self.launch = Unlaunchable.no_device("Pool")
             return
         fn = self.pool2d.function(ctype, device)
         total = nc * ho * wo

@@ -84,13 +84,6 @@ def _positive_finite(value: float) -> None:
         raise ValueError(msg)
 
 
-def _unconfigured(why: str) -> Unlaunchable:
-    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
-    return Unlaunchable(f"plugin 'RMSNorm': enqueue found no kernel launch ({why}); TensorRT "
-                        "calls configure_plugin with concrete dims on the same object before "
-                        "enqueue, and that call builds it.")
-
-
 @register
 class RMSNorm(Plugin):
     """RMS normalization over the last dim, times ``weight``; see the module docstring.
@@ -117,7 +110,8 @@ class RMSNorm(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
+            "RMSNorm", "no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``x``'s shape.
@@ -140,7 +134,8 @@ class RMSNorm(Plugin):
         Raises:
             ShapeError: the weight's length differs from x's last dim, or D exceeds int32.
         """
-        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
+        self.launch = Unlaunchable.unconfigured(
+            "RMSNorm", "the last configure_plugin saw -1 dims or raised")
         x, w = inp[0].desc, inp[1].desc
         x_dims, w_dims = [int(v) for v in x.dims], [int(v) for v in w.dims]
         _check_dims(self, [v if v >= 0 else None for v in x_dims],
@@ -155,8 +150,7 @@ class RMSNorm(Plugin):
         device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
-                                        "configure_plugin ran, so no kernel was compiled")
+            self.launch = Unlaunchable.no_device("RMSNorm")
             return
         rows = shapes.volume(x_dims[:-1])
         itemsize = itemsize_from_trt(x.type)

@@ -251,9 +251,7 @@ class RoPE(Plugin):
         ctype = dtypes.ctype_from_trt(x.type)
         device = usable_device()
         if device is None:
-            self.launch = Unlaunchable(
-                "plugin 'RoPE': no CUDA device was visible to CuPy when configure_plugin ran, "
-                "so no kernel was compiled; run on a GPU.")
+            self.launch = Unlaunchable.no_device("RoPE")
             return
         fn = self.rope.function(ctype, device)
         tokens = batch * seq

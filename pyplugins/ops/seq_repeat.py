@@ -72,13 +72,6 @@ BLOCKS_PER_SM = 32
 INT32_MAX = 2**31 - 1
 
 
-def _unconfigured(why: str) -> Unlaunchable:
-    """What stands where the Launch goes while none is packed: ``enqueue`` raises, saying why."""
-    return Unlaunchable(f"plugin 'SeqRepeat': enqueue found no kernel launch ({why}); TensorRT "
-                        "calls configure_plugin with concrete dims on the same object before "
-                        "enqueue, and that call builds it.")
-
-
 @register
 class SeqRepeat(Plugin):
     """``y = np.repeat(x, factor, axis=1)``; see the module docstring.
@@ -105,7 +98,8 @@ class SeqRepeat(Plugin):
 
     def setup(self) -> None:
         """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = _unconfigured("no configure_plugin yet")
+        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
+            "SeqRepeat", "no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
@@ -128,7 +122,8 @@ class SeqRepeat(Plugin):
         Raises:
             ShapeError: the input has rank < 2.
         """
-        self.launch = _unconfigured("the last configure_plugin saw -1 dims or raised")
+        self.launch = Unlaunchable.unconfigured(
+            "SeqRepeat", "the last configure_plugin saw -1 dims or raised")
         desc = inp[0].desc
         dims = [int(v) for v in desc.dims]
         _check_rank(self, [d if d >= 0 else None for d in dims])
@@ -137,8 +132,7 @@ class SeqRepeat(Plugin):
         device = usable_device()
         if device is None:
             # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = _unconfigured("no CUDA device was visible to CuPy when "
-                                        "configure_plugin ran, so no kernel was compiled")
+            self.launch = Unlaunchable.no_device("SeqRepeat")
             return
         d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
         total = d0 * length * inner * self.factor
