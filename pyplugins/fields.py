@@ -13,7 +13,8 @@ Declare fields as class attributes of a :class:`pyplugins.Plugin`::
 and read them as attributes (``self.kernel_size`` is a ``list`` of ``int``). Each instance has
 its own values; clones get deep copies. Assigning (``self.eps = 0.1``) converts and validates.
 
-Values come from three places, and all are accepted (:mod:`pyplugins.field_values` reads them):
+Values come from three places, and all are accepted (:mod:`pyplugins.field_readers` reads them;
+:meth:`Field.convert` converts and validates each value once):
 
 - TensorRT's ONNX parser (protocol §4.4): INT/INTS as **int32** arrays, FLOAT(S) as float32,
   STRING as CHAR (int8) bytes with a **trailing NUL** (stripped here);
@@ -28,6 +29,8 @@ Constructors -> Python value (declared PluginFieldType): ``Field.int()`` -> int 
 ``Field.float()`` -> float (FLOAT32), ``Field.ints()`` -> list of int (INT32),
 ``Field.floats()`` -> list of float (FLOAT32), ``Field.str()`` -> str (CHAR), ``Field.bool()`` ->
 bool (INT32), ``Field.enum(*choices)`` -> one of the choices (CHAR for strings, INT32 for ints).
+Ints must fit int64 (the serialized form); ``int32=True`` declares that the kernel's launch
+arithmetic holds the value in int32. Floats must be finite in float32 when finite as given.
 
 Example:
     >>> from pyplugins.fields import Field
@@ -45,15 +48,18 @@ from __future__ import annotations
 
 import builtins
 import copy
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+import difflib
+import warnings
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 import pyplugins.trt as trt
+from pyplugins import field_checks
+from pyplugins.echo import echo
 from pyplugins.errors import FieldError, PluginDefinitionError
-from pyplugins.field_values import (UnreadablePluginField, list_from_python,
-                                    python_from_plugin_field, scalar_from_python,
-                                    values_from_fc, values_from_python)
+from pyplugins.field_readers import (UnreadablePluginField, list_from_python, read_plugin_field,
+                                     scalar_from_python)
 from pyplugins.serialize import Tag
 
 MISSING: Any = type("MISSING", (), {"__repr__": lambda self: "MISSING"})()
@@ -72,18 +78,10 @@ _KINDS = {
 
 
 def _describe(value: Any) -> str:
-    """``"1.5, a float"``: the value and its type, for error messages."""
+    """``"1.5, a float"``: the value (capped, :func:`~pyplugins.echo.echo`) and its type."""
     kind = type(value).__name__
     article = "an" if kind[:1].lower() in "aeiou" else "a"
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text}, {article} {kind}"
-
-
-def _short(value: Any) -> builtins.str:
-    text = repr(list(value) if isinstance(value, (tuple, np.ndarray)) else value)
-    return text if builtins.len(text) <= 80 else text[:77] + "..."
+    return f"{echo(value)}, {article} {kind}"
 
 
 class Field:
@@ -93,6 +91,7 @@ class Field:
         name: the attribute (and ONNX attribute) name, set when the class is created.
         kind: ``"int"``, ``"float"``, ``"ints"``, ``"floats"``, ``"str"``, ``"bool"`` or
             ``"enum"``.
+        base: the value's kind (an enum's is ``"str"`` or ``"int"``; otherwise ``kind``).
         default: the default value, or :data:`MISSING` for a required field.
         doc: a one-line description (shown by tools).
     """
@@ -100,21 +99,21 @@ class Field:
     def __init__(self, kind: builtins.str, default: Any = MISSING, *, min: Any = None,  # noqa: A002
                  max: Any = None, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
                  max_len: OptInt = None, choices: Sequence[Any] = (), validate: Check = None,
-                 doc: builtins.str = "") -> None:
+                 doc: builtins.str = "", int32: builtins.bool = False) -> None:
         if kind == "enum":
             if not choices:
                 raise PluginDefinitionError("Field.enum() needs at least one allowed value, "
                                             "e.g. Field.enum('max', 'avg').")
             if builtins.all(isinstance(c, builtins.str) for c in choices):
-                self._base = "str"
+                self.base = "str"
             elif builtins.all(isinstance(c, builtins.int) and not isinstance(c, builtins.bool)
                               for c in choices):
-                self._base = "int"
+                self.base = "int"
             else:
                 msg = f"Field.enum() choices must be all strings or all ints (got {choices!r})."
                 raise PluginDefinitionError(msg)
         elif kind in _KINDS:
-            self._base = kind
+            self.base = kind
         else:
             msg = f"unknown field kind {kind!r}; use Field.int(), Field.ints(), ..."
             raise PluginDefinitionError(msg)
@@ -125,6 +124,7 @@ class Field:
         self.name = ""
         self.min, self.max, self.choices, self.validate, self.doc = min, max, tuple(choices), \
             validate, doc
+        self.int32 = int32
         self.min_len = len if len is not None else min_len
         self.max_len = len if len is not None else max_len
         self.default = default  # converted and checked by finalize(), once the class exists
@@ -133,9 +133,11 @@ class Field:
 
     @classmethod
     def int(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
-            validate: Check = None, doc: builtins.str = "") -> "Field":
-        """An ``int`` (ONNX INT). ``min``/``max`` bound it; ``validate`` is a custom check."""
-        return cls("int", default, min=min, max=max, validate=validate, doc=doc)
+            int32: builtins.bool = False, validate: Check = None,
+            doc: builtins.str = "") -> "Field":
+        """An ``int`` (ONNX INT). ``min``/``max`` bound it; ``int32=True``: the kernel's launch
+        arithmetic holds it in int32, so larger values are refused; ``validate``: a custom check."""
+        return cls("int", default, min=min, max=max, validate=validate, doc=doc, int32=int32)
 
     @classmethod
     def float(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
@@ -146,11 +148,12 @@ class Field:
     @classmethod
     def ints(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
              max_len: OptInt = None, min: Any = None, max: Any = None,  # noqa: A002
-             validate: Check = None, doc: builtins.str = "") -> "Field":
+             int32: builtins.bool = False, validate: Check = None,
+             doc: builtins.str = "") -> "Field":
         """A ``list[int]`` (ONNX INTS). ``len``/``min_len``/``max_len`` bound its length,
-        ``min``/``max`` every element."""
+        ``min``/``max``/``int32`` every element (as :meth:`int`)."""
         return cls("ints", default, len=len, min_len=min_len, max_len=max_len, min=min, max=max,
-                   validate=validate, doc=doc)
+                   validate=validate, doc=doc, int32=int32)
 
     @classmethod
     def floats(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
@@ -233,17 +236,17 @@ class Field:
     @property
     def tag(self) -> Tag:
         """How :mod:`pyplugins.serialize` stores the value."""
-        return _KINDS[self._base][3]
+        return _KINDS[self.base][3]
 
     @property
     def plugin_field_type(self) -> Any:
         """The ``trt.PluginFieldType`` advertised in ``field_names``."""
-        return getattr(trt.PluginFieldType, _KINDS[self._base][1])
+        return getattr(trt.PluginFieldType, _KINDS[self.base][1])
 
     def plugin_field(self) -> Any:
         """The ``trt.PluginField`` advertised in the creator's ``field_names`` (empty data of the
         declared dtype: the ONNX parser uses only the name)."""
-        return trt.PluginField(self.name, np.array([], dtype=_KINDS[self._base][2]),
+        return trt.PluginField(self.name, np.array([], dtype=_KINDS[self.base][2]),
                                self.plugin_field_type)
 
     def default_value(self) -> Any:
@@ -261,12 +264,13 @@ class Field:
         return FieldError(text + (" " + hint if hint else ""))
 
     def convert(self, value: Any, plugin: builtins.str) -> Any:
-        """A Python (or NumPy) value converted to the field's type and validated.
+        """A raw value (Python, NumPy, or what :mod:`pyplugins.field_readers` read) converted to
+        the field's type and validated: the one conversion every value goes through.
 
         Raises:
             FieldError: naming the field, the plugin, the value and what was expected.
         """
-        base = self._base
+        base = self.base
         expected = "one of " + ", ".join(map(repr, self.choices)) if self.kind == "enum" \
             else _KINDS[base][0]
         if base in ("int", "float", "bool", "str"):
@@ -281,62 +285,38 @@ class Field:
                 bad = next((v for v in (items or ()) if scalar_from_python(elem, v) is None),
                            value)
                 got = _describe(value) if bad is value else \
-                    f"{_short(value)}, whose element {_describe(bad)}"
+                    f"{echo(value)}, whose element {_describe(bad)}"
                 raise self._error(plugin, f"must be {expected} (got {got})")
         self._check(out, plugin, expected)
         return out
 
     def _check(self, value: Any, plugin: builtins.str, expected: builtins.str) -> None:
-        if self.kind == "enum" and value not in self.choices:
-            raise self._error(plugin, f"must be {expected} (got {value!r})")
-        items = value if isinstance(value, list) else [value]
-        if isinstance(value, list):
-            n = builtins.len(value)
-            if self.min_len is not None and self.min_len == self.max_len and n != self.min_len:
-                raise self._error(plugin, f"must have exactly {self.min_len} elements "
-                                          f"(got {n}: {value!r})")
-            if self.min_len is not None and n < self.min_len:
-                raise self._error(plugin, f"must have at least {self.min_len} elements "
-                                          f"(got {n}: {value!r})")
-            if self.max_len is not None and n > self.max_len:
-                raise self._error(plugin, f"must have at most {self.max_len} elements "
-                                          f"(got {n}: {value!r})")
-        where = "have every element" if isinstance(value, list) else "be"
-        if self.min is not None and builtins.any(v < self.min for v in items):
-            raise self._error(plugin, f"must {where} >= {self.min!r} (got {value!r})")
-        if self.max is not None and builtins.any(v > self.max for v in items):
-            raise self._error(plugin, f"must {where} <= {self.max!r} (got {value!r})")
+        problem, narrowed = field_checks.problem(self, value, expected)
+        if problem:
+            raise self._error(plugin, problem)
+        if narrowed:
+            warnings.warn(f"Field {self.name!r} of plugin {plugin!r}: {narrowed}.", stacklevel=4)
         if self.validate is not None:
             try:
                 ok = self.validate(value)
             except (ValueError, TypeError) as err:
-                raise self._error(plugin, f"is invalid: {err} (got {value!r})") from None
+                raise self._error(plugin, f"is invalid: {err} (got {echo(value)})") from None
             if ok is False:
                 name = getattr(self.validate, "__name__", "validate")
-                raise self._error(plugin, f"fails check {name} (got {value!r})")
+                raise self._error(plugin, f"fails check {name} (got {echo(value)})")
 
-    def from_plugin_field(self, pf: Any, plugin: builtins.str) -> Any:
-        """The value carried by a ``trt.PluginField`` (ONNX parser, QDP or hand-made).
+    def read_plugin_field(self, pf: Any, plugin: builtins.str) -> Any:
+        """The raw value a ``trt.PluginField`` carries (ONNX parser, QDP or hand-made), read but
+        not converted (:meth:`convert` does that once, in ``Plugin.__init__``).
 
         Raises:
-            FieldError: an unreadable type, a string where a number is expected, a list where a
-                single value is expected, or a value that fails validation.
+            FieldError: an unreadable type, a string where a number is expected, or several
+                values where a single value is expected.
         """
         try:
-            raw = python_from_plugin_field(pf, as_text=self._base == "str")
+            return read_plugin_field(pf, self.base, _KINDS[self.base][0])
         except UnreadablePluginField as err:
             raise self._error(plugin, err.what, err.hint) from None
-        if isinstance(raw, builtins.str):
-            if self._base == "str" or self._base == "bool":
-                return self.convert(raw, plugin)
-            raise self._error(plugin, f"must be {_KINDS[self._base][0]} (got the string "
-                                      f"{raw!r})")
-        if self._base in ("ints", "floats"):
-            return self.convert(raw, plugin)
-        if builtins.len(raw) != 1:
-            raise self._error(plugin, f"must be a single value (got {builtins.len(raw)} "
-                                      f"values {raw!r})")
-        return self.convert(raw[0], plugin)
 
 
 # -- schema helpers -------------------------------------------------------------------------------
@@ -359,6 +339,69 @@ def collect(cls: type) -> Dict[builtins.str, Field]:
 def field_names(fields: Mapping[builtins.str, Field]) -> Any:
     """The creator's ``field_names``: a ``trt.PluginFieldCollection`` of typed, empty fields."""
     return trt.PluginFieldCollection([spec.plugin_field() for spec in fields.values()])
+
+
+# -- every field of a plugin ----------------------------------------------------------------------
+
+def _unknown(fields: Mapping[builtins.str, Field], names: Iterable[builtins.str],
+             plugin: builtins.str, source: builtins.str) -> FieldError:
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, list(fields), n=1)
+        parts.append(echo(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    known = ", ".join(fields) or "none"
+    return FieldError(f"Plugin {plugin!r} has no field {', '.join(parts)} ({source}); its fields "
+                      f"are: {known}.")
+
+
+def _missing(fields: Mapping[builtins.str, Field], given: Iterable[builtins.str],
+             plugin: builtins.str, source: builtins.str) -> None:
+    missing = [name for name, spec in fields.items() if name not in given and spec.required]
+    if missing:
+        names = ", ".join(map(repr, missing))
+        msg = (f"Plugin {plugin!r} needs field(s) {names}, which {source} did not give (they "
+               f"have no default).")
+        raise FieldError(msg)
+
+
+def values_from_python(fields: Mapping[builtins.str, Field], given: Mapping[builtins.str, Any],
+                       plugin: builtins.str) -> Dict[builtins.str, Any]:
+    """Every field's value from raw keyword values, each converted and validated once by
+    :meth:`Field.convert`, defaults filled in (what ``Plugin.__init__`` stores).
+
+    Raises:
+        FieldError: an unknown name (with a suggestion), a missing required field, a bad value.
+    """
+    unknown = [name for name in given if name not in fields]
+    if unknown:
+        raise _unknown(fields, unknown, plugin, "given as a keyword")
+    _missing(fields, given, plugin, "the call")
+    return {name: spec.convert(given[name], plugin) if name in given else spec.default_value()
+            for name, spec in fields.items()}
+
+
+def values_from_fc(fields: Mapping[builtins.str, Field], fc: Any,
+                   plugin: builtins.str) -> Dict[builtins.str, Any]:
+    """The raw values a ``PluginFieldCollection_`` gives (as ``create_plugin`` receives it), by
+    name: read and checked for unknown, repeated and missing fields, not yet converted
+    (``Plugin.__init__`` converts them with :func:`values_from_python`).
+
+    Raises:
+        FieldError: an unknown, repeated or unreadable field, or a missing required one.
+    """
+    values: Dict[builtins.str, Any] = {}
+    for index in range(builtins.len(fc)):  # no negative indexing on fc (§10.7)
+        pf = fc[index]
+        name = pf.name
+        if name not in fields:
+            raise _unknown(fields, [name], plugin, "in the PluginFieldCollection")
+        if name in values:
+            msg = (f"Field {echo(name)} of plugin {plugin!r} appears twice in the "
+                   f"PluginFieldCollection.")
+            raise FieldError(msg)
+        values[name] = fields[name].read_plugin_field(pf, plugin)
+    _missing(fields, values, plugin, "the PluginFieldCollection (the ONNX node's attributes)")
+    return values
 
 
 __all__ = ["MISSING", "Field", "collect", "field_names", "values_from_fc", "values_from_python"]

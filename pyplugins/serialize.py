@@ -41,6 +41,7 @@ import enum
 import struct
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
+from pyplugins.echo import echo
 from pyplugins.errors import SerializationError
 
 MAGIC = b"PYPL"
@@ -119,7 +120,7 @@ def dumps(plugin_name: str, plugin_version: str,
         try:
             payload = _payload(tag, value)
         except (struct.error, TypeError, ValueError, OverflowError, AttributeError) as err:
-            msg = (f"cannot serialize field {name!r} of plugin {plugin_name!r}: value {value!r} "
+            msg = (f"cannot serialize field {name!r} of plugin {plugin_name!r}: value {echo(value)} "
                    f"does not fit type {tag.name} ({err})")
             raise SerializationError(msg) from err
         if len(payload) > 0xFFFFFFFF:

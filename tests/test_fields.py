@@ -37,6 +37,11 @@ def chars(name, text: bytes):
     return trt.PluginField(name, np.frombuffer(text, dtype=np.int8), FT.CHAR)
 
 
+def from_fc(fc):
+    """What Plugin.from_fields does: read the collection, then convert each value once."""
+    return values_from_python(FIELDS, values_from_fc(FIELDS, fc, "SchemaOp"), "SchemaOp")
+
+
 def fc_of(*fields):
     return trt.PluginFieldCollection_(list(fields))
 
@@ -90,7 +95,7 @@ def test_onnx_style_values_convert():
                chars("mode", b"avg\0"),                      # STRING: CHAR with trailing NUL
                chars("label", b"hello\0"),
                pf("flag", [1], np.int32, FT.INT32))
-    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    values = from_fc(fc)
     assert values == {"pads": [1, 1, 2, 2], "scales": [0.5], "axis": 3, "eps": 1.0, "mode": "avg",
                       "level": 1, "label": "hello", "flag": True}
     assert type(values["axis"]) is int and type(values["eps"]) is float
@@ -100,7 +105,7 @@ def test_onnx_style_values_convert():
 def test_through_the_emulated_onnx_parser():
     attrs = {"pads": (0, 1, 2, 3), "mode": "avg", "eps": 0.25, "flag": True, "unrelated": 7}
     fc, warnings = fields_from_attributes(attrs, field_names(FIELDS))
-    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    values = from_fc(fc)
     assert values["pads"] == [0, 1, 2, 3] and values["mode"] == "avg"
     assert values["eps"] == 0.25 and values["flag"] is True
     assert values["scales"] == [1.0, 2.0]  # missing attribute -> default
@@ -112,7 +117,7 @@ def test_qdp_style_int64_float64_int8():
                pf("scales", [0.1, 0.2], np.float64, FT.FLOAT64),
                pf("flag", [1], np.int8, FT.INT8),
                trt.PluginField("label", np.frombuffer(b"no-nul", np.int8), FT.CHAR))
-    values = values_from_fc(FIELDS, fc, "SchemaOp")
+    values = from_fc(fc)
     assert values["pads"] == [4, 3, 2, 1]
     assert values["scales"] == [0.1, 0.2]
     assert values["flag"] is True and values["label"] == "no-nul"
@@ -120,10 +125,10 @@ def test_qdp_style_int64_float64_int8():
 
 def test_string_utf8_and_nul_handling():
     fc = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), chars("label", "héllo\0".encode()))
-    assert values_from_fc(FIELDS, fc, "SchemaOp")["label"] == "héllo"
+    assert from_fc(fc)["label"] == "héllo"
     two = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), chars("label", b"a\0b\0"))
     with pytest.raises(FieldError, match="several NUL-separated"):
-        values_from_fc(FIELDS, two, "SchemaOp")
+        from_fc(two)
 
 
 @pytest.mark.parametrize("field, message", [
@@ -140,18 +145,18 @@ def test_bad_onnx_values_name_field_plugin_and_value(field, message):
     fc = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32), field) if field.name != "pads" \
         else fc_of(field)
     with pytest.raises(FieldError, match=message):
-        values_from_fc(FIELDS, fc, "SchemaOp")
+        from_fc(fc)
 
 
 def test_missing_required_and_unknown_and_duplicate():
     with pytest.raises(FieldError, match="needs field\\(s\\) 'pads'.*no default"):
-        values_from_fc(FIELDS, fc_of(), "SchemaOp")
+        from_fc(fc_of())
     with pytest.raises(FieldError, match="no field 'pad' \\(did you mean 'pads'\\?\\)"):
-        values_from_fc(FIELDS, fc_of(pf("pad", [1], np.int32, FT.INT32)), "SchemaOp")
+        from_fc(fc_of(pf("pad", [1], np.int32, FT.INT32)))
     dup = fc_of(pf("pads", [0, 0, 0, 0], np.int32, FT.INT32),
                 pf("pads", [0, 0, 0, 0], np.int32, FT.INT32))
     with pytest.raises(FieldError, match="appears twice"):
-        values_from_fc(FIELDS, dup, "SchemaOp")
+        from_fc(dup)
 
 
 # -- Python values ----------------------------------------------------------------------------------
@@ -220,3 +225,86 @@ def test_attribute_access_and_assignment_validate():
     with pytest.raises(FieldError, match="Field 'mode' of plugin 'SchemaOp'"):
         p.mode = "median"
     assert isinstance(Schema.pads, Field) and "ints" in repr(Schema.pads)
+
+
+# -- what the kernels can take (issue 9) ------------------------------------------------------------
+
+class Launch(Plugin):
+    name = "LaunchOp"
+    stride = Field.int(default=1, min=1, int32=True)
+    sizes = Field.ints(default=(), int32=True)
+    count = Field.int(default=0)
+    eps = Field.float(default=1e-5)
+    scales = Field.floats(default=())
+
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        return inputs[0]
+
+    def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+        pass
+
+
+def test_int32_launch_fields_are_refused_at_create_time_naming_plugin_and_field():
+    with pytest.raises(FieldError, match=r"Field 'stride' of plugin 'LaunchOp' must be in "
+                                         r"-2147483648 \.\. 2147483647, as the kernel's launch "
+                                         r"arithmetic holds it in int32 \(got 2147483648\)"):
+        Launch(stride=2**31)
+    fc = trt.PluginFieldCollection_([pf("sizes", [1, 2**31], np.int64, FT.INT64)])
+    with pytest.raises(FieldError, match="'sizes' of plugin 'LaunchOp' must have every element in"):
+        Launch.from_fields(fc)
+    assert Launch(stride=2**31 - 1, sizes=[-2**31]).stride == 2**31 - 1
+    assert Launch(count=2**40).count == 2**40  # not declared int32: int64 is the limit
+    with pytest.raises(FieldError, match="'count' .* as it is serialized as int64"):
+        Launch(count=2**63)
+
+
+def test_float_fields_must_be_float32_and_lossy_narrowing_warns():
+    with pytest.raises(FieldError, match=r"Field 'eps' of plugin 'LaunchOp' must be representable "
+                                         r"as float32 .*1e\+39 becomes inf"):
+        Launch(eps=1e39)
+    with pytest.raises(FieldError, match="'scales' .* must have every element representable"):
+        Launch(scales=[1.0, -1e39])
+    assert Launch(eps=float("inf")).eps == float("inf")  # inf given as inf stays a choice
+    with pytest.warns(UserWarning, match=r"Field 'eps' of plugin 'LaunchOp': 1e-50 loses "
+                                         r"precision as float32 \(the kernel receives 0\.0\)"):
+        Launch(eps=1e-50)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Launch(eps=0.1, scales=[0.3, 1e30]).eps == 0.1  # rounding alone does not warn
+
+
+def test_messages_cap_echoed_values():
+    big = list(range(1_000_000))
+    for call in (lambda: values_from_python(FIELDS, {"pads": big}, "SchemaOp"),
+                 lambda: from_fc(fc_of(pf("pads", big, np.int32, FT.INT32))),
+                 lambda: values_from_python(FIELDS, {"pads": [0.5] + big}, "SchemaOp"),
+                 lambda: from_fc(fc_of(pf("pads", [0] * 4, np.int32, FT.INT32),
+                                       pf("axis", big, np.int32, FT.INT32)))):
+        with pytest.raises(FieldError) as info:
+            call()
+        text = str(info.value)
+        assert len(text) < 400 and "elements" in text and "999999" in text, text
+    with pytest.raises(FieldError, match=r"\(got 1000000: \[0, 1, 2, 3, 4, 5, \.\.\., 999998, "
+                                         r"999999\] \(1000000 elements\)\)"):
+        values_from_python(FIELDS, {"pads": big}, "SchemaOp")
+    with pytest.raises(FieldError) as info:
+        values_from_python(FIELDS, {"pads": [0] * 4, "label": b"\xff" * 10**6}, "SchemaOp")
+    assert len(str(info.value)) < 400
+
+
+def test_values_from_fc_reads_and_init_converts_each_value_once(monkeypatch):
+    calls = []
+    original = Field.convert
+
+    def counting(self, value, plugin):
+        calls.append(self.name)
+        return original(self, value, plugin)
+
+    monkeypatch.setattr(Field, "convert", counting)
+    fc = fc_of(pf("pads", [1, 1, 2, 2], np.int32, FT.INT32), pf("flag", [1], np.int8, FT.INT8))
+    raw = values_from_fc(FIELDS, fc, "SchemaOp")
+    assert raw == {"pads": [1, 1, 2, 2], "flag": 1} and calls == []  # read, not converted
+    plugin = Schema.from_fields(fc)
+    assert plugin.pads == [1, 1, 2, 2] and plugin.flag is True
+    assert sorted(calls) == ["flag", "pads"]  # once each, defaults are not re-converted

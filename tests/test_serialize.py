@@ -45,7 +45,7 @@ def creator():
 
 
 int64 = st.integers(min_value=-2**63, max_value=2**63 - 1)
-floats = st.floats(allow_nan=True, allow_infinity=True)
+floats = st.floats(allow_nan=True, allow_infinity=True, width=32)  # FLOAT fields are float32
 values = st.fixed_dictionaries({
     "pads": st.lists(int64, max_size=16), "scales": st.lists(floats, max_size=16),
     "axis": int64, "alpha": floats, "mode": st.sampled_from(["a", "bb", "ccc"]),

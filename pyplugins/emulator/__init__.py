@@ -29,7 +29,7 @@ from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabilityType,
                                       PluginFieldType, TensorFormat, TensorRTPhase)
-from pyplugins.emulator.fields import PluginField, PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.registry import IPluginRegistry, emulated_version, get_plugin_registry
 
 __pyplugins_emulator__ = True

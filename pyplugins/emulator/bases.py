@@ -23,7 +23,7 @@ import sys
 from typing import Any, Optional
 
 from pyplugins.emulator.enums import PluginVersion
-from pyplugins.emulator.fields import PluginFieldCollection
+from pyplugins.emulator.plugin_field import PluginFieldCollection
 
 
 def _cpp_stderr(line: str) -> None:

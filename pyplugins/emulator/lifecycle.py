@@ -35,7 +35,7 @@ from pyplugins.emulator import _fresh, buffers, runtime_enqueue, trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
-from pyplugins.emulator.fields import PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import (FORMAT_TABLE, TYPE_TABLE, choose_formats,
                                               search_formats)
 from pyplugins.emulator.registry import get_plugin_registry

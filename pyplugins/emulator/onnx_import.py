@@ -7,7 +7,8 @@ The rules, as the parser applies them:
   A name missing from the node is skipped with a warning; a node attribute the creator does not
   list never reaches the plugin.
 - The field's type comes from the ONNX attribute: INT and INTS become INT32 (int64 narrowed the
-  way C++ narrows, i.e. wrapped modulo 2**32), FLOAT and FLOATS FLOAT32, STRING becomes CHAR with
+  way C++ narrows, i.e. wrapped modulo 2**32), FLOAT and FLOATS FLOAT32 (a finite Python value
+  beyond float32 is refused rather than silently made inf), STRING becomes CHAR with
   a trailing NUL, STRINGS every string NUL-terminated and concatenated.
 - TENSOR attributes keep their element type, after the parser's weight conversion
   (``WeightsContext::convertOnnxWeights``): see :data:`TENSOR_FIELD_TYPES`.
@@ -36,7 +37,8 @@ from typing import Any, Iterable, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from pyplugins.emulator.enums import PluginFieldType
-from pyplugins.emulator.fields import PluginField, PluginFieldCollection_
+from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection_
+from pyplugins.echo import echo
 from pyplugins.errors import FieldError
 
 __all__ = ["ImportedNode", "TENSOR_FIELD_TYPES", "fields_from_attributes", "import_node",
@@ -120,9 +122,9 @@ def _classify(name: str, value: AttributeValue) -> Tuple[str, Any]:
         if all(isinstance(v, (str, bytes)) for v in items):
             return "STRINGS", items
         msg = (f"Attribute {name!r}: a list must hold only ints, only numbers or only strings "
-               f"to be an ONNX attribute (got {value!r}).")
+               f"to be an ONNX attribute (got {echo(value)}).")
         raise FieldError(msg)
-    msg = (f"Attribute {name!r}: {value!r} (a {type(value).__name__}) is not an ONNX attribute "
+    msg = (f"Attribute {name!r}: {echo(value)} (a {type(value).__name__}) is not an ONNX attribute "
            "value; use an int, float, str, bytes, a list of those, a numpy array or an "
            "onnx.AttributeProto.")
     raise FieldError(msg)
@@ -163,6 +165,27 @@ def _int32(name: str, value: int, notes: List[str]) -> int:
         notes.append(f"Attribute {name}: {value} does not fit int32; TensorRT's parser narrows "
                      f"INT/INTS to int32 and the plugin receives {wrapped}.")
     return wrapped
+
+
+def _float32(name: str, values: List[float], notes: List[str]) -> np.ndarray:
+    """ONNX FLOAT/FLOATS hold float32. A finite Python value beyond float32 would silently become
+    inf (``onnx.helper.make_attribute`` stores it so): refused, naming the attribute; one that
+    loses more than rounding (underflow to a subnormal or 0) is noted, as int32 narrowing is.
+    An ``AttributeProto`` already holds float32, so its inf passes as the parser passes it."""
+    with np.errstate(over="ignore", under="ignore"):
+        data = np.array(values, dtype=np.float64).astype(np.float32)
+    for value, narrowed in zip(values, data.tolist()):
+        if np.isfinite(value) and not np.isfinite(narrowed):
+            msg = (f"Attribute {name!r}: {value!r} does not fit an ONNX FLOAT attribute "
+                   "(float32, at most 3.4028235e+38) and would become inf; pass float('inf') "
+                   "if inf is meant.")
+            raise FieldError(msg)
+        if np.isfinite(value) and abs(narrowed - value) > abs(value) * 2.0 ** -24:
+            notes.append(f"Attribute {name}: {value!r} loses precision as float32; TensorRT's "
+                         f"parser narrows FLOAT/FLOATS to float32 and the plugin receives "
+                         f"{narrowed!r}.")
+            break
+    return data
 
 
 def _as_bytes(value: Union[str, bytes]) -> bytes:
@@ -226,9 +249,7 @@ def _field(name: str, kind: str, payload: Any, notes: List[str]) -> PluginField:
         return PluginField(name, np.array(values, dtype=np.int32), PluginFieldType.INT32)
     if kind in ("FLOAT", "FLOATS"):
         values = [payload] if kind == "FLOAT" else payload
-        with np.errstate(over="ignore"):
-            data = np.array(values, dtype=np.float64).astype(np.float32)
-        return PluginField(name, data, PluginFieldType.FLOAT32)
+        return PluginField(name, _float32(name, values, notes), PluginFieldType.FLOAT32)
     if kind in ("STRING", "STRINGS"):
         values = [payload] if kind == "STRING" else payload
         raw = b"".join(_as_bytes(v) + b"\0" for v in values)

@@ -33,7 +33,7 @@ from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicEx
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import PluginFieldType, _TrtEnum
-from pyplugins.emulator.fields import PluginField, PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
 
 __all__ = ["Trace", "TraceEntry", "summarize"]
 

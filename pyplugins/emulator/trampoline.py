@@ -29,7 +29,7 @@ from pyplugins.emulator.bases import (IPluginCreator, IPluginCreatorInterface, I
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType
-from pyplugins.emulator.fields import PluginFieldCollection_
+from pyplugins.emulator.plugin_field import PluginFieldCollection_
 
 _EMULATOR_BASES = (IPluginV2DynamicExt, IPluginCreator, IPluginCreatorInterface, object)
 

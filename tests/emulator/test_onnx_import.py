@@ -94,9 +94,23 @@ def test_mixed_ints_and_floats_are_floats_as_onnx_helper_makes_them():
         assert f.type is T.FLOAT32 and f.data.tolist() == [1.0, 2.5]
 
 
-def test_float_overflowing_float32_is_inf():
-    f, _ = one(1e300)
+def test_finite_float_overflowing_float32_is_refused_but_a_proto_inf_passes():
+    with pytest.raises(FieldError, match="'a': 1e\\+300 does not fit an ONNX FLOAT"):
+        one(1e300)
+    with pytest.raises(FieldError, match="'a': 1e\\+39 does not fit"):
+        one([1.0, 1e39])
+    f, _ = one(helper.make_attribute("a", 1e39))  # onnx stored inf: the parser passes it
     assert f.data[0] == np.inf
+    f, warnings = one(float("inf"))
+    assert f.data[0] == np.inf and warnings == []
+
+
+def test_float_underflowing_float32_is_noted_like_int_narrowing():
+    f, warnings = one(1e-50)
+    assert f.data[0] == 0.0
+    assert any("1e-50 loses precision as float32" in w and "receives 0.0" in w for w in warnings)
+    _, warnings = one(0.1)  # ordinary rounding is not a loss worth a note
+    assert warnings == []
 
 
 # -- STRING / STRINGS -------------------------------------------------------------------------------

@@ -1,14 +1,13 @@
-"""Field values from where they arrive: Python keywords and NumPy scalars, and the
-``PluginFieldCollection`` the ONNX parser delivers (int32 arrays, NUL-terminated CHAR bytes).
+"""Read raw field values into plain Python values: NumPy scalars and arrays, and the
+``PluginField`` data the ONNX parser delivers (int32 arrays, NUL-terminated CHAR bytes).
 
-:class:`pyplugins.fields.Field` declares and validates one field; this module turns raw inputs
-into the Python values it checks, and gathers every field of a plugin from keywords
-(:func:`values_from_python`) or from ``create_plugin``'s collection (:func:`values_from_fc`).
+Nothing here knows a field's declaration: :class:`pyplugins.fields.Field` converts what these
+readers return to its type and validates it, once (``Field.convert``).
 
 Example:
     >>> import numpy as np
     >>> import pyplugins.trt as trt
-    >>> from pyplugins.field_values import python_from_plugin_field, scalar_from_python
+    >>> from pyplugins.field_readers import python_from_plugin_field, scalar_from_python
     >>> scalar_from_python("bool", "yes"), scalar_from_python("int", np.int32(3))
     (True, 3)
     >>> scalar_from_python("int", 1.5) is None
@@ -23,15 +22,11 @@ Example:
 
 from __future__ import annotations
 
-import difflib
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, List, Optional, Union
 
 import numpy as np
 
-from pyplugins.errors import FieldError
-
-if TYPE_CHECKING:
-    from pyplugins.fields import Field
+from pyplugins.echo import echo
 
 _INT_TYPES = {"INT8", "INT16", "INT32", "INT64"}
 _FLOAT_TYPES = {"FLOAT32", "FLOAT64"}
@@ -119,79 +114,49 @@ def python_from_plugin_field(pf: Any, as_text: bool) -> Union[str, List[Any]]:
     if as_text or type_name == "CHAR":
         if type_name not in _BYTE_TYPES:
             raise UnreadablePluginField(f"must be a string (got a PluginField of type "
-                                        f"{type_name} holding {data.tolist()!r})")
+                                        f"{type_name} holding {echo(data)})")
         raw = data.astype(np.int8).tobytes()
         if raw.endswith(b"\0"):
             raw = raw[:-1]  # the ONNX parser appends a NUL to STRING attributes
         if b"\0" in raw:
             raise UnreadablePluginField(f"must be a single string (got several NUL-separated "
-                                        f"strings {raw!r})")
+                                        f"strings {echo(raw)})")
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise UnreadablePluginField(f"must be UTF-8 text (got bytes {raw!r})") from None
+            raise UnreadablePluginField(f"must be UTF-8 text (got bytes {echo(raw)})") from None
     if type_name not in _INT_TYPES | _FLOAT_TYPES:
         raise UnreadablePluginField(f"cannot be read from a PluginField of type {type_name}")
     return data.tolist()
 
 
-# -- every field of a plugin ----------------------------------------------------------------------
-
-def _unknown(fields: Mapping[str, Field], names: Iterable[str], plugin: str,
-             source: str) -> FieldError:
-    parts = []
-    for name in names:
-        close = difflib.get_close_matches(name, list(fields), n=1)
-        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    known = ", ".join(fields) or "none"
-    return FieldError(f"Plugin {plugin!r} has no field {', '.join(parts)} ({source}); its fields "
-                      f"are: {known}.")
-
-
-def _finish(fields: Mapping[str, Field], values: Dict[str, Any], plugin: str,
-            source: str) -> Dict[str, Any]:
-    missing = [name for name, spec in fields.items() if name not in values and spec.required]
-    if missing:
-        names = ", ".join(map(repr, missing))
-        msg = (f"Plugin {plugin!r} needs field(s) {names}, which {source} did not give (they "
-               f"have no default).")
-        raise FieldError(msg)
-    return {name: values[name] if name in values else spec.default_value()
-            for name, spec in fields.items()}
-
-
-def values_from_python(fields: Mapping[str, Field], given: Mapping[str, Any],
-                       plugin: str) -> Dict[str, Any]:
-    """Every field's value from Python keyword values (defaults filled in), validated.
+def read_plugin_field(pf: Any, base: str, expected: str) -> Any:
+    """The raw value a ``trt.PluginField`` carries for a field of kind ``base`` (``"int"``,
+    ``"float"``, ``"bool"``, ``"str"``, ``"ints"`` or ``"floats"``): a ``str``, one number, or a
+    list of numbers; not yet converted to the field's type (``Field.convert`` does that).
 
     Raises:
-        FieldError: an unknown name (with a suggestion), a missing required field, a bad value.
+        UnreadablePluginField: what :func:`python_from_plugin_field` refuses, a string where
+            ``expected`` (e.g. "an int") is a number, or several values for a single-value kind.
+
+    Example:
+        >>> import pyplugins.trt as trt
+        >>> k = trt.PluginField("k", np.array([3], np.int32), trt.PluginFieldType.INT32)
+        >>> read_plugin_field(k, "int", "an int")
+        3
     """
-    unknown = [name for name in given if name not in fields]
-    if unknown:
-        raise _unknown(fields, unknown, plugin, "given as a keyword")
-    values = {name: fields[name].convert(value, plugin) for name, value in given.items()}
-    return _finish(fields, values, plugin, "the call")
-
-
-def values_from_fc(fields: Mapping[str, Field], fc: Any, plugin: str) -> Dict[str, Any]:
-    """Every field's value from a ``PluginFieldCollection_`` as ``create_plugin`` receives it.
-
-    Raises:
-        FieldError: an unknown or repeated field, a missing required one, or a bad value.
-    """
-    values: Dict[str, Any] = {}
-    for index in range(len(fc)):  # no negative indexing on fc (§10.7)
-        pf = fc[index]
-        name = pf.name
-        if name not in fields:
-            raise _unknown(fields, [name], plugin, "in the PluginFieldCollection")
-        if name in values:
-            msg = f"Field {name!r} of plugin {plugin!r} appears twice in the PluginFieldCollection."
-            raise FieldError(msg)
-        values[name] = fields[name].from_plugin_field(pf, plugin)
-    return _finish(fields, values, plugin, "the PluginFieldCollection (the ONNX node's attributes)")
+    raw = python_from_plugin_field(pf, as_text=base == "str")
+    if isinstance(raw, str):
+        if base in ("str", "bool"):
+            return raw
+        raise UnreadablePluginField(f"must be {expected} (got the string {echo(raw)})")
+    if base in ("ints", "floats"):
+        return raw
+    if len(raw) != 1:
+        raise UnreadablePluginField(f"must be a single value (got {len(raw)} values "
+                                    f"{echo(raw)})")
+    return raw[0]
 
 
 __all__ = ["UnreadablePluginField", "list_from_python", "python_from_plugin_field",
-           "scalar_from_python", "values_from_fc", "values_from_python"]
+           "read_plugin_field", "scalar_from_python"]
