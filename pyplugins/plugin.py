@@ -78,7 +78,7 @@ from pyplugins import fields as _fields
 from pyplugins import formats as _formats
 from pyplugins import serialize as _serialize
 from pyplugins import shapes as _shapes
-from pyplugins.error_reports import describe, report, summarize, wrap_methods
+from pyplugins.error_reports import wrap_methods
 from pyplugins.errors import PluginDefinitionError
 
 #: Class attribute names that would shadow TensorRT's C++-backed properties -> what to use.
@@ -343,4 +343,4 @@ _POST = {"get_output_datatype": _datatype_result, "get_output_dimensions": _dims
 wrap_methods(Plugin, PROTOCOL_METHODS, _POST)
 Plugin.__pp_formats__ = _formats.Formats(dtypes=Plugin.dtypes, same_as=Plugin.same_as)
 
-__all__ = ["PROTOCOL_METHODS", "Plugin", "describe", "missing_methods", "report", "summarize"]
+__all__ = ["PROTOCOL_METHODS", "Plugin", "missing_methods"]

@@ -26,7 +26,7 @@ from pyplugins.emulator.enums import PluginVersion
 from pyplugins.emulator.plugin_field import PluginFieldCollection
 
 
-def _cpp_stderr(line: str) -> None:
+def cpp_stderr(line: str) -> None:
     """Write a line the way TensorRT's C++ does: straight to file descriptor 2."""
     sys.stderr.flush()
     os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
@@ -47,7 +47,7 @@ def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False
     def getter(self: Any) -> Optional[str]:
         value = getattr(self, slot, None)
         if value is None and print_unset:
-            _cpp_stderr(f"[ERROR] Exception caught in {public}(): AttributeError: "
+            cpp_stderr(f"[ERROR] Exception caught in {public}(): AttributeError: "
                         f"{public} not initialized")
         return value
 
@@ -82,7 +82,7 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
         """Number of outputs (C++ ``getNbOutputs``); -1 with a printed error when unset."""
         value = getattr(self, "_pp_num_outputs", None)
         if value is None:  # the binding throws AttributeError into PLUGIN_API_CATCH
-            _cpp_stderr("[ERROR] Exception caught in num_outputs(): AttributeError: "
+            cpp_stderr("[ERROR] Exception caught in num_outputs(): AttributeError: "
                         "num_outputs not initialized")
             return -1
         return value
@@ -152,7 +152,7 @@ class IPluginCreator(IPluginCreatorInterface):
         """The fields the creator accepts (only names matter to the ONNX parser)."""
         value = getattr(self, "_pp_field_names", None)
         if value is None:
-            _cpp_stderr("field_names not initialized")
+            cpp_stderr("field_names not initialized")
         return value
 
     @field_names.setter

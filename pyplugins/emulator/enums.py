@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 
 
-class _TrtEnum(enum.Enum):
+class TrtEnum(enum.Enum):
     """Base of the emulated enums: pybind11-like ``int()`` and ``repr``."""
 
     def __int__(self) -> int:
@@ -33,7 +33,7 @@ class _TrtEnum(enum.Enum):
         return hash((type(self).__name__, self.value))
 
 
-class DataType(_TrtEnum):
+class DataType(TrtEnum):
     """``trt.DataType`` (NvInferRuntimeBase.h)."""
 
     FLOAT = 0
@@ -50,7 +50,7 @@ class DataType(_TrtEnum):
     E8M0 = 11
 
 
-class TensorFormat(_TrtEnum):
+class TensorFormat(TrtEnum):
     """``trt.TensorFormat`` (NvInferRuntime.h)."""
 
     LINEAR = 0
@@ -68,7 +68,7 @@ class TensorFormat(_TrtEnum):
     DHWC = 12
 
 
-class PluginFieldType(_TrtEnum):
+class PluginFieldType(TrtEnum):
     """``trt.PluginFieldType`` (NvInferPluginBase.h; FP4 since 10.8)."""
 
     FLOAT16 = 0
@@ -87,7 +87,7 @@ class PluginFieldType(_TrtEnum):
     FP4 = 13
 
 
-class DimensionOperation(_TrtEnum):
+class DimensionOperation(TrtEnum):
     """``trt.DimensionOperation``: the nine operations of ``IExprBuilder.operation``."""
 
     SUM = 0
@@ -101,14 +101,14 @@ class DimensionOperation(_TrtEnum):
     CEIL_DIV = 8
 
 
-class TensorRTPhase(_TrtEnum):
+class TensorRTPhase(TrtEnum):
     """``trt.TensorRTPhase`` (V3 creators; listed for completeness)."""
 
     BUILD = 0
     RUNTIME = 1
 
 
-class PluginCapabilityType(_TrtEnum):
+class PluginCapabilityType(TrtEnum):
     """``trt.PluginCapabilityType`` (V3; listed for completeness)."""
 
     CORE = 0
@@ -116,7 +116,7 @@ class PluginCapabilityType(_TrtEnum):
     RUNTIME = 2
 
 
-class PluginVersion(_TrtEnum):
+class PluginVersion(TrtEnum):
     """What ``IPluginV2.tensorrt_version`` reports; Python V2 plugins report ``V2_DYNAMICEXT_PYTHON``."""
 
     V2 = 0

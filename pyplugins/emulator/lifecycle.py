@@ -36,15 +36,13 @@ from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
-from pyplugins.emulator.format_search import (FORMAT_TABLE, TYPE_TABLE, choose_formats,
-                                              search_formats)
+from pyplugins.emulator.format_search import choose_formats, search_formats
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.report import LifecycleReport
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
-__all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Combo", "LifecycleReport", "TensorSpec", "Violation",
-           "run"]
+__all__ = ["LifecycleReport", "TensorSpec", "Violation", "run"]
 
 _MAX_TIMED = 8
 

@@ -32,7 +32,7 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
-from pyplugins.emulator.enums import PluginFieldType, _TrtEnum
+from pyplugins.emulator.enums import PluginFieldType, TrtEnum
 from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
 
 __all__ = ["Trace", "TraceEntry", "summarize"]
@@ -325,7 +325,7 @@ def summarize(value: Any, trace: Optional[Trace] = None) -> str:
 def _summarize(value: Any, trace: Optional[Trace]) -> str:
     if value is None or isinstance(value, bool):
         return repr(value)
-    if isinstance(value, _TrtEnum):
+    if isinstance(value, TrtEnum):
         return value.name
     if isinstance(value, PluginTensorDesc):
         return _desc(value)

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from pyplugins.emulator.bases import (IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt,
-                                      _cpp_stderr)
+from pyplugins.emulator.bases import IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt
+from pyplugins.emulator.bases import cpp_stderr as _cpp_stderr  # alias: body left to other work
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType

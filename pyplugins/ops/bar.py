@@ -63,10 +63,11 @@ import pyplugins.trt as trt
 from pyplugins import shapes
 from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.kernels import Kernel
 from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
-from pyplugins.plugin import Plugin, describe
+from pyplugins.plugin import Plugin
 
 __all__ = ["BarPlugin"]
 
