@@ -3,8 +3,9 @@ before TensorRT swallows it into an anonymous stderr line.
 
 :class:`pyplugins.Plugin` wraps every protocol method with :func:`wrap_methods`;
 :mod:`pyplugins.creator` calls :func:`report` from ``create_plugin`` and ``deserialize_plugin``.
-A report goes to ``logging.getLogger("pyplugins")`` (or TensorRT's ``Logger`` under real TensorRT
-when logging is not configured), once per exception, and the exception is re-raised unchanged.
+A report is one ERROR line on ``logging.getLogger("pyplugins")`` (or TensorRT's ``Logger`` under
+real TensorRT when logging is not configured), once per exception, with the traceback only when
+that logger is enabled for DEBUG; the exception is re-raised unchanged.
 
 Example:
     >>> from pyplugins.error_reports import describe, summarize
@@ -126,12 +127,16 @@ def report(plugin: Any, method: str, args: tuple, err: BaseException,
     earlier = getattr(plugin, "__dict__", {}).get(_CONFIG_ERROR)
     if earlier and method == "enqueue":
         msg += f" [configure_plugin had failed before: {earlier}]"
+    # One line names what TensorRT's own "[ERROR] Exception caught in X()" line does not; the
+    # traceback is for debugging (DEBUG level), and pyplugins' own errors explain themselves.
+    debug = not isinstance(err, PyPluginsError) and logger.isEnabledFor(logging.DEBUG)
     if _trt.is_emulator(trt) or logger.hasHandlers():
-        # pyplugins' own errors explain themselves; a user's exception needs its traceback
-        logger.error(msg, exc_info=None if isinstance(err, PyPluginsError) else err)
+        logger.error(msg)
+        if debug:
+            logger.debug("traceback of the error above:", exc_info=err)
     else:
-        tb = "" if isinstance(err, PyPluginsError) else "\n" + "".join(
-            traceback.format_exception(type(err), err, err.__traceback__))
+        tb = "\n" + "".join(traceback.format_exception(type(err), err, err.__traceback__)) \
+            if debug else ""
         _trt_logger().log(trt.Logger.ERROR, f"[pyplugins] {msg}{tb}")
 
 
