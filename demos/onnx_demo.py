@@ -102,7 +102,7 @@ def run_tensorrt(model, x: np.ndarray) -> int:
     from pyplugins.reference import assert_close
 
     plan = engine.build_from_onnx(model.SerializeToString(), profiles={"x": (x.shape,) * 3})
-    (y,) = engine.run(plan, {"x": cp.asarray(x)}).values()
+    (y,) = engine.run_plan(plan, {"x": cp.asarray(x)}).values()
     assert_close(cp.asnumpy(y), reference(x), x.dtype, what="TensorRT engine")
     print(f"OK: TensorRT engine output {tuple(y.shape)} matches NumPy.")
     return 0

@@ -11,7 +11,7 @@ Example (needs TensorRT and a GPU)::
     import pyplugins.ops  # registers CircPad, LReLU_TRT
     from pyplugins import engine
     plan = engine.build_from_onnx("model.onnx", profiles={"x": ((1, 3, 8, 8),) * 3})
-    outputs = engine.run(plan, {"x": cupy_array})
+    outputs = engine.run_plan(plan, {"x": cupy_array})
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def build_from_onnx(model: Union[str, Path, bytes], *,
     return bytes(plan)
 
 
-def run(plan: bytes, inputs: Mapping[str, Any], *, stream: Optional[Any] = None) -> Dict[str, Any]:
+def run_plan(plan: bytes, inputs: Mapping[str, Any], *,
+             stream: Optional[Any] = None) -> Dict[str, Any]:
     """Load a serialized engine and run it once on CuPy arrays.
 
     Args:

@@ -43,6 +43,6 @@ def test_engine_with_plugins_round_trips_in_a_fresh_process(tmp_path):
     from demos.onnx_demo import make_model, reference
 
     _, x = make_model()
-    outputs = engine.run(plan_path.read_bytes(), {"x": cp.asarray(x)})
+    outputs = engine.run_plan(plan_path.read_bytes(), {"x": cp.asarray(x)})
     (out,) = outputs.values()
     assert cp.allclose(out, cp.asarray(reference(x)), rtol=1e-3, atol=1e-3)

@@ -14,7 +14,8 @@ This module is the order of TensorRT's calls; the pieces live beside it: the inp
 (:mod:`~pyplugins.emulator.tensors`), the builder's format search
 (:mod:`~pyplugins.emulator.format_search`), the runtime ``enqueue`` and its checks
 (:mod:`~pyplugins.emulator.runtime_enqueue`), the fresh-process check
-(:mod:`~pyplugins.emulator._fresh`) and the report (:mod:`~pyplugins.emulator.report`).
+(:mod:`~pyplugins.emulator._fresh`) and the report
+(:mod:`~pyplugins.emulator.lifecycle_report`).
 
 Example:
     >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
@@ -38,7 +39,7 @@ from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import choose_formats, search_formats
 from pyplugins.emulator.registry import get_plugin_registry
-from pyplugins.emulator.report import LifecycleReport
+from pyplugins.emulator.lifecycle_report import LifecycleReport
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
