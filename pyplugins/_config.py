@@ -50,10 +50,50 @@ class _Knobs:
         return value
 
 
+    @property
+    def max_tensor_bytes(self) -> int:
+        """``PYPLUGINS_MAX_TENSOR_BYTES``: the largest tensor (at the profile's max) a lifecycle
+        run accepts, in bytes; default 4 GiB. Larger inputs are refused, larger outputs a defect."""
+        return _positive_int("PYPLUGINS_MAX_TENSOR_BYTES", 4 << 30)
+
+    @property
+    def max_outputs(self) -> int:
+        """``PYPLUGINS_MAX_OUTPUTS``: the most outputs (``num_outputs``) a lifecycle run drives;
+        default 1024. A plugin declaring more is a defect."""
+        return _positive_int("PYPLUGINS_MAX_OUTPUTS", 1024)
+
+    @property
+    def check_timeout(self) -> float:
+        """``PYPLUGINS_CHECK_TIMEOUT``: ``pyplugins check``'s default ``--timeout`` in seconds for
+        the module import and each callback; default 60."""
+        text = os.environ.get("PYPLUGINS_CHECK_TIMEOUT", "").strip() or "60"
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not value > 0 or value == float("inf"):
+            msg = f"PYPLUGINS_CHECK_TIMEOUT={text!r} is not a positive number of seconds."
+            raise ValueError(msg)
+        return value
+
+
+def _positive_int(env: str, default: int) -> int:
+    text = os.environ.get(env, "").strip() or str(default)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        msg = f"{env}={text!r} is not a positive integer."
+        raise ValueError(msg)
+    return value
+
+
 knobs = _Knobs()
 
 _ENV_NAMES = {"trt": "PYPLUGINS_TRT", "trt_version": "PYPLUGINS_TRT_VERSION",
-              "device": "PYPLUGINS_DEVICE"}
+              "device": "PYPLUGINS_DEVICE", "max_tensor_bytes": "PYPLUGINS_MAX_TENSOR_BYTES",
+              "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT"}
 
 
 @contextlib.contextmanager

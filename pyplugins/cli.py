@@ -1,6 +1,10 @@
 """The ``pyplugins`` command line: ``pyplugins check`` drives a plugin through TensorRT's
 lifecycle in the emulator and reports protocol violations.
 
+``check`` ends only with its report: exit 0 (clean), 1 (defects, a step past ``--timeout``, or
+``--require-gpu`` without an enqueue run) or 2 (usage or environment); with ``--json`` stdout is
+one JSON object in every case. The time limit is :mod:`pyplugins.supervise`'s.
+
 Example:
     >>> main(["check", "--help"])  # doctest: +SKIP
 """
@@ -14,11 +18,14 @@ import os
 import re
 import sys
 import textwrap
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from pyplugins import verdicts
 
 __all__ = ["UsageError", "build_parser", "main", "parse_input", "parse_plugin"]
 
@@ -137,8 +144,19 @@ def _parse_attrs(items: Sequence[str]) -> Dict[str, Any]:
         if name in attrs:
             msg = f"--attr {item!r}: attribute {name!r} is given twice"
             raise UsageError(msg)
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError as err:
+            msg = (f"--attr {_printable(item)}: not valid UTF-8 (the command line held a byte "
+                   "sequence that is not text); ONNX attribute names and strings are UTF-8")
+            raise UsageError(msg) from err
         attrs[name] = value_from_cli(value)
     return attrs
+
+
+def _printable(text: str) -> str:
+    """``repr(text)`` with lone surrogates escaped, safe to print on any stream."""
+    return repr(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # -- module loading ----------------------------------------------------------------------------------
@@ -271,7 +289,9 @@ def _add_check(subparsers: Any) -> None:
                   "INTS, 0.5,1 -> FLOATS, anything else (or 'quoted') -> STRING. The plugin "
                   "receives it as TensorRT's ONNX parser passes it (INT32, FLOAT32, "
                   "NUL-terminated CHAR), and only if the creator lists it in field_names."),
-            "exit status: 0 no violation, 1 violations found, 2 usage error."]),
+            _fill("exit status: 0 no violation; 1 violations found, a plugin step ran past "
+                  "--timeout, or --require-gpu and enqueue did not run; 2 usage or environment "
+                  "error. With --json, stdout is one JSON object in every case.")]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="MODULE_OR_FILE",
                    help="dotted module name or path to a .py file that registers the creator")
@@ -293,32 +313,94 @@ def _add_check(subparsers: Any) -> None:
                    help="print the report (and trace) as JSON on stdout")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto",
                    help="auto: run enqueue on the GPU when CuPy sees one; cpu: never touch it")
+    p.add_argument("--require-gpu", action="store_true",
+                   help="fail (exit 1) when enqueue could not run (no GPU, --device cpu, ...): "
+                        "for CI that must check the kernels, not only the host side")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="the most seconds the module import and each plugin callback may take "
+                        "(default: PYPLUGINS_CHECK_TIMEOUT or 60); a step past it is a defect "
+                        "naming the method, and the report is still written")
     p.set_defaults(run=_run_check)
 
 
-def _run_check(args: argparse.Namespace) -> int:
-    from pyplugins._config import override  # noqa: PLC0415
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        msg = f"expected a positive number of seconds (got {text!r})"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
+
+def _run_check(args: argparse.Namespace) -> int:
+    from pyplugins._config import knobs, override  # noqa: PLC0415
+    from pyplugins.emulator import trampoline  # noqa: PLC0415
+    from pyplugins.supervise import supervise  # noqa: PLC0415
+
+    if not args.inputs:
+        msg = (f"give each plugin input with --input {_INPUT_FORM} (repeat it per input, in "
+               "order); a check needs the shapes TensorRT would give the plugin")
+        raise UsageError(msg)
     specs = [parse_input(text) for text in args.inputs]
     attrs = _parse_attrs(args.attrs)
     if args.plugin is not None:
         parse_plugin(args.plugin)
+    try:
+        timeout = args.timeout if args.timeout is not None else knobs.check_timeout
+    except ValueError as err:
+        raise EnvironmentFailure(str(err)) from err
     redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
                 else contextlib.nullcontext())
     saved_trt = sys.modules.get("tensorrt")
     try:
         with override(trt="emulator"), redirect:
-            report = _check(args, specs, attrs)
+            outcome = supervise(lambda watch: _check(args, specs, attrs, watch),
+                                trampoline.Watch(), timeout)
     finally:  # in-process callers get their `import tensorrt` back
         if saved_trt is None:
             sys.modules.pop("tensorrt", None)
         else:
             sys.modules["tensorrt"] = saved_trt
+    name = args.plugin or _printable(args.target).strip("'")
+    if outcome.timed_out is not None:
+        _ABANDONED.set()
+        report = verdicts.timeout_report(name, outcome.timed_out, timeout)
+    elif outcome.error is not None:
+        report = _escaped(name, outcome.error)
+    else:
+        report = outcome.value
+    if args.require_gpu:
+        verdicts.require_gpu(report)
     _print_report(report, as_json=args.json, with_trace=args.trace)
     return EXIT_OK if report.ok else EXIT_VIOLATION
 
 
-def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[str, Any]) -> Any:
+def _escaped(name: str, err: BaseException) -> Any:
+    """An error that left the check: the user's (re-raised), the plugin's (a defect), or ours."""
+    if isinstance(err, (UsageError, EnvironmentFailure)):
+        raise err
+    report = verdicts.escaped_error_report(name, err)
+    if report is None:
+        from pyplugins.emulator.trampoline import what  # noqa: PLC0415
+
+        text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        msg = f"the check failed inside pyplugins (please report it): {what(err)}\n{text}"
+        raise EnvironmentFailure(msg) from err
+    return report
+
+
+class EnvironmentFailure(Exception):
+    """The machine or the environment cannot run the check (exit 2)."""
+
+
+#: Set when a step ran past --timeout and its thread was left running (see main()).
+_ABANDONED = threading.Event()
+
+
+def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[str, Any],
+           watch: Any) -> Any:
     """Import the module with the emulator in place, find the creator, run the lifecycle."""
     from pyplugins.errors import FieldError  # noqa: PLC0415
 
@@ -327,7 +409,11 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
 
     registry = get_plugin_registry()
     before = {id(c) for c in registry.all_creators}
-    module, module_ref = _import_plugin_module(args.target)
+    saved = watch.begin("import of the plugin module")
+    try:
+        module, module_ref = _import_plugin_module(args.target)
+    finally:
+        watch.end(saved)
     new = ([c for c in registry.all_creators if id(c) not in before]
            or _module_creators(registry, module))
     creator = _find_creator(registry, args.plugin, new)
@@ -341,6 +427,10 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
                                trace=args.trace)
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
+    except ValueError as err:
+        if "PYPLUGINS_MAX_TENSOR_BYTES" in str(err):  # an --input over the size limit
+            raise UsageError(f"--input: {err}") from err
+        raise
     return report
 
 
@@ -359,13 +449,28 @@ def _print_report(report: Any, *, as_json: bool, with_trace: bool) -> None:
         data = report.to_dict()
         if with_trace:
             data["trace"] = trace.to_json() if trace is not None else []
-        print(json.dumps(data, indent=2, default=_json_default))
+        data.setdefault("exit_status", EXIT_OK if report.ok else EXIT_VIOLATION)
+        _write(sys.stdout, json.dumps(data, indent=2, default=_json_default))
         return
-    print(report.format())
+    _write(sys.stdout, report.format())
     if with_trace and trace is not None:
-        print()
-        print("Callback timeline:")
-        print(trace.format_timeline())
+        _write(sys.stdout, "\nCallback timeline:\n" + trace.format_timeline())
+
+
+def _write(stream: Any, text: str) -> None:
+    """Print ``text``; characters the stream cannot encode (lone surrogates) are escaped."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")
+    stream.flush()
+
+
+def _fail(command: str, message: str, as_json: bool) -> int:
+    """Report a usage or environment error: stderr, and a JSON object on stdout for --json."""
+    _write(sys.stderr, f"pyplugins {command}: error: {message}")
+    if as_json:
+        _write(sys.stdout, json.dumps({"ok": False, "exit_status": EXIT_USAGE, "error": message,
+                                       "violations": [], "errors": []}, indent=2))
+    return EXIT_USAGE
 
 
 def _json_default(value: Any) -> Any:
@@ -404,21 +509,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``pyplugins`` command; returns the exit status (0, 1 or 2).
 
     Args:
-        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+        argv: the arguments after the program name (default: ``sys.argv[1:]``). Without
+            ``argv`` this is the process's command: after a ``--timeout`` it ends the process
+            (``os._exit``) once the report is written, so the abandoned step cannot keep it
+            alive; with ``argv`` the caller gets the status and the step runs on in a daemon
+            thread.
     """
     parser = build_parser()
+    argv = list(argv) if argv is not None else None
+    wants_json = "--json" in (argv if argv is not None else sys.argv[1:])
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse: --help/--version (0) or a usage error (2)
-        return int(stop.code or 0) if not isinstance(stop.code, str) else EXIT_USAGE
+        code = int(stop.code or 0) if not isinstance(stop.code, str) else EXIT_USAGE
+        if code and wants_json:
+            _write(sys.stdout, json.dumps({"ok": False, "exit_status": code, "violations": [],
+                                           "errors": [], "error": "invalid command line (see "
+                                           "stderr)"}, indent=2))
+        return code
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    as_json = bool(getattr(args, "json", False))
     try:
-        return args.run(args)
-    except UsageError as err:
-        print(f"pyplugins {args.command}: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        code = args.run(args)
+    except (UsageError, EnvironmentFailure) as err:
+        code = _fail(args.command, str(err), as_json)
+    if argv is None and _ABANDONED.is_set():
+        # The process's own command and a plugin step is still running in an abandoned thread
+        # (pyplugins.supervise): end now, with the report written, rather than wait on it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

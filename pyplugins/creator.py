@@ -22,11 +22,14 @@ Example:
 
 Registering the same (name, version, namespace) twice raises
 :class:`~pyplugins.errors.RegistrationError`; pass ``replace=True`` to swap the old creator out
-(handy when re-running a notebook cell).
+(handy when re-running a notebook cell). Registration holds a module lock, so threads registering
+at once see one winner each time; a key another caller (not ``pp.register``) takes in between is
+reported as that, never blamed on TensorRT.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
 import pyplugins.trt as trt
@@ -41,6 +44,8 @@ P = TypeVar("P", bound=type)
 _registry: Any = None
 #: (name, version, namespace) -> the registered creator (kept alive, §10.1).
 _creators: Dict[Tuple[str, str, str], Any] = {}
+#: Held while a registration or deregistration is under way (check, deregister, register again).
+_lock = threading.RLock()
 
 
 def _creator_class(cls: Any) -> type:
@@ -124,10 +129,15 @@ def _check_registrable(cls: Any) -> None:
 
 
 def _register(cls: Any, replace: bool) -> Any:
-    global _registry
     _check_registrable(cls)
-    key = (cls.name, cls.version, cls.namespace)
     creator = _creator_class(cls)()
+    with _lock:
+        return _register_locked(cls, creator, replace)
+
+
+def _register_locked(cls: Any, creator: Any, replace: bool) -> Any:
+    global _registry
+    key = (cls.name, cls.version, cls.namespace)
     registry = trt.get_plugin_registry()
     _registry = registry
     if not registry.register_creator(creator, cls.namespace):
@@ -142,8 +152,11 @@ def _register(cls: Any, replace: bool) -> Any:
             if candidate is not None:
                 registry.deregister_creator(candidate)
         if not registry.register_creator(creator, cls.namespace):
+            holder = registry.get_creator(*key) if hasattr(registry, "get_creator") else None
             msg = (f"could not replace the plugin creator for {key[0]!r} version {key[1]!r} "
-                   f"namespace {key[2]!r}: TensorRT's registry refused to deregister the old one.")
+                   f"namespace {key[2]!r}: after the old creator was deregistered, "
+                   f"{_who(holder)} registered the key first (a concurrent registration outside "
+                   "pp.register); register from one thread, or deregister that creator first.")
             raise RegistrationError(msg)
         old_cls = getattr(old, "plugin_class", None)
         if old_cls is not None and old_cls is not cls and old_cls.creator is old:
@@ -151,6 +164,12 @@ def _register(cls: Any, replace: bool) -> Any:
     _creators[key] = creator
     cls.creator = creator
     return cls
+
+
+def _who(holder: Any) -> str:
+    if holder is None:
+        return "another caller"
+    return f"another caller's creator {type(holder).__name__}"
 
 
 @overload
@@ -190,17 +209,19 @@ def unregister(cls: type) -> bool:
     if creator is None:
         return False
     key = (cls.name, cls.version, cls.namespace)
-    registry = _registry if _registry is not None else trt.get_plugin_registry()
-    ok = bool(registry.deregister_creator(creator))
-    if _creators.get(key) is creator:
-        del _creators[key]
-    cls.creator = None
+    with _lock:
+        registry = _registry if _registry is not None else trt.get_plugin_registry()
+        ok = bool(registry.deregister_creator(creator))
+        if _creators.get(key) is creator:
+            del _creators[key]
+        cls.creator = None
     return ok
 
 
 def registered() -> Dict[Tuple[str, str, str], Any]:
     """The creators this module registered, by (name, version, namespace)."""
-    return dict(_creators)
+    with _lock:
+        return dict(_creators)
 
 
 __all__ = ["register", "registered", "unregister"]

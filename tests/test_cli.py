@@ -485,3 +485,96 @@ def test_subprocess_violation_exit_1(tmp_path):
                    "--device", "cpu")
     assert proc.returncode == 1
     assert "configure exploded" in proc.stdout + proc.stderr
+
+
+# -- hostile plugins and arguments (issue 9) ---------------------------------------------------------
+
+def write_variant(directory: Path, stem: str, name: str, old: str, new: str) -> Path:
+    path = write_plugin(directory, stem=stem, name=name)
+    source = path.read_text()
+    assert old in source
+    path.write_text(source.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("old, new, method", [
+    ("return trt.DimsExprs(inputs[0])", "import sys; sys.exit(0)", "get_output_dimensions"),
+    ("        pass\n\n    def enqueue", "        import sys; sys.exit(3)\n\n    def enqueue",
+     "configure_plugin"),
+])
+def test_sys_exit_in_a_callback_is_a_defect_with_a_report(tmp_path, capsys, old, new, method):
+    path = write_variant(tmp_path, "exiting", "PPCliExit", old, new)
+    code, out, err = run_main(["check", path, "--input", "2x3:float32", "--device", "cpu",
+                               "--json"], capsys)
+    assert code == 1
+    data = json.loads(out)
+    assert data["ok"] is False and data["exit_status"] == 1
+    lines = [e for e in data["errors"] if f"caught in {method}(): SystemExit" in e]
+    assert lines and "\n\nAt:\n  " in lines[0] and f"): {method}" in lines[0]
+
+
+def test_an_exception_whose_str_raises_is_reported(tmp_path, capsys):
+    path = write_variant(tmp_path, "nasty", "PPCliNasty", "        pass\n\n    def enqueue",
+                         "        class E(Exception):\n            def __str__(self):\n"
+                         "                raise ValueError\n        raise E()\n\n    def enqueue")
+    code, out, _ = run_main(["check", path, "--input", "2x3:float32", "--device", "cpu"], capsys)
+    assert code == 1 and "E: <MESSAGE UNAVAILABLE DUE TO ANOTHER EXCEPTION>" in out
+
+
+def test_no_input_is_a_usage_error(tmp_path, capsys):
+    code, out, err = run_main(["check", write_plugin(tmp_path)], capsys)
+    assert code == 2 and out == "" and "--input" in err and "Traceback" not in err
+
+
+def test_an_oversized_input_is_a_usage_error_naming_the_limit(tmp_path, capsys):
+    code, out, err = run_main(["check", write_plugin(tmp_path), "--input",
+                               "1000000x1000000:float32", "--json"], capsys)
+    assert code == 2
+    assert "PYPLUGINS_MAX_TENSOR_BYTES" in json.loads(out)["error"]
+
+
+def test_a_surrogate_in_attr_is_a_usage_error(tmp_path, capsys):
+    code, out, err = run_main(["check", write_plugin(tmp_path), "--input", "2:float32",
+                               "--attr", "alpha=\udcff", "--json"], capsys)
+    assert code == 2 and "not valid UTF-8" in json.loads(out)["error"]
+
+
+def test_argparse_errors_still_give_json(capsys):
+    code, out, _ = run_main(["check", "x.py", "--bogus", "--json"], capsys)
+    assert code == 2 and json.loads(out)["exit_status"] == 2
+
+
+def test_verdict_says_enqueue_did_not_run_and_require_gpu_fails(tmp_path, capsys):
+    code, out, _ = run_main(["check", write_plugin(tmp_path), "--input", "2:float32",
+                             "--device", "cpu"], capsys)
+    assert code == 0
+    (verdict,) = [line for line in out.splitlines() if line.startswith("PPCliScale:1:")]
+    assert verdict == "PPCliScale:1:: OK (CPU only: enqueue not run, the CPU was asked for)"
+    code, out, _ = run_main(["check", write_plugin(tmp_path, stem="again"), "--input",
+                             "2:float32", "--device", "cpu", "--require-gpu"], capsys)
+    assert code == 1 and "--require-gpu: enqueue did not run" in out
+
+
+def test_too_many_outputs_hit_a_named_limit(tmp_path, capsys):
+    path = write_variant(tmp_path, "many", "PPCliMany", "self.num_outputs = 1",
+                         "self.num_outputs = 10**7")
+    code, out, _ = run_main(["check", path, "--input", "2:float32", "--device", "cpu"], capsys)
+    assert code == 1 and "PYPLUGINS_MAX_OUTPUTS" in out
+
+
+@pytest.mark.parametrize("where", ["import", "callback"])
+def test_timeout_reports_the_step_and_exits_1(tmp_path, where):
+    if where == "import":
+        path = tmp_path / "spins.py"
+        path.write_text("while True:\n    pass\n")
+    else:
+        path = write_variant(tmp_path, "spins", "PPCliSpin", "        pass\n\n    def enqueue",
+                             "        while True:\n            pass\n\n    def enqueue")
+    proc = run_cli("check", path, "--input", "2:float32", "--timeout", "1", "--json")
+    assert proc.returncode == 1, proc.stderr
+    (violation,) = json.loads(proc.stdout)["violations"]
+    assert "did not return within the 1 s limit" in violation["message"]
+    if where == "callback":
+        assert violation["method"] == "configure_plugin"
+    else:
+        assert "import of the plugin module" in violation["message"]

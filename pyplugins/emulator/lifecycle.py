@@ -7,7 +7,10 @@ has TensorRT's arguments, error channel and fallbacks. The network is strongly t
 11.x; pyplugins builds strongly typed networks on 10.x too): inputs keep their declared types and
 outputs the types ``get_output_datatype`` returned. Along the way it runs the checks of
 :mod:`pyplugins.emulator.checks` and reports what it found in a :class:`LifecycleReport`; a
-misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to ``enqueue`` runs.
+misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to ``enqueue`` runs,
+and no input data is made (it would never be read). Each run is isolated: the trampoline's
+listeners are per thread, so runs in many threads at once report what sequential runs do. Sizes
+are bounded (``knobs.max_tensor_bytes``, ``knobs.max_outputs``) and a limit hit says which.
 
 This module is the order of TensorRT's calls; the pieces live beside it: the inputs
 (:mod:`~pyplugins.emulator.specs`), the tensors' shapes and descriptors
@@ -144,6 +147,10 @@ class _Driver:
             trampoline.destroy(p0)
             return self.stop("lifecycle", "num_outputs is not set on the plugin add_plugin_v2 "
                              "holds (getNbOutputs gives -1): set it in __init__")
+        if n_out > knobs.max_outputs:
+            trampoline.destroy(p0)
+            return self.stop("lifecycle", f"num_outputs is {n_out}, over the limit of "
+                             f"{knobs.max_outputs} outputs a check drives (PYPLUGINS_MAX_OUTPUTS)")
         self.in_types = [s.datatype for s in self.specs]
         self.out_types = [trampoline.get_output_data_type(p1, i, self.in_types)
                           for i in range(n_out)]
@@ -161,11 +168,13 @@ class _Driver:
         self.tensors = PluginTensors(self.specs, self.out_dims)
         self.report.output_shapes = list(self.out_dims["opt"])
         self.report.output_dtypes = list(self.out_types)
-        for text in bad:
+        over = _oversized(self.out_dims["max"], self.out_types)
+        for text in bad + over:
             self.violations.append(Violation("shape", text, "get_output_dimensions"))
-        if bad:
+        if bad or over:
             trampoline.destroy(self.p1)
-            self.report.skipped = "the build failed: get_output_dimensions gave invalid shapes"
+            self.report.skipped = ("the build failed: get_output_dimensions gave invalid shapes"
+                                   if bad else "an output is over the size limit of a check")
             return False
         return True
 
@@ -275,7 +284,9 @@ class _Driver:
             found = self.recorder.unconfigured_violation(pc, "enqueue (execute_async_v3)")
             if found is not None:
                 self.violations.append(found)
-            arrays, why = runtime_enqueue.input_arrays(self.specs, self.combo, self.out_types)
+            arrays, why = None, None
+            if self.cp is not None:  # without a GPU no enqueue reads them: none are made
+                arrays, why = runtime_enqueue.input_arrays(self.specs, self.combo, self.out_types)
             if why is not None:
                 self.report.skipped = why
             if self.cp is not None and arrays is not None:
@@ -304,6 +315,38 @@ class _Driver:
         self.host_outputs = outcome.host_outputs
 
 
+def _bytes(dims: Sequence[int], itemsize: int) -> int:
+    total = max(itemsize, 1)
+    for d in dims:
+        total *= max(int(d), 0)
+    return total
+
+
+def _oversized(shapes: Sequence[Sequence[int]], types: Sequence[Any]) -> List[str]:
+    """A sentence per output larger than ``knobs.max_tensor_bytes`` at the profile's max."""
+    limit, found = knobs.max_tensor_bytes, []
+    for i, (dims, t) in enumerate(zip(shapes, types)):
+        if any(int(d) < 0 for d in dims):
+            continue  # unevaluable: reported as a bad shape already
+        size = _bytes(dims, dtypes.itemsize_from_trt(t))
+        if size > limit:
+            found.append(f"output {i} is {tuple(dims)} {t.name} at the profile's max: {size} "
+                         f"bytes, over the limit of {limit} bytes on one tensor "
+                         "(PYPLUGINS_MAX_TENSOR_BYTES)")
+    return found
+
+
+def _check_input_sizes(specs: Sequence[TensorSpec]) -> None:
+    limit = knobs.max_tensor_bytes
+    for k, spec in enumerate(specs):
+        size = _bytes(spec.max, dtypes.itemsize_from_trt(spec.datatype))
+        if size > limit:
+            msg = (f"input {k} is {spec.max} {spec.datatype.name} at the profile's max: {size} "
+                   f"bytes, over the limit of {limit} bytes on one tensor "
+                   "(PYPLUGINS_MAX_TENSOR_BYTES); give a smaller shape or raise the limit")
+            raise ValueError(msg)
+
+
 def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
@@ -330,13 +373,14 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
 
     Raises:
         LookupError: no creator is registered for ``plugin``.
-        ValueError, TypeError: malformed ``inputs``/``device``; FieldError: an attribute the
-            ONNX parser refuses.
+        ValueError, TypeError: malformed ``inputs``/``device``, or an input over
+            ``knobs.max_tensor_bytes``; FieldError: an attribute the ONNX parser refuses.
     """
     if plugin_module is not None:
         _fresh.import_module(plugin_module)
     creator = _resolve_creator(plugin)
     specs = [spec_from_input(s) for s in inputs]
+    _check_input_sizes(specs)
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
     fc, report.warnings = _fields(creator, fields)

@@ -5,7 +5,7 @@ Example:
     >>> report.ok, report.checks()
     (False, ['shape'])
     >>> print(report.format())
-    MyPlugin:1:: 1 violation(s)
+    MyPlugin:1:: 1 violation(s) (host checks only: enqueue not run)
       enqueue did not run: it failed (see errors)
       [shape] dim 0 is -1
 """
@@ -72,8 +72,16 @@ class LifecycleReport:
         }
 
     def format(self) -> str:
-        """A human-readable summary."""
+        """A human-readable summary; the first line says what was and was not checked."""
         verdict = "OK" if self.ok else f"{len(self.violations)} violation(s)"
+        if not self.enqueue_ran:
+            why = self.skipped or ""
+            if why.startswith("no GPU"):
+                verdict += " (CPU only: enqueue not run, no GPU)"
+            elif "device='cpu'" in why or "PYPLUGINS_DEVICE=cpu" in why:
+                verdict += " (CPU only: enqueue not run, the CPU was asked for)"
+            else:
+                verdict += " (host checks only: enqueue not run)"
         lines = [f"{self.plugin}: {verdict}"]
         for i, (shape, dt) in enumerate(zip(self.output_shapes, self.output_dtypes)):
             lines.append(f"  output {i}: {tuple(shape)} {dt.name}")

@@ -11,7 +11,12 @@ The rules, as the parser applies them:
   beyond float32 is refused rather than silently made inf), STRING becomes CHAR with
   a trailing NUL, STRINGS every string NUL-terminated and concatenated.
 - TENSOR attributes keep their element type, after the parser's weight conversion
-  (``WeightsContext::convertOnnxWeights``): see :data:`TENSOR_FIELD_TYPES`.
+  (``WeightsContext::convertOnnxWeights``): see :data:`TENSOR_FIELD_TYPES`. External data is read
+  only from inside the model's directory (``model_dir``), never from the working directory, and
+  not at all without one; absolute paths, ``..`` and symlinks leading out are refused. Data that
+  does not match the dims is an error naming the node and attribute.
+- Of duplicate attribute names on one node the first wins (``OnnxAttrs`` fills its map with
+  ``insert``), with a warning.
 
 Plain Python values stand for the ONNX attribute ``onnx.helper.make_attribute`` would build from
 them (int -> INT, float -> FLOAT, list of ints -> INTS, ...; a numpy array -> TENSOR), so the
@@ -31,8 +36,9 @@ Example:
 from __future__ import annotations
 
 import numbers
+import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -192,7 +198,80 @@ def _as_bytes(value: Union[str, bytes]) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-def _tensor_field(name: str, tensor: Any) -> PluginField:
+def _external_bytes(name: str, tensor: Any, model_dir: Optional[str], expected: int) -> bytes:
+    """The bytes of a TENSOR with external data, read from inside ``model_dir`` only."""
+    info = {e.key: e.value for e in tensor.external_data}
+    location = info.get("location", "")
+    if model_dir is None:
+        msg = (f"Attribute {name!r}: TENSOR with external data ({location!r}) but no model "
+               "directory was given, so it is not read; pass model_dir= (the .onnx file's "
+               "directory), as TensorRT's parser reads it relative to the model")
+        raise FieldError(msg)
+    base = os.path.realpath(model_dir)
+    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+        msg = (f"Attribute {name!r}: external data location {location!r} is not a relative "
+               "path inside the model's directory; refused")
+        raise FieldError(msg)
+    path = os.path.realpath(os.path.join(base, location))
+    if os.path.commonpath([base, path]) != base:
+        msg = (f"Attribute {name!r}: external data location {location!r} leads out of the "
+               "model's directory (a symlink?); refused")
+        raise FieldError(msg)
+    try:
+        offset = int(info.get("offset", "0") or 0)
+        length = int(info.get("length", str(expected)) or expected)
+    except ValueError as err:
+        raise FieldError(f"Attribute {name!r}: external data offset/length are not integers "
+                         f"({info.get('offset')!r}, {info.get('length')!r})") from err
+    if offset < 0 or length != expected:
+        msg = (f"Attribute {name!r}: external data length {length} (offset {offset}) does not "
+               f"match the {expected} bytes its dims and type need")
+        raise FieldError(msg)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(expected)
+    except OSError as err:
+        raise FieldError(f"Attribute {name!r}: cannot read external data {location!r} "
+                         f"({type(err).__name__})") from err
+    if len(data) != expected:
+        msg = (f"Attribute {name!r}: external data {location!r} holds {len(data)} bytes at "
+               f"offset {offset}; its dims and type need {expected}")
+        raise FieldError(msg)
+    return data
+
+
+def _onnx_array(name: str, tensor: Any, shape: Tuple[int, ...], model_dir: Optional[str]) -> Any:
+    """``numpy_helper.to_array`` without its working-directory read, data checked against dims."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if any(d < 0 for d in shape):
+        raise FieldError(f"Attribute {name!r}: TENSOR has a negative dim {shape}")
+    if tensor.data_location == TensorProto.EXTERNAL:
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+        except Exception as err:
+            raise FieldError(f"Attribute {name!r}: TENSOR element type {tensor.data_type} "
+                             "cannot be read") from err
+        local = TensorProto()
+        local.CopyFrom(tensor)
+        local.raw_data = _external_bytes(name, tensor, model_dir, count * itemsize)
+        local.data_location = TensorProto.DEFAULT
+        del local.external_data[:]
+        tensor = local
+    try:
+        array = numpy_helper.to_array(tensor)
+        if array.size != count:
+            raise ValueError(f"{array.size} elements")
+    except Exception as err:
+        msg = (f"Attribute {name!r}: TENSOR data does not match its dims {shape} ({count} "
+               f"elements): {type(err).__name__}: {str(err)[:200]}")
+        raise FieldError(msg) from err
+    return array
+
+
+def _tensor_field(name: str, tensor: Any, model_dir: Optional[str] = None) -> PluginField:
     if isinstance(tensor, np.ndarray):
         dtype_name = _NUMPY_TO_ONNX.get(tensor.dtype.name)
         if dtype_name is None and tensor.dtype.kind in "USO":
@@ -213,9 +292,7 @@ def _tensor_field(name: str, tensor: Any) -> PluginField:
     if isinstance(target, str):
         raise FieldError(f"Attribute {name!r}: {target}")
     if array is None:
-        from onnx import numpy_helper  # noqa: PLC0415
-
-        array = numpy_helper.to_array(tensor)
+        array = _onnx_array(name, tensor, shape, model_dir)
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if dtype_name == "DOUBLE":
         array = np.asarray(array, dtype=np.float64).astype(np.float32)
@@ -240,7 +317,8 @@ def _field_from_raw(name: str, raw: bytes, ftype: PluginFieldType, count: int) -
     return f
 
 
-def _field(name: str, kind: str, payload: Any, notes: List[str]) -> PluginField:
+def _field(name: str, kind: str, payload: Any, notes: List[str],
+           model_dir: Optional[str] = None) -> PluginField:
     if kind == "INT":
         return PluginField(name, np.array([_int32(name, payload, notes)], dtype=np.int32),
                            PluginFieldType.INT32)
@@ -254,7 +332,7 @@ def _field(name: str, kind: str, payload: Any, notes: List[str]) -> PluginField:
         values = [payload] if kind == "STRING" else payload
         raw = b"".join(_as_bytes(v) + b"\0" for v in values)
         return PluginField(name, np.frombuffer(raw, dtype=np.int8), PluginFieldType.CHAR)
-    return _tensor_field(name, payload)
+    return _tensor_field(name, payload, model_dir)
 
 
 def _names(field_names: Any) -> List[str]:
@@ -265,16 +343,25 @@ def _names(field_names: Any) -> List[str]:
     return [f if isinstance(f, str) else f.name for f in field_names]
 
 
-def _as_mapping(attrs: Any) -> Mapping[str, AttributeValue]:
+def _as_mapping(attrs: Any, notes: List[str], node: str) -> Mapping[str, AttributeValue]:
     if attrs is None:
         return {}
     if isinstance(attrs, Mapping):
         return attrs
-    return {a.name: a for a in attrs}  # an iterable of AttributeProto (node.attribute)
+    mapping: Dict[str, AttributeValue] = {}
+    for a in attrs:  # an iterable of AttributeProto (node.attribute)
+        if a.name in mapping:
+            notes.append(f"Attribute {a.name} appears more than once on node {node!r}; "
+                         "TensorRT's parser keeps the first and ignores the others.")
+            continue
+        mapping[a.name] = a
+    return mapping
 
 
 def fields_from_attributes(attrs: Union[Mapping[str, AttributeValue], Iterable[Any], None],
-                           field_names: Any) -> Tuple[PluginFieldCollection_, List[str]]:
+                           field_names: Any, *, node: str = "",
+                           model_dir: Optional[str] = None
+                           ) -> Tuple[PluginFieldCollection_, List[str]]:
     """Build the ``fc`` TensorRT's ONNX parser passes to ``create_plugin`` (``loadFields``).
 
     Args:
@@ -283,17 +370,22 @@ def fields_from_attributes(attrs: Union[Mapping[str, AttributeValue], Iterable[A
             iterable of AttributeProto such as ``node.attribute``.
         field_names: the creator's ``field_names`` (PluginFields; only their names are used) or
             a sequence of names.
+        node: the node's name, for messages.
+        model_dir: the model's directory, where TENSOR external data is read from (None: such
+            data is refused, never read from the working directory).
 
     Returns:
         ``(fc, warnings)``: the collection, in ``field_names`` order, and the parser's warnings
-        (one per name missing from ``attrs``) plus notes on int32 narrowing that changed a value.
+        (one per name missing from ``attrs``) plus notes on int32 narrowing that changed a value
+        and on duplicate attributes (the first wins).
 
     Raises:
         FieldError: for an attribute the parser refuses (INT64/BOOL/UINT8 tensors, INT16 and
-            STRING tensors, GRAPH/TENSORS/... attributes), naming the attribute.
+            STRING tensors, GRAPH/TENSORS/... attributes, TENSOR data that does not match its
+            dims, external data outside ``model_dir``), naming the attribute (and the node).
     """
-    mapping = _as_mapping(attrs)
     warnings: List[str] = []
+    mapping = _as_mapping(attrs, warnings, node)
     fields: List[PluginField] = []
     for name in _names(field_names):
         if name not in mapping:
@@ -301,8 +393,13 @@ def fields_from_attributes(attrs: Union[Mapping[str, AttributeValue], Iterable[A
                             "creator has a default value defined or the engine may fail to "
                             "build.")
             continue
-        kind, payload = _classify(name, mapping[name])
-        fields.append(_field(name, kind, payload, warnings))
+        try:
+            kind, payload = _classify(name, mapping[name])
+            fields.append(_field(name, kind, payload, warnings, model_dir))
+        except FieldError as err:
+            if node and f"node {node!r}" not in str(err):
+                raise FieldError(f"Node {node!r}: {err}") from err
+            raise
     return PluginFieldCollection_(fields), warnings
 
 
@@ -394,7 +491,7 @@ def _node_name(node: Any) -> str:
     return node.name
 
 
-def import_node(node: Any, registry: Any = None) -> ImportedNode:
+def import_node(node: Any, registry: Any = None, model_dir: Optional[str] = None) -> ImportedNode:
     """Find the creator for an ONNX plugin node and build its fields, as ``FallbackPluginImporter``.
 
     The creator is looked up by ``(op_type, plugin_version attr or "1", plugin_namespace attr or
@@ -403,6 +500,8 @@ def import_node(node: Any, registry: Any = None) -> ImportedNode:
     Args:
         node: an ``onnx.NodeProto``.
         registry: an ``IPluginRegistry``; the emulator's by default.
+        model_dir: the model's directory, for TENSOR attributes with external data (None: they
+            are refused).
 
     Raises:
         LookupError: when no creator is registered under the key (the message lists what is).
@@ -434,5 +533,6 @@ def import_node(node: Any, registry: Any = None) -> ImportedNode:
         if notes:
             msg += " " + " ".join(notes)
         raise LookupError(msg)
-    fc, warnings = fields_from_attributes(list(node.attribute), creator.field_names)
+    fc, warnings = fields_from_attributes(list(node.attribute), creator.field_names,
+                                          node=_node_name(node), model_dir=model_dir)
     return ImportedNode(creator, _node_name(node), fc, notes + warnings, key)

@@ -1,7 +1,8 @@
 """``IPluginRegistry`` and ``get_plugin_registry()`` (§5.3-§5.4), for the emulated version.
 
 Creators are keyed by (name, version, namespace); ``register_creator`` returns False for a
-duplicate. ``get_plugin_creator`` and ``plugin_creator_list`` exist only when emulating 10.x
+duplicate. Every method holds the registry's lock, so threads may register, deregister and
+look up at once (TensorRT's registry is guarded by a mutex too). ``get_plugin_creator`` and ``plugin_creator_list`` exist only when emulating 10.x
 (TensorRT 11.0 removed them); ``all_creators_recursive`` from 10.10.
 
 Example:
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 from pyplugins._config import knobs
@@ -39,6 +41,7 @@ class IPluginRegistry:
 
     def __init__(self) -> None:
         self._creators: Dict[Tuple[str, str, str], Any] = {}
+        self._lock = threading.RLock()
 
     def register_creator(self, creator: IPluginCreatorInterface, plugin_namespace: str = "") -> bool:
         """Register ``creator`` under ``plugin_namespace``; False if the key is taken.
@@ -49,29 +52,33 @@ class IPluginRegistry:
             msg = ("register_creator(): incompatible function arguments; creator must be an "
                    f"IPluginCreator (got {creator!r})")
             raise TypeError(msg)
-        creator.plugin_namespace = plugin_namespace
-        key = (creator.name, creator.plugin_version, plugin_namespace)
-        if None in key or key in self._creators:
-            return False
-        self._creators[key] = creator
-        return True
+        with self._lock:
+            creator.plugin_namespace = plugin_namespace
+            key = (creator.name, creator.plugin_version, plugin_namespace)
+            if None in key or key in self._creators:
+                return False
+            self._creators[key] = creator
+            return True
 
     def deregister_creator(self, creator: IPluginCreatorInterface) -> bool:
         """Remove ``creator``; False if it was not registered."""
-        for key, value in list(self._creators.items()):
-            if value is creator:
-                del self._creators[key]
-                return True
-        return False
+        with self._lock:
+            for key, value in list(self._creators.items()):
+                if value is creator:
+                    del self._creators[key]
+                    return True
+            return False
 
     def get_creator(self, type: str, version: str, plugin_namespace: str = "") -> Optional[Any]:  # noqa: A002
         """The creator registered for (type, version, namespace), or None (10.0+)."""
-        return self._creators.get((type, version, plugin_namespace))
+        with self._lock:
+            return self._creators.get((type, version, plugin_namespace))
 
     @property
     def all_creators(self) -> List[Any]:
         """Every registered creator (10.0+)."""
-        return list(self._creators.values())
+        with self._lock:
+            return list(self._creators.values())
 
     def __getattr__(self, name: str) -> Any:
         major, minor = emulated_version()
@@ -89,15 +96,18 @@ class IPluginRegistry:
 
     def _clear(self) -> None:
         """Emulator-only: forget every creator (for tests)."""
-        self._creators.clear()
+        with self._lock:
+            self._creators.clear()
 
 
 _plugin_registry: Optional[IPluginRegistry] = None
+_registry_lock = threading.Lock()
 
 
 def get_plugin_registry() -> IPluginRegistry:
     """The process's plugin registry; the same object on every call (10.6+ behaviour)."""
     global _plugin_registry
-    if _plugin_registry is None:
-        _plugin_registry = IPluginRegistry()
-    return _plugin_registry
+    with _registry_lock:
+        if _plugin_registry is None:
+            _plugin_registry = IPluginRegistry()
+        return _plugin_registry

@@ -229,7 +229,7 @@ class Trace:
                     f"{(e.phase or '-'):<{phase_width}}  {e.obj_label:<{label_width}}  "
                     f"{call} {result}   {e.seconds * 1e3:.2f}ms")
             if e.error:
-                line += f"\n{'':6}!! {e.error}"
+                line += "".join(f"\n{'':6}!! {part}" for part in e.error.splitlines() if part)
             lines.append(line)
         flush()
         return "\n".join(lines)

@@ -3,8 +3,13 @@
 Each function mirrors one C++ virtual of TensorRT's trampoline (``pyPlugin.cpp``, §1.3-§1.4): it
 looks the Python override up, calls it, and on an exception or an uninterpretable return value
 writes ``[ERROR] ...`` to file descriptor 2 and returns TensorRT's fallback value. Nothing is ever
-raised back to the caller. Observers (the lifecycle driver, the trace) subscribe to
-:data:`listeners` to see every call, its result and any swallowed error.
+raised back to the caller: like pybind11, the trampoline catches every ``BaseException``
+(``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included, §12) and prints pybind's
+``what()``: ``Type: message`` and the ``At:`` frames, deepest first. Observers (the lifecycle
+driver, the trace) subscribe to :data:`listeners` to see every call, its result and any swallowed
+error. :data:`listeners` is per thread (a context variable), so runs in different threads never
+see each other's calls; a :class:`Watch` installed with :func:`watching` shows another thread
+which callback is running and since when (the CLI's time limit reads it).
 
 Example:
     >>> from pyplugins import emulator as trt
@@ -20,9 +25,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from pyplugins.emulator.bases import IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt
 from pyplugins.emulator.bases import cpp_stderr as _cpp_stderr  # alias: body left to other work
@@ -56,8 +64,94 @@ class CallEvent:
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-#: Callables receiving each :class:`CallEvent` after the call returns.
-listeners: List[Callable[[CallEvent], None]] = []
+class _ContextListeners:
+    """A list of listeners per context (per thread): ``append``/``insert``/``remove`` change the
+    current context's list only, so concurrent lifecycle runs never record each other's calls."""
+
+    def __init__(self) -> None:
+        self._var: contextvars.ContextVar[List[Callable[[CallEvent], None]]] = (
+            contextvars.ContextVar("pyplugins_trampoline_listeners"))
+
+    def _list(self) -> List[Callable[[CallEvent], None]]:
+        try:
+            return self._var.get()
+        except LookupError:
+            own: List[Callable[[CallEvent], None]] = []
+            self._var.set(own)
+            return own
+
+    def append(self, listener: Callable[[CallEvent], None]) -> None:
+        self._list().append(listener)
+
+    def insert(self, index: int, listener: Callable[[CallEvent], None]) -> None:
+        self._list().insert(index, listener)
+
+    def remove(self, listener: Callable[[CallEvent], None]) -> None:
+        self._list().remove(listener)
+
+    def __iter__(self) -> Iterator[Callable[[CallEvent], None]]:
+        return iter(list(self._list()))
+
+    def __contains__(self, listener: object) -> bool:
+        return listener in self._list()
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+
+#: Callables receiving each :class:`CallEvent` after the call returns, per thread.
+listeners = _ContextListeners()
+
+
+class Watch:
+    """What the watched thread is doing, readable from any thread.
+
+    Attributes:
+        current: ``(method, started)`` of the callback running now (``time.monotonic()``), or
+            None between callbacks. Set by the trampoline in the thread that installed the watch
+            with :func:`watching`; anyone may set it around other slow steps (the CLI does for
+            the module import).
+    """
+
+    def __init__(self) -> None:
+        self.current: Optional[tuple] = None
+        self._lock = threading.Lock()
+
+    def begin(self, method: str) -> Optional[tuple]:
+        with self._lock:
+            saved, self.current = self.current, (method, time.monotonic())
+        return saved
+
+    def end(self, saved: Optional[tuple]) -> None:
+        with self._lock:
+            self.current = saved
+
+    def running(self) -> Optional[tuple]:
+        """``(method, seconds running)`` of the current callback, or None."""
+        with self._lock:
+            current = self.current
+        return None if current is None else (current[0], time.monotonic() - current[1])
+
+
+_watch: contextvars.ContextVar[Optional[Watch]] = contextvars.ContextVar(
+    "pyplugins_trampoline_watch", default=None)
+
+
+@contextlib.contextmanager
+def watching(watch: Watch) -> Iterator[Watch]:
+    """Report this thread's callbacks to ``watch`` inside the block.
+
+    Example:
+        >>> w = Watch()
+        >>> with watching(w):
+        ...     w.running() is None
+        True
+    """
+    token = _watch.set(watch)
+    try:
+        yield watch
+    finally:
+        _watch.reset(token)
 
 #: Objects handed to TensorRT by create_plugin/deserialize_plugin/clone, held until destroy (§2.2).
 held: Dict[int, Any] = {}
@@ -77,12 +171,55 @@ class _Missing(Exception):
     pass
 
 
+def _safe_text(text: Any) -> str:
+    """``text`` as pybind's UTF-8 encoding with backslashreplace leaves it."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def what(err: BaseException) -> str:
+    """pybind11's ``error_already_set::what()`` for ``err``: ``Type: message``, then
+    ``\\n\\nAt:\\n`` and one ``  file(line): function`` line per frame, deepest first (§12).
+
+    A ``__str__`` that raises gives ``<MESSAGE UNAVAILABLE DUE TO ANOTHER EXCEPTION>`` and an
+    empty message ``<EMPTY MESSAGE>``, as pybind11 2.11+ writes them.
+
+    Example:
+        >>> what(ValueError("boom"))
+        'ValueError: boom'
+    """
+    unavailable = ""
+    try:
+        message = _safe_text(str(err))
+    except BaseException as inner:  # noqa: BLE001 - pybind11 survives any __str__
+        message = "<MESSAGE UNAVAILABLE DUE TO ANOTHER EXCEPTION>"
+        unavailable = f"{type(inner).__name__}"
+    if not message:
+        message = "<EMPTY MESSAGE>"
+    text = f"{type(err).__name__}: {message}"
+    frames = []
+    tb = err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename != __file__:  # the binding's own frames are C++ in TensorRT
+            frames.append(f"  {_safe_text(code.co_filename)}({tb.tb_lineno}): {code.co_name}\n")
+        tb = tb.tb_next
+    if frames:
+        # pybind walks f_back from the deepest frame; past the callback those are the caller's
+        # frames (the script that called build), which the emulator's driver is not: left out.
+        text += "\n\nAt:\n" + "".join(reversed(frames))
+    if unavailable:
+        text += ("" if frames else "\n") + f"\nMESSAGE UNAVAILABLE DUE TO EXCEPTION: {unavailable}"
+    return text
+
+
 def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
             fallback: Any, interpret: Optional[Callable[[Any], Any]] = None,
             as_type: str = "", thrown: bool = False) -> Any:
     """Call ``obj.method(*args)`` the way the trampoline does; never raises."""
     event = CallEvent(obj, method, args)
     fn = overridden(obj, method)
+    watch = _watch.get()
+    saved = watch.begin(method) if watch is not None else None
     start = time.perf_counter()
     if fn is None and not required:
         event.result = default
@@ -94,11 +231,10 @@ def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
                             "implementation for this method.")
                 raise _Missing(f"no implementation provided for {method}()")
             raw = fn(*args)
-        except Exception as err:  # the bindings catch std::exception, which wraps any error
+        except BaseException as err:  # noqa: BLE001 - pybind wraps every Python exception (§12)
             # A missing override is a RuntimeError thrown outside the call's inner try, so the
             # binding reports it as "caught in" even where a raising override is "thrown from".
-            name = "RuntimeError" if isinstance(err, _Missing) else type(err).__name__
-            text = f"{name}: {err}"
+            text = f"RuntimeError: {err}" if isinstance(err, _Missing) else what(err)
             inner = thrown and not isinstance(err, _Missing)
             where = f"thrown from {method}()" if inner else f"caught in {method}():"
             event.error = f"[ERROR] Exception {where} {text}"
@@ -108,13 +244,15 @@ def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
             if interpret is not None:
                 try:
                     event.result = interpret(raw)
-                except Exception:
+                except BaseException:  # noqa: BLE001 - an __index__/__bool__ may raise anything
                     event.error = (f"[ERROR] Return value of {method}() could not be "
                                    f"interpreted as {as_type}")
                     event.result = fallback
         if event.error is not None:
             _cpp_stderr(event.error)
     event.seconds = time.perf_counter() - start
+    if watch is not None:
+        watch.end(saved)
     for listener in list(listeners):
         listener(event)
     return event.result

@@ -431,3 +431,63 @@ def test_create_plugin_receives_the_imported_fields(registry):
     assert isinstance(plugin, _Plugin)
     assert seen == {"name": "n", "fields": {"pads": np.int32(3).tobytes(), "mode": b"m\0"}}
     trampoline.destroy(plugin)
+
+
+# -- external data, data/dims mismatches, duplicates (issue 9) -------------------------------------
+
+def _external(location):
+    from onnx import TensorProto, helper
+
+    t = TensorProto()
+    t.data_type = TensorProto.INT8
+    t.dims.extend([4])
+    t.data_location = TensorProto.EXTERNAL
+    entry = t.external_data.add()
+    entry.key, entry.value = "location", location
+    return helper.make_attribute("w", t)
+
+
+def test_external_data_is_read_only_inside_the_model_directory(tmp_path, monkeypatch):
+    pytest.importorskip("onnx")
+    from pyplugins.emulator.onnx_import import fields_from_attributes
+
+    (tmp_path / "secret.bin").write_bytes(b"TOP-SECRET-TOKEN")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "w.bin").write_bytes(b"\x01\x02\x03\x04")
+    (model / "link.bin").symlink_to(tmp_path / "secret.bin")
+    monkeypatch.chdir(tmp_path)  # the working directory holds the secret: never read from it
+    for location, model_dir, needle in [
+            ("secret.bin", None, "no model directory was given"),
+            ("../secret.bin", str(model), "not a relative path inside"),
+            (str(tmp_path / "secret.bin"), str(model), "not a relative path inside"),
+            ("link.bin", str(model), "leads out of the model's directory")]:
+        with pytest.raises(FieldError, match=needle) as info:
+            fields_from_attributes([_external(location)], ["w"], node="n7", model_dir=model_dir)
+        assert "'n7'" in str(info.value) and "'w'" in str(info.value)
+        assert "TOP-SECRET" not in str(info.value)
+    fc, _ = fields_from_attributes([_external("w.bin")], ["w"], node="n7", model_dir=str(model))
+    assert fc[0].data.tobytes() == b"\x01\x02\x03\x04"
+
+
+def test_tensor_data_that_does_not_match_its_dims_names_node_and_attribute():
+    onnx = pytest.importorskip("onnx")
+    from pyplugins.emulator.onnx_import import fields_from_attributes
+
+    t = onnx.TensorProto()
+    t.data_type = onnx.TensorProto.FLOAT
+    t.dims.extend([3])
+    t.raw_data = b"12345"
+    with pytest.raises(FieldError, match="TENSOR data does not match its dims") as info:
+        fields_from_attributes([onnx.helper.make_attribute("w", t)], ["w"], node="n8")
+    assert "Node 'n8'" in str(info.value) and "Attribute 'w'" in str(info.value)
+
+
+def test_duplicate_attributes_keep_the_first_with_a_warning():
+    onnx = pytest.importorskip("onnx")
+    from pyplugins.emulator.onnx_import import fields_from_attributes
+
+    attrs = [onnx.helper.make_attribute("a", 1), onnx.helper.make_attribute("a", 2)]
+    fc, warnings = fields_from_attributes(attrs, ["a"], node="n9")
+    assert list(fc[0].data) == [1]
+    assert any("appears more than once" in w and "keeps the first" in w for w in warnings)

@@ -1,0 +1,81 @@
+"""Run one ``pyplugins check`` in a worker thread under a time limit per step.
+
+Python cannot stop a thread, so the limit works like this: the check runs in a daemon thread that
+installs a :class:`~pyplugins.emulator.trampoline.Watch`; the trampoline marks each plugin
+callback on it (and the CLI marks the module import). The calling thread polls the watch; when
+one step has run longer than the limit, :func:`supervise` returns at once with the step's name
+(a defect to report) and leaves the worker behind, still running. The caller writes the report;
+a command-line process then ends itself with ``os._exit`` (see ``pyplugins.cli.main``), since
+the abandoned thread may never return and an orderly shutdown could wait on it (its ``finally``
+blocks, atexit handlers and non-daemon threads it started never run). Nothing is killed
+half-way silently: the report says which method was stopped, and after how long.
+
+A child process would be the other way (it can be killed), but it would re-import the plugin
+module and could not hand back the live objects the report and trace are made of; the thread
+keeps the run identical to an unsupervised one.
+
+Example:
+    >>> from pyplugins.emulator.trampoline import Watch
+    >>> outcome = supervise(lambda watch: 42, Watch(), timeout=5.0)
+    >>> outcome.value, outcome.timed_out
+    (42, None)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Tuple
+
+from pyplugins.emulator import trampoline
+
+__all__ = ["Outcome", "supervise"]
+
+_POLL_S = 0.02
+
+
+@dataclass
+class Outcome:
+    """What :func:`supervise` saw.
+
+    Attributes:
+        value: what the work returned (None if it raised or timed out).
+        error: the exception it raised, or None.
+        timed_out: ``(step, seconds)`` when a step ran past the limit, else None; the worker is
+            then still running (abandoned).
+    """
+
+    value: Any = None
+    error: Optional[BaseException] = None
+    timed_out: Optional[Tuple[str, float]] = None
+
+
+def supervise(work: Callable[[trampoline.Watch], Any], watch: trampoline.Watch,
+              timeout: float) -> Outcome:
+    """Run ``work(watch)`` in a daemon thread whose callbacks report to ``watch``.
+
+    Args:
+        work: the check; it may mark slow steps of its own with ``watch.begin``/``watch.end``.
+        watch: shared with the worker; the trampoline sets it around each callback.
+        timeout: the most seconds one step (a callback, or a step ``work`` marks) may run.
+
+    Returns:
+        An :class:`Outcome`: the value, the exception, or the step that ran out of time.
+    """
+    outcome = Outcome()
+
+    def body() -> None:
+        try:
+            with trampoline.watching(watch):
+                outcome.value = work(watch)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller, whatever it is
+            outcome.error = err
+
+    worker = threading.Thread(target=body, name="pyplugins-check", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(_POLL_S)
+        running = watch.running()
+        if worker.is_alive() and running is not None and running[1] > timeout:
+            return Outcome(timed_out=running)
+    return outcome
