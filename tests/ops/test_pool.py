@@ -339,6 +339,36 @@ def ref(x, fields, in_scale=None, out_scale=None):
                             in_scale, out_scale)
 
 
+def assert_int8(y, expected, in_scale, out_scale, what=""):
+    """INT8 outputs equal exactly where the float32 ratio in_scale / out_scale is a power of two:
+    then v * ratio is exact and a float32 quotient sum / count cannot cross a rounding tie (a
+    non-tie lies >= 1 / (2 * count) from one), so only a kernel that rounds differently (e.g.
+    truncates) differs. Other ratios keep the +-1 LSB tolerance of near-ties."""
+    ratio = np.float32(in_scale) / np.float32(out_scale)
+    if np.frexp(ratio)[0] == 0.5:  # a power of two
+        bad = np.flatnonzero(np.asarray(y) != np.asarray(expected))
+        assert bad.size == 0, (f"{what}: {bad.size} of {np.asarray(y).size} int8 outputs differ "
+                               f"at the exact ratio {ratio}; first at flat index {bad[0]}: "
+                               f"{np.asarray(y).flat[bad[0]]} != {np.asarray(expected).flat[bad[0]]}")
+    else:
+        reference.assert_close(y, expected, np.int8, what=what)
+
+
+def test_exact_int8_comparison_catches_truncation():
+    """A kernel that truncated instead of rounding half to even would differ on a large share of
+    outputs at ratio 0.5, and +-1 LSB would let it pass; the exact comparison does not."""
+    fields = dict(mode="avg", kernel=[3, 3], stride=[2, 2], padding=[1, 1])
+    x = int8_data((2, 4, 19, 21), seed=7)
+    exact = ref(x, fields, 0.25, 0.5)
+    v = ref(x.astype(np.float32), fields) * np.float32(0.5)
+    truncated = np.clip(np.trunc(v), -128, 127).astype(np.int8)
+    assert np.mean(truncated != exact) > 0.2
+    assert np.abs(truncated.astype(int) - exact).max() <= 1  # what +-1 LSB would accept
+    with pytest.raises(AssertionError, match="int8 outputs differ at the exact ratio 0.5"):
+        assert_int8(truncated, exact, 0.25, 0.5, what="truncating")
+    assert_int8(exact, exact, 0.25, 0.5)
+
+
 PROFILE = dict(shape=(-1, 6, -1, -1), lo=(0, 6, 5, 5), hi=(4, 6, 48, 48))
 SHAPES = [(1, 6, 5, 5), (2, 6, 17, 23), (3, 6, 48, 37), (0, 6, 9, 9)]  # min, odd sizes, empty
 
@@ -362,7 +392,7 @@ def test_gpu_int8_descriptor_scales(fields, scales):
         # in_scale from the descriptor (a different field value must be ignored), out from field
         y = run_gpu(x, dict(fields, in_scale=9.0, out_scale=scales[1]), scale=scales[0],
                     **PROFILE)
-        reference.assert_close(y, ref(x, fields, *scales), np.int8, what=f"{fields} {shape}")
+        assert_int8(y, ref(x, fields, *scales), *scales, what=f"{fields} {shape}")
 
 
 @pytest.mark.gpu
@@ -372,7 +402,7 @@ def test_gpu_int8_field_scales_and_saturation(mode):
     x = data((2, 4, 19, 21), np.int8, seed=7)
     y = run_gpu(x, dict(fields, in_scale=0.5, out_scale=0.125))
     expected = ref(x, fields, 0.5, 0.125)
-    reference.assert_close(y, expected, np.int8, what=mode)
+    assert_int8(y, expected, 0.5, 0.125, what=mode)
     assert (y[:, 0::2] == -128).all() and (y[:, 1::2] == 127).any()  # saturated both ways
 
 
