@@ -12,7 +12,6 @@ fraction of the C++ launch floor they reach.
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 import time
@@ -98,7 +97,8 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, rounds: in
     timers: Dict[str, Any] = {}
     try:
         graph = timing.capture(stream, lambda: [enqueues[j % sets]() for j in range(calls)])
-        timers["plugin"] = functools.partial(timing.replay_seconds, graph, stream)
+        timers["plugin"] = lambda reps, graph=graph: timing.replay_seconds(graph, stream,
+                                                                          reps=reps)
     except Exception as err:  # a capture failure is a finding for the report
         notes.append(f"{tag}: plugin graph capture/replay failed: {type(err).__name__}: {err}")
         record["plugin_error"] = f"{type(err).__name__}: {err}"

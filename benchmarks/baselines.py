@@ -78,9 +78,12 @@ def _module() -> Any:
 
 
 def _grid(n16: int) -> int:
+    """Blocks of _THREADS for n16 16-byte vectors, at most 16 per multiprocessor (grid-stride
+    beyond)."""
     import cupy as cp
 
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    sms = int(props["multiProcessorCount"])
     return max(1, min(math.ceil(n16 / _THREADS), sms * 16))
 
 
