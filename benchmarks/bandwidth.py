@@ -1,26 +1,31 @@
-"""Sections 3 and 4: each op's device time against a device-to-device copy and against torch.
+"""Sections 3 and 4: each op's device time against the copy baselines and against torch.
 
-For every case x dtype x size the plugin is configured through the trampoline, and three things
-are timed side by side with CUDA events around replays of captured CUDA graphs (so launch gaps
-and host overhead stay out): ``k`` plugin enqueues, ``k`` ``cudaMemcpyAsync`` moving the same
-number of bytes (half read, half written), and ``k`` calls of each torch equivalent. When the
-data would fit in L2, ``k`` rotates over enough input/output sets to overflow it twice, so the
-cache is not what gets measured. Bytes moved: each input read once plus each output written once.
+For every case x dtype x size the plugin is configured through the trampoline and captured in
+a CUDA graph of ``k`` enqueues; so are ``k`` calls of each copy baseline
+(:mod:`benchmarks.baselines`) and of each torch equivalent. When the data would fit in L2, ``k``
+rotates over enough input/output sets to overflow it twice. Then ``rounds`` rounds each replay
+every graph ``reps`` times in turn (median per round), so a claim can take the worst round.
+Bytes moved: each input read once plus each output written once. Sizes up to ``SMALL_MAX`` are
+also timed eagerly (a loop of enqueues as TensorRT calls them, then a synchronize), for the
+fraction of the C++ launch floor they reach.
 """
 
 from __future__ import annotations
 
-import functools
 import math
+import statistics
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from benchmarks import driver, timing, versus_torch
+from benchmarks import baselines, driver, timing, versus_torch
 from benchmarks.cases import Case, Problem, format_bytes
+from benchmarks.launch_paths import TrtCall
 
 _BATCH_SECONDS = 2e-3   # aim for this much device work per timed graph replay
 _MAX_SETS = 2048
 _GUESS_BW = 2.5e12      # bytes/s, only to size batches
+SMALL_MAX = 1 << 20     # sizes up to this get the eager launch-floor measurement
+_EAGER_BATCH = 200
 
 
 def _sets_for(moved: int, l2_bytes: int) -> int:
@@ -42,8 +47,16 @@ def _make_inputs(case: Case, prob: Problem, rng: Any) -> List[Any]:
     return arrays
 
 
-def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: int,
-            torch_labels: Sequence[str], notes: List[str]) -> Optional[Dict[str, Any]]:
+def _rounds_stats(per_round: List[List[float]], scale: float) -> Dict[str, Any]:
+    """Pooled stats of every replay, plus each round's median under ``rounds``."""
+    pooled = timing.stats([v for r in per_round for v in r], scale)
+    pooled["rounds"] = [statistics.median(r) * scale for r in per_round]
+    return pooled
+
+
+def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, rounds: int,
+            l2_bytes: int, torch_labels: Sequence[str],
+            notes: List[str]) -> Optional[Dict[str, Any]]:
     """One record (see module docstring), or None when the plugin cannot be set up."""
     import cupy as cp
 
@@ -67,7 +80,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
         "case": case.name, "dtype": prob.dtype, "in_bytes": prob.in_bytes, "moved_bytes": moved,
         "in_shapes": [list(s) for s in prob.in_shapes],
         "out_shapes": [list(s) for s in cfg.out_shapes], "sets": sets,
-        "calls_per_graph": calls, "reps": reps}
+        "calls_per_graph": calls, "reps": reps, "rounds": rounds}
 
     t0 = time.perf_counter()
     stream = cp.cuda.Stream(non_blocking=True)
@@ -79,65 +92,69 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, l2_bytes: 
     ws_ptr = int(ws.data.ptr) if ws is not None else 0
     cp.cuda.runtime.deviceSynchronize()  # inputs were made on the legacy stream
     sp = int(stream.ptr)
-    enqueues = [functools.partial(cfg.plugin.enqueue, cfg.in_desc, cfg.out_desc,
-                                  [int(a.data.ptr) for a in i], [int(a.data.ptr) for a in o],
-                                  ws_ptr, sp) for i, o in zip(ins, outs)]
+    enqueues = [TrtCall(cfg.plugin, cfg.in_desc, cfg.out_desc, [int(a.data.ptr) for a in i],
+                        [int(a.data.ptr) for a in o], ws_ptr, sp) for i, o in zip(ins, outs)]
+    timers: Dict[str, Any] = {}
     try:
         graph = timing.capture(stream, lambda: [enqueues[j % sets]() for j in range(calls)])
-        record["plugin_s"] = timing.stats(timing.replay_seconds(graph, stream, reps=reps),
-                                          1.0 / calls)
-        del graph
+        timers["plugin"] = lambda reps, graph=graph: timing.replay_seconds(graph, stream,
+                                                                          reps=reps)
     except Exception as err:  # a capture failure is a finding for the report
         notes.append(f"{tag}: plugin graph capture/replay failed: {type(err).__name__}: {err}")
         record["plugin_error"] = f"{type(err).__name__}: {err}"
-    record["copy_bytes"], record["copy_s"] = _copy(moved, sets, calls, stream, reps)
-    t1 = time.perf_counter()
-    if torch_labels:
-        record["torch"] = _torch(case, prob, cfg, ins, outs, enqueues, stream, sets, calls,
-                                 reps, torch_labels)
-    record["seconds"] = {"plugin_and_copy": t1 - t0, "torch": time.perf_counter() - t1}
-    del ins, outs, ws
+    base = baselines.build(in_bytes, out_bytes, moved, sets, calls, stream)
+    for name, (_nbytes, replay) in base.items():
+        timers[name] = replay
+    torch_graphs = _torch_graphs(case, prob, ins, outs, enqueues, stream, sets, calls,
+                                 torch_labels, record) if torch_labels else {}
+    timers.update({f"torch:{k}": g.seconds for k, g in torch_graphs.items()})
+    per_round: Dict[str, List[List[float]]] = {k: [] for k in timers}
+    for r in range(max(1, rounds)):
+        order = list(timers)
+        order = order[r % len(order):] + order[:r % len(order)]
+        for key in order:
+            per_round[key].append(timers[key](reps))
+    if "plugin" in per_round:
+        record["plugin_s"] = _rounds_stats(per_round["plugin"], 1.0 / calls)
+    record["baselines"] = {name: {"bytes": nbytes, "s": _rounds_stats(per_round[name],
+                                                                       1.0 / calls)}
+                           for name, (nbytes, _replay) in base.items()}
+    for label, g in torch_graphs.items():
+        record["torch"][label]["s"] = _rounds_stats(per_round[f"torch:{label}"], 1.0 / calls)
+        g.close()
+    if prob.in_bytes <= SMALL_MAX and "plugin" in timers:
+        record["eager_us"] = _eager(enqueues, stream, rounds)
+    record["seconds"] = {"measure": time.perf_counter() - t0}
+    del ins, outs, ws, base, timers, torch_graphs
     cp.get_default_memory_pool().free_all_blocks()
     return record
 
 
-def copy_bytes(moved: int) -> int:
-    """Bytes each copy moves (read, and again written): half of ``moved``, rounded down to a
-    whole MiB above 2 MiB (else to 4 KiB). On an H100 a copy of 256 MiB + 4 KiB ran at 0.8 of
-    the speed of 256 MiB (copies of other sizes take a slower path), and the roofline should not
-    depend on such accidents; bandwidth is computed from the bytes actually copied."""
-    half = moved // 2
-    grain = 1 << 20 if half >= 2 << 20 else 4096
-    return max(grain, half // grain * grain)
+def _eager(enqueues: List[Any], stream: Any, rounds: int, batches: int = 25) -> Dict[str, Any]:
+    """Microseconds per call of a loop of enqueues (as TensorRT calls them) plus synchronize."""
+    sets = len(enqueues)
+    per_round: List[List[float]] = []
+    for _ in range(max(1, rounds)):
+        vals = []
+        for b in range(batches + 2):
+            t0 = time.perf_counter()
+            for j in range(_EAGER_BATCH):
+                enqueues[(b * _EAGER_BATCH + j) % sets]()
+            stream.synchronize()
+            if b >= 2:  # two warm-up batches
+                vals.append((time.perf_counter() - t0) / _EAGER_BATCH)
+        per_round.append(vals)
+    return _rounds_stats(per_round, 1e6)
 
 
-def _copy(moved: int, sets: int, calls: int, stream: Any, reps: int) -> tuple:
-    import cupy as cp
-
-    nbytes = copy_bytes(moved)
-    src = [cp.empty(nbytes, dtype=cp.uint8) for _ in range(sets)]
-    dst = [cp.empty(nbytes, dtype=cp.uint8) for _ in range(sets)]
-    kind = cp.cuda.runtime.memcpyDeviceToDevice
-    sp = int(stream.ptr)
-
-    def body() -> None:
-        for j in range(calls):
-            cp.cuda.runtime.memcpyAsync(dst[j % sets].data.ptr, src[j % sets].data.ptr, nbytes,
-                                        kind, sp)
-    for a in src:
-        a.fill(1)
-    cp.cuda.runtime.deviceSynchronize()
-    graph = timing.capture(stream, body)
-    seconds = timing.replay_seconds(graph, stream, reps=reps)
-    return nbytes, timing.stats(seconds, 1.0 / calls)
-
-
-def _torch(case: Case, prob: Problem, cfg: Any, ins: List[List[Any]], outs: List[List[Any]],
-           enqueues: List[Any], stream: Any, sets: int, calls: int, reps: int,
-           labels: Sequence[str]) -> Dict[str, Any]:
+def _torch_graphs(case: Case, prob: Problem, ins: List[List[Any]], outs: List[List[Any]],
+                  enqueues: List[Any], stream: Any, sets: int, calls: int,
+                  labels: Sequence[str], record: Dict[str, Any]) -> Dict[str, Any]:
+    """Captured torch graphs per label; ``record["torch"]`` gets each label's error or skip."""
     import torch
 
-    results: Dict[str, Any] = {}
+    results: Dict[str, Any] = record.setdefault("torch", {})
+    graphs: Dict[str, Any] = {}
     t_ins = [[torch.from_dlpack(a) for a in s] for s in ins]
     enqueues[0]()
     stream.synchronize()
@@ -151,10 +168,9 @@ def _torch(case: Case, prob: Problem, cfg: Any, ins: List[List[Any]], outs: List
             want = fns[0]()
             err = versus_torch.relative_error(got, want)
             del want
-            seconds = timing.torch_graph_seconds(lambda j: fns[j % sets](), calls=calls,
-                                                 reps=reps, keep=sets)
-            results[label] = {"s": timing.stats(seconds, 1.0 / calls), "rel_err": err}
+            graphs[label] = timing.TorchGraph(lambda j, fns=fns: fns[j % sets](), calls=calls,
+                                              keep=sets)
+            results[label] = {"rel_err": err}
         except Exception as exc:  # recorded: a torch failure must not end the run
             results[label] = {"error": f"{type(exc).__name__}: {exc}"}
-        torch.cuda.empty_cache()
-    return results
+    return graphs

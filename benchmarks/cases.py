@@ -131,6 +131,15 @@ def _nchw(n: int, max_side: int = 512) -> Optional[Shape]:
     return (1, 1 << (k - h - w), 1 << h, 1 << w)
 
 
+def _narrow(n: int, width: int = 8, max_h: int = 512) -> Optional[Shape]:
+    """(1, C, H, width): narrow rows (CircPad's output rows of width + 2 are not 16-byte
+    multiples), H up to ``max_h``."""
+    if n < width or n % width:
+        return None
+    h = min(max_h, n // width)
+    return (1, n // (width * h), h, width) if (n // width) % h == 0 else None
+
+
 def _seq(n: int, width: int) -> Optional[Shape]:
     """(1, S, width): a batch of one sequence of S positions."""
     return (1, n // width, width) if n >= width and n % width == 0 else None
@@ -176,6 +185,7 @@ SEQ_FACTOR = 2
 POOL_FIELDS = {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "in_scale": 1.0,
                "out_scale": 1.0}
 CIRC_PADS = [1, 1, 1, 1]
+POOL5_FIELDS = dict(POOL_FIELDS, kernel=[5, 5], stride=[2, 2], padding=[2, 2])
 
 
 def _rope_inputs(n: int, dtype: str) -> Optional[List[Tuple[Shape, str]]]:
@@ -191,6 +201,9 @@ CASES: Tuple[Case, ...] = (
     Case("CircPad", "circ_pad", "CircPad", ("float32", "float16"), {"pads": CIRC_PADS},
          _one(_nchw), _circ_pad_out(CIRC_PADS), ("F.pad circular",),
          note="NCHW, pads 1 on each side of H and W"),
+    Case("CircPad-narrow", "circ_pad", "CircPad", ("float32", "float16"), {"pads": CIRC_PADS},
+         _one(_narrow), _circ_pad_out(CIRC_PADS), ("F.pad circular",),
+         note="NCHW with W = 8 (output rows of 10 elements), pads 1 on each side of H and W"),
     Case("BarPlugin", "bar", "BarPlugin", ("float32", "float16"), {}, _bar_inputs,
          lambda s: [(s[0][0] + s[1][0],) + s[0][1:], s[1]], ("torch.cat + clone",),
          note="two inputs of half the bytes each; out0 = cat(dim 0), out1 = copy of in1"),
@@ -200,6 +213,12 @@ CASES: Tuple[Case, ...] = (
     Case("Pool-avg", "pool", "Pool", ("float32", "float16", "int8"),
          dict(POOL_FIELDS, mode="avg"), _one(_nchw),
          _pool_out([2, 2], [2, 2], [0, 0]), ("F.avg_pool2d",), note="2x2, stride 2"),
+    Case("Pool-max-5x5s2", "pool", "Pool", ("float32", "float16", "int8"),
+         dict(POOL5_FIELDS, mode="max"), _one(_nchw), _pool_out([5, 5], [2, 2], [2, 2]),
+         ("F.max_pool2d",), note="5x5, stride 2, padding 2 (no fast path)"),
+    Case("Pool-avg-5x5s2", "pool", "Pool", ("float32", "float16", "int8"),
+         dict(POOL5_FIELDS, mode="avg"), _one(_nchw), _pool_out([5, 5], [2, 2], [2, 2]),
+         ("F.avg_pool2d",), note="5x5, stride 2, padding 2 (no fast path)"),
     Case("RoPE", "rope", "RoPE", ("float32", "float16"),
          {"rotary_dim": _ROPE_DIM, "theta": 10000.0, "layout": "neox", "position_offset": 0},
          _rope_inputs, lambda s: [s[0]], ("RoPE composed (rotate-half)",),

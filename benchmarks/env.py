@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import importlib
+import os
 import platform
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any, Dict, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+#: What the source digest covers: the code a measurement depends on.
+DIGEST_PARTS = ("pyplugins", "kernels_cu", "benchmarks")
+_DIGEST_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".sh")
 
 
 def _version(module: str) -> Optional[str]:
@@ -40,6 +48,37 @@ def nvcc_version() -> Optional[str]:
     return match.group(1) if match else None
 
 
+def source_digest(root: Path = REPO) -> str:
+    """sha256 (first 16 hex digits) over the paths and bytes of the measured code: the Python,
+    CUDA and shell files under ``DIGEST_PARTS``. The same tree gives the same digest with or
+    without git, so a run on a machine without ``.git`` can be matched to a commit."""
+    h = hashlib.sha256()
+    for part in DIGEST_PARTS:
+        for path in sorted((root / part).rglob("*")):
+            if path.is_file() and path.suffix in _DIGEST_SUFFIXES and "__pycache__" not in \
+                    path.parts:
+                h.update(path.relative_to(root).as_posix().encode() + b"\0")
+                h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def git_state(given: Optional[str] = None) -> Dict[str, Any]:
+    """``{"git_commit", "git_dirty", "commit_source"}``: from ``given`` ("HASH" or "HASH+dirty",
+    e.g. ``--commit``, or ``PYPLUGINS_BENCH_COMMIT``), else from ``git`` in the repository,
+    else unknown (None)."""
+    given = given or os.environ.get("PYPLUGINS_BENCH_COMMIT") or None
+    if given:
+        commit, _, flag = given.partition("+")
+        return {"git_commit": commit, "git_dirty": flag == "dirty", "commit_source": "given"}
+    head = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
+    if not head:
+        return {"git_commit": None, "git_dirty": None, "commit_source": "no git here"}
+    status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True, text=True,
+                            check=False).stdout
+    return {"git_commit": head, "git_dirty": bool(status.strip()), "commit_source": "git"}
+
+
 def slug(name: str) -> str:
     """A file-name-safe device slug: "NVIDIA H200" -> "nvidia-h200"."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
@@ -49,15 +88,19 @@ def today() -> str:
     return datetime.date.today().isoformat()
 
 
-def collect(gpu: bool) -> Dict[str, Any]:
-    """Versions always; device, driver and CUDA details when ``gpu`` (needs CuPy and a GPU)."""
+def collect(gpu: bool, commit: Optional[str] = None) -> Dict[str, Any]:
+    """Versions, commit and source digest always; device, driver and CUDA details when ``gpu``
+    (needs CuPy and a GPU)."""
     env: Dict[str, Any] = {
+        **git_state(commit),
+        "source_digest": source_digest(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "numpy": _version("numpy"),
         "cupy": _version("cupy"),
         "torch": _version("torch"),
+        "cuda_bindings": _version("cuda.bindings"),
         "matplotlib": _version("matplotlib"),
         "pyplugins": _version("pyplugins"),
         "nvcc": nvcc_version(),

@@ -1,41 +1,30 @@
 """Sections 1 and 2: host cost of one ``enqueue``, and CUDA-graph replay of captured enqueues.
 
-Every path launches the same compiled kernel (``Kernel(...).function(...)``, the one the plugin
-uses) on a tiny problem, on one non-blocking stream:
-
-- ``cpp_floor``: ``<<<>>>`` from C++ (``benchmarks/cpp/launch_floor.cu``, built with nvcc now);
-- ``driver_ctypes``: ``cuLaunchKernel`` from libcuda through ctypes, arguments prepacked;
-- ``pyplugins_launch``: :class:`pyplugins.launch.Launch` alone (CuPy's Cython driver binding);
-- ``cupy_raw``: ``RawKernel.__call__`` with pointer ints and a cached ``ExternalStream``;
-- ``vendor_sample``: NVIDIA's CuPy sample's per-enqueue pattern (UnownedMemory ->
-  MemoryPointer -> ndarray per pointer, a new ExternalStream, ``with stream:``, the call);
-- ``plugin_enqueue``: the shipped plugin's ``enqueue`` called as TensorRT calls it;
-- ``emulator_trampoline``: the same through ``pyplugins.emulator.trampoline.enqueue``, which
-  copies descriptors per call (an emulator cost, not TensorRT's; informative only);
-- ``python_call``: a Python method taking enqueue's six arguments and doing nothing.
+The paths (see :mod:`benchmarks.launch_paths`) take turns batch by batch in each of ``rounds``
+rounds; the C++ floor (``benchmarks/cpp/launch_floor.cu``, built with nvcc now: the plugins'
+kernels and an empty kernel launched with ``<<<>>>``) runs in its own process before every round
+and after the last, and round ``r`` is compared with the mean of the floor runs around it.
+Ratios that support a claim take the worst round.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import json
+import statistics
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from benchmarks import driver, timing
+from benchmarks import driver, launch_paths, timing
+from benchmarks.launch_paths import Tiny
 from benchmarks.cases import select
 
 CPP_SOURCE = Path(__file__).resolve().parent / "cpp" / "launch_floor.cu"
-_C_ORDER = ("cpp_floor", "driver_ctypes", "pyplugins_launch", "cupy_raw", "plugin_enqueue",
-            "emulator_trampoline", "vendor_sample", "python_call")
 
 
 #: The tiny problems: case name -> (float32 input shape, launch_floor.cu's kernel key, reference).
@@ -47,26 +36,7 @@ TINY = {
 }
 
 
-TINY_KEYS = tuple(v[1] for v in TINY.values())
-
-
-@dataclass
-class Tiny:
-    """One tiny launch, as the configured plugin packed it: kernel, grid, block, by-value args.
-
-    Every path launches exactly this (the plugin's own grid and argument bytes), so the paths
-    differ only in how the launch is made.
-    """
-
-    case: str
-    cpp_key: str
-    configured: Any
-    launch: Any               # the plugin's pyplugins.launch.Launch
-    function: Any             # the same kernel as a cupy.RawKernel
-    values: Tuple[bytes, ...]  # by-value arguments after (x, y), as the plugin packed them
-    x: Any
-    y: Any
-    expected: Any
+TINY_KEYS = tuple(v[1] for v in TINY.values()) + ("empty",)
 
 
 def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
@@ -94,103 +64,6 @@ def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
     x = driver.random_array(shape, "float32", cp.random.default_rng(len(shape)))
     return Tiny(name, cpp_key, cfg, launch, function, values, x,
                 cp.empty(cfg.out_shapes[0], dtype=cp.float32), reference(cp, x))
-
-
-def _scalar(raw: bytes) -> Any:
-    """Argument bytes as a NumPy scalar CuPy passes by value unchanged (bits, not meaning)."""
-    kinds = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-    if len(raw) in kinds:
-        return np.frombuffer(raw, kinds[len(raw)])[0]
-    dt = np.dtype([("raw", np.uint64, len(raw) // 8)] if len(raw) % 8 == 0 else
-                  [("raw", np.uint8, len(raw))], align=True)
-    return np.frombuffer(raw, dt)[0]
-
-
-class VendorSample:
-    """NVIDIA's CuPy plugin sample's ``enqueue`` body, with this kernel's arguments."""
-
-    def __init__(self, tiny: Tiny) -> None:
-        self.kernel, self.grid, self.block = tiny.function, tiny.launch.grid, tiny.launch.block
-        self.values = tuple(_scalar(v) for v in tiny.values)
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        import cupy as cp
-        from pyplugins.emulator import nptype
-
-        inp_dtype = nptype(input_desc[0].type)
-        a_mem = cp.cuda.UnownedMemory(inputs[0], int(np.prod(input_desc[0].dims)) *
-                                      cp.dtype(inp_dtype).itemsize, self)
-        c_mem = cp.cuda.UnownedMemory(outputs[0], int(np.prod(output_desc[0].dims)) *
-                                      cp.dtype(inp_dtype).itemsize, self)
-        a_ptr = cp.cuda.MemoryPointer(a_mem, 0)
-        c_ptr = cp.cuda.MemoryPointer(c_mem, 0)
-        a = cp.ndarray((int(np.prod(input_desc[0].dims)),), dtype=inp_dtype, memptr=a_ptr)
-        c = cp.ndarray((int(np.prod(output_desc[0].dims)),), dtype=inp_dtype, memptr=c_ptr)
-        cuda_stream = cp.cuda.ExternalStream(stream)
-        with cuda_stream:
-            self.kernel(self.grid, self.block, (a, c) + self.values)
-
-
-class _Noop:
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        return None
-
-
-def _libcuda_launch(tiny: Tiny, stream_ptr: int) -> Callable[[], int]:
-    """A prepacked ``cuLaunchKernel`` through ctypes (the bare driver-API path)."""
-    lib = ctypes.CDLL("libcuda.so.1")
-    launch = lib.cuLaunchKernel
-    launch.restype = ctypes.c_int
-    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-    holders: List[Any] = [ctypes.c_void_p(tiny.x.data.ptr), ctypes.c_void_p(tiny.y.data.ptr)]
-    holders += [ctypes.create_string_buffer(v, len(v)) for v in tiny.values]
-    params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    fn = functools.partial(launch, ctypes.c_void_p(tiny.launch.function_ptr), *tiny.launch.grid,
-                           *tiny.launch.block, tiny.launch.shared_mem,
-                           ctypes.c_void_p(stream_ptr), params, None)
-    fn.keep = (holders, params, lib)  # type: ignore[attr-defined]
-    return fn
-
-
-def _variants(tiny: Tiny, stream: Any) -> Dict[str, Callable]:
-    import cupy as cp
-    from pyplugins.emulator import trampoline
-
-    sp = int(stream.ptr)
-    x, y = int(tiny.x.data.ptr), int(tiny.y.data.ptr)
-    cfg = tiny.configured
-    args = (cfg.in_desc, cfg.out_desc, [x], [y], 0, sp)
-    return {
-        "driver_ctypes": _libcuda_launch(tiny, sp),
-        "pyplugins_launch": functools.partial(tiny.launch, sp, x, y),
-        "cupy_raw": functools.partial(tiny.function, tiny.launch.grid, tiny.launch.block,
-                                      (x, y) + tuple(_scalar(v) for v in tiny.values),
-                                      shared_mem=tiny.launch.shared_mem,
-                                      stream=cp.cuda.ExternalStream(sp)),
-        "plugin_enqueue": functools.partial(cfg.plugin.enqueue, *args),
-        "emulator_trampoline": functools.partial(trampoline.enqueue, cfg.plugin, *args),
-        "vendor_sample": functools.partial(VendorSample(tiny).enqueue, *args),
-        "python_call": functools.partial(_Noop().enqueue, *args),
-    }
-
-
-def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
-    """Poison y, launch once, compare: None when right, else what went wrong."""
-    import cupy as cp
-
-    tiny.y.fill(np.nan)
-    cp.cuda.runtime.deviceSynchronize()  # the fill ran on the legacy stream
-    rc = fn()
-    stream.synchronize()
-    if name == "driver_ctypes" and rc != 0:
-        return f"cuLaunchKernel returned {rc}"
-    if name == "python_call":
-        return None
-    if not bool(cp.array_equal(tiny.y, tiny.expected)):
-        return "output differs from the reference"
-    return None
 
 
 def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
@@ -235,78 +108,129 @@ class CppFloor:
 
 
 def combine_floor_runs(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """One figure per kernel from several launch_floor runs: min of the minima, mean of the
-    medians (each run's median kept under ``runs``)."""
+    """Per kernel, one figure per round from ``rounds + 1`` launch_floor runs (before each
+    round and after the last): round ``r`` gets the mean of runs ``r`` and ``r + 1``. Each
+    metric keeps ``rounds`` (those means), ``median`` (their median), ``min`` (of the minima)
+    and ``runs`` (each run's median)."""
     if any("skipped" in r for r in runs):
         return next(r for r in runs if "skipped" in r)
     out: Dict[str, Any] = {k: runs[0][k] for k in ("device", "cuda_runtime", "cuda_driver")}
     for key in TINY_KEYS:
-        per = [r[key] for r in runs]
+        per = [r[key] for r in runs if key in r]
+        if not per:
+            continue
         merged: Dict[str, Any] = {"calls": sum(p["calls"] for p in per), "batch": per[0]["batch"],
                                   "graph_kernels": per[0]["graph_kernels"]}
         for metric in ("host_us", "sync_us", "graph_us"):
             medians = [p[metric]["median"] for p in per]
+            rounds = ([(a + b) / 2 for a, b in zip(medians, medians[1:])] if len(medians) > 1
+                      else medians)
             merged[metric] = {"min": min(p[metric]["min"] for p in per),
-                              "median": sum(medians) / len(medians), "runs": medians}
+                              "median": statistics.median(rounds), "rounds": rounds,
+                              "runs": medians}
         out[key] = merged
     return out
 
 
-def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int,
+def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
+    """Poison y, launch once, compare: None when right, else what went wrong."""
+    import cupy as cp
+
+    tiny.y.fill(np.nan)
+    cp.cuda.runtime.deviceSynchronize()  # the fill ran on the legacy stream
+    try:
+        returned = fn()
+    except Exception as err:  # a path that cannot launch is reported in its row
+        return f"raised {type(err).__name__}: {err}"
+    stream.synchronize()
+    bad = launch_paths.launch_status(name, returned)
+    if bad or name == "python_call":
+        return bad
+    if not bool(cp.array_equal(tiny.y, tiny.expected)):
+        return "output differs from the reference"
+    return None
+
+
+def merge_rounds(per_round: List[Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
+    """host_loops results of several rounds as one row per path: per metric ``rounds`` (each
+    round's median), ``median`` (their median) and ``min``; calls summed."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for name in per_round[0]:
+        rows = [r[name] for r in per_round if name in r]
+        row: Dict[str, Any] = {"calls": sum(r["calls"] for r in rows), "batch": rows[0]["batch"]}
+        for metric in ("host_us", "sync_us"):
+            meds = [r[metric]["median"] for r in rows]
+            row[metric] = {"min": min(r[metric]["min"] for r in rows),
+                           "median": statistics.median(meds), "rounds": meds}
+        out[name] = row
+    return out
+
+
+def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, rounds: int,
         want_overhead: bool, want_graph: bool, notes: List[str]) -> Dict[str, Any]:
     """Measure sections 1 and/or 2; the JSON-able results (timings under ``seconds``)."""
     import cupy as cp
 
     t0 = time.perf_counter()
+    rounds = max(1, rounds)
     stream = cp.cuda.Stream(non_blocking=True)
     tinies = {name: t for name in TINY if (t := _tiny(name, cp, notes)) is not None}
     cp.cuda.runtime.deviceSynchronize()
     result: Dict[str, Any] = {"problem": {
         name: f"float32 {list(t.x.shape)} -> {list(t.y.shape)}, grid {t.launch.grid[0]} x "
               f"{t.launch.block[0]} threads" for name, t in tinies.items()},
-        "calls": calls, "batch": batch}
+        "calls": calls, "batch": batch, "rounds": rounds, "trt_call": True}
     seconds = {"setup_and_cpp": 0.0, "host": 0.0, "graph": 0.0}
-    host: Dict[str, Any] = {}
+    per_round: Dict[str, List[Dict[str, Any]]] = {name: [] for name in tinies}
     graph: Dict[str, Any] = {}
+    checks: Dict[str, Dict[str, Optional[str]]] = {}
+    paths = {name: launch_paths.variants(t, stream, notes) for name, t in tinies.items()}
+    for name, tiny in tinies.items():
+        checks[name] = {p: _check(tiny, p, fn, stream) for p, fn in paths[name].items()}
+        for p, bad in checks[name].items():
+            if bad:
+                notes.append(f"{name} {p}: {bad}")
+        paths[name] = {p: fn for p, fn in paths[name].items()
+                       if not (bad := checks[name][p]) or not bad.startswith("raised")}
     with tempfile.TemporaryDirectory(prefix="pp-floor-") as tmp:
         floor_exe = CppFloor(f"sm_{cp.cuda.Device().compute_capability}", tinies, Path(tmp))
         floor_runs = [floor_exe.run(calls, batch, graph_kernels, graph_replays)]
         seconds["setup_and_cpp"] += time.perf_counter() - t0
-        for tiny in tinies.values():
-            variants = _variants(tiny, stream)
-            checks = {name: _check(tiny, name, fn, stream) for name, fn in variants.items()}
-            for name, bad in checks.items():
-                if bad:
-                    notes.append(f"{tiny.case} {name}: {bad}")
+        for _ in range(rounds if want_overhead else 0):
             t0 = time.perf_counter()
-            if want_overhead:
-                rows = timing.host_loops(variants, stream.synchronize, calls=calls, batch=batch)
-                for name, row in rows.items():
-                    row["check"] = checks[name] or "ok"
-                host[tiny.case] = rows
-            t1 = time.perf_counter()
+            for name, tiny in tinies.items():
+                per_round[name].append(timing.host_loops(paths[name], stream.synchronize,
+                                                         calls=calls, batch=batch))
+            seconds["host"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            floor_runs.append(floor_exe.run(calls, batch, graph_kernels, graph_replays))
+            seconds["setup_and_cpp"] += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        for name in tinies:
             if want_graph:
-                graph[tiny.case] = _graph_replay(variants["plugin_enqueue"], stream,
-                                                 graph_kernels, graph_replays)
-            seconds["host"] += t1 - t0
-            seconds["graph"] += time.perf_counter() - t1
-        t0 = time.perf_counter()
-        floor_runs.append(floor_exe.run(calls, batch, graph_kernels, graph_replays))
-        seconds["setup_and_cpp"] += time.perf_counter() - t0
+                graph[name] = _graph_replay(paths[name]["plugin_enqueue"], stream,
+                                            graph_kernels, graph_replays)
+        seconds["graph"] += time.perf_counter() - t1
     cpp = result["cpp"] = combine_floor_runs(floor_runs)
     if "skipped" in cpp:
         notes.append(cpp["skipped"])
-    for tiny in tinies.values():
+    host: Dict[str, Any] = {}
+    for name, tiny in tinies.items():
+        rows = merge_rounds(per_round[name]) if per_round[name] else {}
+        for p, row in rows.items():
+            row["check"] = checks[name][p] or "ok"
+        for cpp_key, row_key in ((tiny.cpp_key, "cpp_floor"), ("empty", "cpp_empty")):
+            floor = cpp.get(cpp_key)
+            if floor and rows:
+                rows[row_key] = dict({k: floor[k] for k in ("host_us", "sync_us", "calls",
+                                                            "batch")}, check="ok")
         floor = cpp.get(tiny.cpp_key)
-        if floor and tiny.case in host:
-            host[tiny.case]["cpp_floor"] = dict(
-                {k: floor[k] for k in ("host_us", "sync_us", "calls", "batch")}, check="ok")
-        if floor and "plugin_graph_us" in graph.get(tiny.case, {}):
-            graph[tiny.case]["cpp_graph_us"] = floor["graph_us"]
-            graph[tiny.case]["cpp_launch_us"] = floor["host_us"]
+        if floor and "plugin_graph_us" in graph.get(name, {}):
+            graph[name]["cpp_graph_us"] = floor["graph_us"]
+            graph[name]["cpp_launch_us"] = floor["host_us"]
+        host[name] = {k: rows[k] for k in launch_paths.ORDER if k in rows}
     if want_overhead:
-        result["host"] = {case: {k: rows[k] for k in _C_ORDER if k in rows}
-                          for case, rows in host.items()}
+        result["host"] = host
     if want_graph:
         result["graph"] = graph
     result["seconds"] = seconds
@@ -321,4 +245,3 @@ def _graph_replay(enqueue: Callable, stream: Any, kernels: int, replays: int) ->
     seconds = timing.replay_seconds(graph, stream, reps=replays)
     return {"kernels": kernels, "replays": replays,
             "plugin_graph_us": timing.stats(seconds, 1e6 / kernels)}
-

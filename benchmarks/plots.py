@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-from benchmarks import report
+from benchmarks import claims, report
 from benchmarks.cases import format_bytes
 
 
@@ -56,7 +56,7 @@ def _overhead(ax: Any, result: Dict[str, Any]) -> bool:
     paths = [p for p in report.PATH_LABELS if any(p in host[k] for k in kernels)]
     width = 0.8 / max(len(kernels), 1)
     for i, k in enumerate(kernels):
-        vals = [report.med(host[k].get(p), "host_us") or 0 for p in paths]
+        vals = [claims.med(host[k].get(p), "host_us") or 0 for p in paths]
         ax.barh([j + i * width for j in range(len(paths))], vals, height=width, label=k)
     ax.set_yticks([j + width * (len(kernels) - 1) / 2 for j in range(len(paths))])
     ax.set_yticklabels([p.replace("_", " ") for p in paths], fontsize=8)
@@ -77,7 +77,7 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
     width = 0.8 / len(labels)
     for i, (label, key) in enumerate(zip(labels, keys)):
         ax.bar([j + i * width for j in range(len(graph))],
-               [report.med(g, key) or 0 for g in graph.values()], width=width, label=label)
+               [claims.med(g, key) or 0 for g in graph.values()], width=width, label=label)
     ax.set_xticks([j + width for j in range(len(graph))])
     ax.set_xticklabels(list(graph))
     ax.set_ylabel("microseconds per kernel (median)")
@@ -87,12 +87,12 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
 
 
 def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
-    groups = report.by_case(result)
+    groups = claims.by_case(result)
     drawn = False
     cases = list(dict.fromkeys(case for case, _ in groups))
     styles = {"float32": "-", "float16": "--", "int8": ":"}
     for (case, dtype), recs in groups.items():
-        pts = [(r["in_bytes"], report.fraction(r)) for r in recs]
+        pts = [(r["in_bytes"], claims.fraction(r)) for r in recs]
         pts = [(s, f) for s, f in pts if f is not None]
         if pts:
             ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", ls=styles.get(dtype, "-."),
@@ -100,12 +100,12 @@ def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
             drawn = True
     if not drawn:
         return False
-    ax.axhline(report.TARGETS["copy_fraction"], color="gray", ls="--", lw=1)
+    ax.axhline(claims.TARGETS["copy_fraction"], color="gray", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     sizes = sorted({r["in_bytes"] for recs in groups.values() for r in recs})
     ax.set_xticks(sizes)
     ax.set_xticklabels([format_bytes(s) for s in sizes], fontsize=8)
-    ax.set_ylabel("fraction of D2D copy bandwidth")
+    ax.set_ylabel("fraction of the fastest copy baseline")
     ax.set_title("3. Kernel efficiency")
     ax.legend(fontsize=7, ncol=2)
     return True
@@ -113,13 +113,13 @@ def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
 
 def _torch(ax: Any, result: Dict[str, Any]) -> bool:
     bars = []
-    for (case, dtype), recs in report.by_case(result).items():
+    for (case, dtype), recs in claims.by_case(result).items():
         big = [r for r in recs if r.get("torch")]
         if not big:
             continue
         r = big[-1]
         for label in r["torch"]:
-            s = report.speedup(r, label)
+            s = claims.speedup(r, label)
             if s is not None:
                 bars.append((f"{case} {dtype}\nvs {label} ({format_bytes(r['in_bytes'])})", s))
     if not bars:

@@ -1,11 +1,16 @@
-"""The command line: ``python -m benchmarks [run] [options]`` and ``python -m benchmarks report``.
+"""The command line: ``python -m benchmarks [run|report|digest|slowest] ...`` (or
+``python benchmarks/run.py ...``).
 
 ``run`` measures the sections named by ``--sections`` on the GPU and writes
 ``benchmarks/results/<date>-<device-slug>.json``, a Markdown rendering and one PNG per section
 next to it. ``--quick`` touches no GPU and times nothing: it builds every case, asks importable
 plugins for their output shapes through the emulator, and writes the JSON and the Markdown to a
-temporary directory (CI runs it). ``report`` regenerates ``benchmarks/README.md``'s results block
-(and the plots) from the newest real result, or from ``--json``.
+temporary directory (CI runs it). A run exits 3 when a fraction of copy bandwidth exceeds 1.02
+(a measurement error; the rows are named), after writing everything. ``report`` regenerates
+``benchmarks/README.md``'s results block and the speed paragraph of ``README.md`` from the newest
+real result of each device (plots too, with matplotlib). ``digest`` prints the source digest a
+result records; ``slowest`` prints the case, dtype and size of a result's lowest fraction of copy
+bandwidth at >= 64 MiB (what ``benchmarks/ncu_slowest.sh`` profiles).
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+if __package__ in (None, ""):  # run as a script: python benchmarks/run.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import claims
 from benchmarks import env as envinfo
 from benchmarks import report
 from benchmarks.cases import DEFAULT_SIZES, Case, format_bytes, parse_bytes, select
@@ -28,6 +37,8 @@ os.environ.setdefault("PYPLUGINS_TRT", "emulator")
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 README = HERE / "README.md"
+TOP_README = HERE.parent / "README.md"
+MEASUREMENT_ERROR = 3
 SECTIONS = ("overhead", "graph", "bandwidth", "torch", "coldstart")
 
 
@@ -48,7 +59,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=200, help="launches per timed host batch")
     p.add_argument("--graph-kernels", type=int, default=100, help="enqueues per captured graph")
     p.add_argument("--graph-replays", type=int, default=50)
-    p.add_argument("--reps", type=int, default=30, help="timed graph replays per measurement")
+    p.add_argument("--reps", type=int, default=20,
+                   help="timed graph replays per measurement and round")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds of every measurement; claims take the worst (default: 3)")
+    p.add_argument("--budget-s", type=float, default=0.0,
+                   help="stop starting kernel records after this many seconds of the run, with "
+                        "a note (0: no limit)")
+    p.add_argument("--commit", default=None,
+                   help="the commit measured, HASH or HASH+dirty, where the tree has no .git "
+                        "(default: $PYPLUGINS_BENCH_COMMIT, else git)")
     p.add_argument("--out", default=None, help="output directory (default: benchmarks/results, "
                    "or a temporary directory with --quick)")
     p.add_argument("--no-plots", action="store_true")
@@ -57,11 +77,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks report",
-                                description="Regenerate benchmarks/README.md's results block "
-                                            "(and the plots) from a results JSON.")
-    p.add_argument("--json", default=None, help="results file (default: newest real one in "
-                   "benchmarks/results/)")
+                                description="Regenerate benchmarks/README.md's results block, "
+                                            "README.md's speed paragraph (and the plots) from "
+                                            "the newest result of each device.")
+    p.add_argument("--json", action="append", default=None,
+                   help="results file (repeatable; default: newest real one per device in "
+                        "benchmarks/results/)")
     p.add_argument("--readme", default=str(README))
+    p.add_argument("--top-readme", default=str(TOP_README))
     p.add_argument("--no-plots", action="store_true")
     return p
 
@@ -70,6 +93,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "report":
         return report_main(args[1:])
+    if args and args[0] == "digest":
+        print(envinfo.source_digest())
+        return 0
+    if args and args[0] == "slowest":
+        return slowest_main(args[1:])
     if args and args[0] == "run":
         args = args[1:]
     return run_main(_parser().parse_args(args))
@@ -77,25 +105,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def report_main(argv: Sequence[str]) -> int:
     args = _report_parser().parse_args(list(argv))
-    path = Path(args.json) if args.json else report.latest(RESULTS)
-    readme = Path(args.readme)
-    if path is None:
-        report.update_readme(readme, "_No results yet: run `python -m benchmarks` on a GPU "
-                                     "machine, then `python -m benchmarks report`._")
-        print(f"no results in {RESULTS}; {readme} says so")
-        return 0
-    result = report.load(path)
+    paths = [Path(j) for j in args.json] if args.json else report.latest_per_device(RESULTS)
+    readme, top = Path(args.readme), Path(args.top_readme)
     notes: List[str] = []
-    plots: Dict[str, str] = {}
     if not args.no_plots:
         from benchmarks import plots as plotting
 
-        plots = plotting.write_all(result, path, notes)
-    rel = os.path.relpath(path.parent, readme.parent)
-    block = report.render(result, {k: f"{rel}/{v}" for k, v in plots.items()})
+        for path in paths:
+            plotting.write_all(report.load(path), path, notes)
+    block, speed = report.readme_blocks(paths, readme.parent)
     block += "".join(f"\n_{n}_\n" for n in notes)
-    report.update_readme(readme, block)
-    print(f"{readme}: results block regenerated from {path}")
+    report.update_block(readme, block)
+    if top.exists():
+        report.update_block(top, speed, report.SPEED_BEGIN, report.SPEED_END)
+    print(f"{readme} and {top}: regenerated from {', '.join(map(str, paths)) or 'no results'}")
+    return 0
+
+
+def slowest_main(argv: Sequence[str]) -> int:
+    """Print "CASE DTYPE BYTES" of the lowest worst-round fraction at >= 64 MiB."""
+    paths = [Path(a) for a in argv] or report.latest_per_device(RESULTS)
+    worst = None
+    for path in paths:
+        for rec in report.load(path).get("kernels") or []:
+            f = claims.worst_fraction(rec)
+            if rec["in_bytes"] >= claims.TARGET_MIN_BYTES and f is not None and (
+                    worst is None or f < worst[0]):
+                worst = (f, rec)
+    if worst is None:
+        print("no kernel record at >= 64 MiB", file=sys.stderr)
+        return 2
+    rec = worst[1]
+    print(f"{rec['case']} {rec['dtype']} {rec['in_bytes']}")
     return 0
 
 
@@ -140,31 +181,41 @@ def run_main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     result: Dict[str, Any] = {
-        "schema": 1, "quick": bool(args.quick), "synthetic": False,
-        "env": envinfo.collect(gpu=not args.quick), "args": vars(args), "notes": notes,
-        "section_seconds": {}}
+        "schema": 2, "quick": bool(args.quick), "synthetic": False,
+        "env": envinfo.collect(gpu=not args.quick, commit=args.commit), "args": vars(args),
+        "notes": notes, "section_seconds": {}}
     out_dir = Path(args.out) if args.out else (
         Path(tempfile.mkdtemp(prefix="pp-bench-quick-")) if args.quick else RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if args.quick:
-        result["quick_cases"] = quick_cases(cases, _sizes(args), _list(args.dtypes), notes)
-    else:
-        measure_all(args, sections, cases, result, notes)
     stem = ("quick-" if args.quick else "") + f"{envinfo.today()}-" + envinfo.slug(
         result["env"].get("device") or "cpu")
     json_path = out_dir / f"{stem}.json"
     result["file"] = json_path.name
-    json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+
+    def save() -> None:  # after every section, so a run cut short keeps what it measured
+        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    if args.quick:
+        result["quick_cases"] = quick_cases(cases, _sizes(args), _list(args.dtypes), notes)
+    else:
+        measure_all(args, sections, cases, result, notes, save)
+    save()
     plots: Dict[str, str] = {}
     if not (args.quick or args.no_plots):
         from benchmarks import plots as plotting
 
         plots = plotting.write_all(result, json_path, notes)
-        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        save()
     text = report.render(result, plots)
     (out_dir / f"{stem}.md").write_text(text)
     print(text)
     print(f"wrote {json_path} and {stem}.md" + (f" + {len(plots)} plots" if plots else ""))
+    print(report.summary_table(result))
+    errors = claims.measurement_errors(result)
+    if errors:
+        print(f"MEASUREMENT ERROR: fraction of copy bandwidth above {claims.MAX_FRACTION} "
+              "(the baseline is wrong, not the kernel fast) in:\n  " + "\n  ".join(errors),
+              file=sys.stderr)
+        return MEASUREMENT_ERROR
     return 0
 
 
@@ -205,9 +256,10 @@ def quick_cases(cases: Sequence[Case], sizes: List[int], dtypes: List[str],
 
 
 def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[Case],
-                result: Dict[str, Any], notes: List[str]) -> None:
-    """Run the GPU sections in order, timing each."""
+                result: Dict[str, Any], notes: List[str], save: Any) -> None:
+    """Run the GPU sections in order, timing each, saving after each."""
     secs = result["section_seconds"]
+    start = time.perf_counter()
     if "overhead" in sections or "graph" in sections:
         from benchmarks import overhead
 
@@ -216,17 +268,17 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
         result["overhead"] = overhead.run(
             calls=args.calls, batch=args.batch,
             graph_kernels=args.graph_kernels, graph_replays=args.graph_replays,
-            want_overhead="overhead" in sections, want_graph="graph" in sections, notes=notes)
+            rounds=args.rounds, want_overhead="overhead" in sections, want_graph="graph" in sections, notes=notes)
         split = result["overhead"]["seconds"]
         secs["overhead"] = split["setup_and_cpp"] + split["host"]
         secs["graph"] = split["graph"]
         secs["overhead+graph wall"] = time.perf_counter() - t0
+        save()
     if "bandwidth" in sections or "torch" in sections:
         t0 = time.perf_counter()
-        result["kernels"] = _kernels(args, sections, cases, notes)
-        secs["bandwidth"] = sum(r["seconds"]["plugin_and_copy"] for r in result["kernels"])
-        secs["torch"] = sum(r["seconds"]["torch"] for r in result["kernels"])
+        result["kernels"] = _kernels(args, sections, cases, notes, start)
         secs["bandwidth+torch wall"] = time.perf_counter() - t0
+        save()
     if "coldstart" in sections:
         from benchmarks import coldstart
 
@@ -237,7 +289,7 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
 
 
 def _kernels(args: argparse.Namespace, sections: List[str], cases: Sequence[Case],
-             notes: List[str]) -> List[Dict[str, Any]]:
+             notes: List[str], start: float) -> List[Dict[str, Any]]:
     import cupy as cp
 
     from benchmarks import bandwidth
@@ -265,15 +317,23 @@ def _kernels(args: argparse.Namespace, sections: List[str], cases: Sequence[Case
                     notes.append(f"{case.name} {dtype} {format_bytes(size)}: does not fit the "
                                  "op's shape rules; skipped")
                     continue
+                if args.budget_s and time.perf_counter() - start > args.budget_s:
+                    notes.append(f"{case.name} {dtype} {format_bytes(size)}: not measured, the "
+                                 f"run's budget of {args.budget_s:.0f} s was spent")
+                    continue
                 labels = case.torch if "torch" in sections and size >= torch_min else ()
                 t0 = time.perf_counter()
-                rec = bandwidth.measure(case, cls, prob, reps=args.reps, l2_bytes=l2,
-                                        torch_labels=labels, notes=notes)
+                rec = bandwidth.measure(case, cls, prob, reps=args.reps, rounds=args.rounds,
+                                        l2_bytes=l2, torch_labels=labels, notes=notes)
                 if rec is None:
                     continue
                 rec["wall_s"] = time.perf_counter() - t0
                 records.append(rec)
-                frac = report.fraction(rec)
+                frac = claims.fraction(rec)
                 print(f"[kernels] {case.name} {dtype} {format_bytes(size)}: "
                       f"{report.num(frac)} of copy, {rec['wall_s']:.1f} s", flush=True)
     return records
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -96,45 +96,55 @@ def replay_seconds(graph: Any, stream: Any, *, reps: int, warmup: int = 2) -> Li
     return out
 
 
-def torch_graph_seconds(fn: Callable[[int], Any], *, calls: int, reps: int, keep: int = 1,
-                        warmup: int = 2) -> List[float]:
-    """Seconds per replay of a torch CUDA graph of ``fn(0) .. fn(calls - 1)``.
+class TorchGraph:
+    """A torch CUDA graph of ``fn(0) .. fn(calls - 1)``, replayed on demand (one capture, many
+    rounds); ``close()`` frees it.
 
     The results of the last ``keep`` calls stay alive during capture, so the graph writes its
     outputs round-robin into ``keep`` + 1 buffers: give the plugin's number of output sets, or
     torch would write every call into one buffer, which stays in L2 when it fits there.
     """
-    import collections
 
-    import torch
+    def __init__(self, fn: Callable[[int], Any], *, calls: int, keep: int = 1) -> None:
+        import collections
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # eager warm-up, as torch.cuda.graph requires
-        fn(0)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    held: collections.deque = collections.deque(maxlen=max(keep, 1))
-    with torch.cuda.graph(graph, stream=side):
-        for i in range(calls):
-            held.append(fn(i))
-    held.clear()
-    try:
-        with torch.cuda.stream(side):
+        import torch
+
+        self.side = torch.cuda.Stream()
+        self.side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.side):  # eager warm-up, as torch.cuda.graph requires
+            fn(0)
+        torch.cuda.current_stream().wait_stream(self.side)
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        held: collections.deque = collections.deque(maxlen=max(keep, 1))
+        with torch.cuda.graph(self.graph, stream=self.side):
+            for i in range(calls):
+                held.append(fn(i))
+        held.clear()
+
+    def seconds(self, reps: int, warmup: int = 2) -> List[float]:
+        """Seconds of each of ``reps`` replays, by CUDA events."""
+        import torch
+
+        with torch.cuda.stream(self.side):
             for _ in range(warmup):
-                graph.replay()
-            side.synchronize()
+                self.graph.replay()
+            self.side.synchronize()
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             out = []
             for _ in range(reps):
-                start.record(side)
-                graph.replay()
-                end.record(side)
+                start.record(self.side)
+                self.graph.replay()
+                end.record(self.side)
                 end.synchronize()
                 out.append(start.elapsed_time(end) * 1e-3)
-    finally:
-        del graph
+        return out
+
+    def close(self) -> None:
+        import torch
+
+        self.graph = None
         torch.cuda.synchronize()
-    return out
+        torch.cuda.empty_cache()

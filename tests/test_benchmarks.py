@@ -95,7 +95,7 @@ def test_shape_rules_of_cases():
 
 def test_argument_bytes_become_scalars_with_the_same_bytes():
     np = pytest.importorskip("numpy")
-    from benchmarks.overhead import _scalar
+    from benchmarks.launch_paths import scalar as _scalar
 
     for raw in (b"\x01", np.float32(0.01).tobytes(), np.int64(1024).tobytes(), bytes(range(256)) + bytes(32),
                 bytes(range(12))):
@@ -106,39 +106,55 @@ def test_argument_bytes_become_scalars_with_the_same_bytes():
 
 def synthetic_result() -> dict:
     """SYNTHETIC numbers, chosen so each ratio and verdict is known; not a measurement."""
-    def s(median):  # a stats dict as timing.stats makes
-        return {"min": median * 0.9, "median": median, "max": median * 1.2, "n": 20}
+    def s(median, rounds=None):  # a stats dict as the harness makes, per-round medians too
+        return {"min": median * 0.9, "median": median, "max": median * 1.2, "n": 20,
+                "rounds": rounds or [median, median]}
 
-    def host(us, check="ok"):
-        return {"host_us": s(us), "sync_us": s(us + 1.0), "calls": 10000, "batch": 200,
+    def host(us, rounds=None, check="ok"):
+        return {"host_us": s(us, rounds), "sync_us": s(us + 1.0), "calls": 20000, "batch": 200,
                 "check": check}
+
+    def copies(seconds):  # three baselines moving 128 MiB; the kernel copy is the fastest
+        return {"memcpy": {"bytes": 128 * mib, "s": s(seconds * 1.1)},
+                "copy_kernel": {"bytes": 128 * mib, "s": s(seconds)},
+                "shape_copy": {"bytes": 128 * mib, "s": s(seconds * 1.05)}}
 
     mib = 1 << 20
     return {
-        "schema": 1, "synthetic": True, "quick": False, "file": "synthetic.json",
-        "env": {"device": "SYNTHETIC (test data)", "date": "2000-01-01T00:00:00+00:00"},
+        "schema": 2, "synthetic": True, "quick": False, "file": "synthetic.json",
+        "args": {"rounds": 2},
+        "env": {"device": "SYNTHETIC (test data)", "date": "2000-01-01T00:00:00+00:00",
+                "git_commit": "abc123", "git_dirty": False, "source_digest": "0" * 16},
         "section_seconds": {"overhead+graph": 10.0},
         "notes": ["SYNTHETIC: RoPE skipped"],
         "overhead": {
-            "problem": {"LeakyReLU": "tiny"}, "calls": 10000, "batch": 200,
-            "host": {"LeakyReLU": {"cpp_floor": host(3.0), "driver_ctypes": host(5.0),
-                                   "plugin_enqueue": host(5.5), "vendor_sample": host(15.0)}},
+            "problem": {"LeakyReLU": "tiny"}, "calls": 10000, "batch": 200, "rounds": 2,
+            "trt_call": True,
+            "host": {"LeakyReLU": {"cpp_floor": host(3.0), "cpp_empty": host(2.5),
+                                   "driver_ctypes": host(5.0), "driver_cupy": host(3.2, [3.2, 3.6]),
+                                   "driver_cuda_bindings": host(3.4, [3.4, 3.4]),
+                                   # median 3.5 (1.17x C++, 1.09x Cython); worst round 3.9
+                                   "plugin_enqueue": host(3.5, [3.5, 3.9]),
+                                   "vendor_sample": host(15.0)}},
             "graph": {"LeakyReLU": {"plugin_graph_us": s(1.2), "cpp_graph_us": s(1.0),
                                     "cpp_launch_us": s(3.0)}},
+            "cpp": {"empty": {"sync_us": s(3.0), "graph_us": s(1.0)}},
         },
         "kernels": [
-            # 64 MiB fp32 LeakyReLU: 128 MiB moved in 38 us; copy 64 MiB (128 MiB moved) in 32 us
+            # 64 MiB fp32 LeakyReLU: 128 MiB moved in 37 us; the best copy 128 MiB in 32 us:
+            # 0.865 median; worst round 32/40 = 0.80
             {"case": "LeakyReLU", "dtype": "float32", "in_bytes": 64 * mib,
-             "moved_bytes": 128 * mib, "copy_bytes": 64 * mib, "plugin_s": s(38e-6),
-             "copy_s": s(32e-6), "torch": {"F.leaky_relu": {"s": s(36e-6), "rel_err": 0.0}}},
+             "moved_bytes": 128 * mib, "plugin_s": s(37e-6, [37e-6, 40e-6]),
+             "baselines": copies(32e-6),
+             "torch": {"F.leaky_relu": {"s": s(37.5e-6, [37.5e-6, 38e-6]), "rel_err": 0.0}}},
             {"case": "RMSNorm", "dtype": "float16", "in_bytes": 64 * mib,
-             "moved_bytes": 128 * mib, "copy_bytes": 64 * mib, "plugin_s": s(34e-6),
-             "copy_s": s(32e-6),
+             "moved_bytes": 128 * mib, "plugin_s": s(34e-6), "baselines": copies(32e-6),
              "torch": {"RMSNorm composed": {"s": s(340e-6), "rel_err": 1e-3},
                        "F.rms_norm": {"s": s(44e-6), "rel_err": 1e-3}}},
+            # 1 MiB: 30 us against 33 us for the copy: 1.10, a measurement error
             {"case": "RMSNorm", "dtype": "float16", "in_bytes": 1 * mib,
-             "moved_bytes": 2 * mib, "copy_bytes": 1 * mib, "plugin_s": s(5e-6),
-             "copy_s": s(2e-6)},
+             "moved_bytes": 128 * mib, "plugin_s": s(30e-6), "baselines": copies(33e-6),
+             "eager_us": s(6.0)},
         ],
         "coldstart": {"problem": "64 KiB",
                       "cold_process": {"cuda_init_s": 0.5, "import_ops_s": 0.1,
@@ -151,70 +167,213 @@ def synthetic_result() -> dict:
 
 
 def _verdicts(result: dict) -> dict:
-    return {what: ok for what, _measured, ok in report.targets(result)}
+    from benchmarks import claims
+
+    return {what: ok for what, _measured, ok in claims.targets(result)}
 
 
-def test_targets_from_synthetic_result():
+def test_targets_take_the_worst_round():
     v = _verdicts(synthetic_result())
-    assert v["LeakyReLU: plugin enqueue <= 1.15x bare driver (host)"] is True     # 1.10x
-    assert v["LeakyReLU: plugin enqueue <= 1.6x C++ floor (host)"] is False        # 1.83x
-    assert v["LeakyReLU: plugin enqueue >= 2.5x faster than the vendor sample"] is True  # 2.73x
-    assert v["LeakyReLU float32: >= 0.8 of copy bandwidth at >= 64 MiB"] is True   # 0.84
-    assert v["LeakyReLU float32: >= torch (every equivalent, >= 64 MiB)"] is False  # 0.95x
-    assert v["RMSNorm float16: >= torch (every equivalent, >= 64 MiB)"] is True     # 1.29x
-    assert v["RMSNorm float16: >= 1.5x torch composed"] is True                     # 10x
-    assert not any("1 MiB" in what for what in v)  # targets speak of >= 64 MiB only
+    # medians pass (1.17x C++, 1.09x Cython); the worst round fails the C++ target (1.30x)
+    assert v["LeakyReLU: plugin enqueue <= 1.2x C++ `<<<>>>` (host, worst round)"] is False
+    # Cython floor per round: min(3.2, 3.4) then min(3.6, 3.4): 3.5/3.2, 3.9/3.4 = 1.147 -> met
+    assert v["LeakyReLU: plugin enqueue <= 1.15x Cython floor (host, worst round)"] is True
+    assert v["LeakyReLU: plugin enqueue >= 2.5x faster than the vendor sample"] is True
+    # 0.865 of the fastest copy by medians, 0.80 in the worst round
+    assert v["LeakyReLU float32: >= 0.85 of copy bandwidth at >= 64 MiB (worst round)"] is False
+    # 1.01x torch by medians, 0.95x in the worst round: no parity claim
+    assert v["LeakyReLU float32: >= torch (every equivalent, >= 64 MiB, worst round)"] is False
+    assert v["RMSNorm float16: >= torch (every equivalent, >= 64 MiB, worst round)"] is True
+    assert v["RMSNorm float16: >= 1.5x torch composed (worst round)"] is True
+    assert v["no fraction of copy bandwidth above 1.02"] is False
+
+
+def test_a_fraction_above_1_02_is_a_named_measurement_error():
+    from benchmarks import claims
+
+    result = synthetic_result()
+    assert claims.measurement_errors(result) == [
+        "RMSNorm float16 1 MiB: 1.10 of the best copy baseline (copy_kernel)"]
+    md = report.render(result)
+    assert "1.10 **ERROR**" in md and "**Measurement errors**" in md
+
+
+def test_the_fastest_baseline_is_the_roofline():
+    from benchmarks import claims
+
+    rec = synthetic_result()["kernels"][0]
+    assert claims.best_baseline(rec)[0] == "copy_kernel"
+    assert abs(claims.fraction(rec) - 32 / 37) < 1e-9
+    assert abs(claims.worst_fraction(rec) - 32 / 40) < 1e-9
+    old = {"moved_bytes": 2 << 20, "copy_bytes": 1 << 20, "copy_s": {"median": 1e-6},
+           "plugin_s": {"median": 2e-6}}  # a schema-1 record: the one memcpy baseline
+    assert claims.best_baseline(old)[0] == "memcpy" and claims.fraction(old) == 0.5
 
 
 def test_rendered_tables_show_ratios_with_absolute_values():
     md = report.render(synthetic_result(), {"bandwidth": "results/x-bandwidth.png"})
     assert md.startswith("> **SYNTHETIC DATA")
-    assert "| **plugin `enqueue`** (as TensorRT calls it) | 5.50 (min 4.95) | 1.83x | 1.10x |" in md
+    assert ("| **plugin `enqueue`** (as TensorRT calls it: fresh descriptors and lists) | "
+            "3.50 (min 3.15) | 1.17x | 1.09x |") in md
     assert "| LeakyReLU | 1.20 | 3.00 | 0.40x | 1.00 | 1.20x |" in md
-    # 0.84 of copy: 128 MiB / 38 us = 3.53 TB/s against 2 * 64 MiB / 32 us = 4.19 TB/s
-    assert "0.84 (3.53 / 4.19 TB/s)" in md
-    assert "0.95x (36.0 / 38.0 us)" in md and "10.00x (340.0 / 34.0 us)" in md
+    # 128 MiB / 37 us = 3.63 TB/s against 128 MiB / 32 us = 4.19 TB/s (k: the copy kernel)
+    assert "0.86 (3.63 / 4.19 TB/s k)" in md
+    assert "10.00x (worst 10.00x; 340.0 / 34.0 us)" in md
     assert "| LeakyReLU | 2.000 | 0.100 | 0.0005 | 20.0x | 4000x | 0.020 |" in md
     assert "| RoPE | ModuleNotFoundError |" in md
-    assert "![3. Kernel efficiency against a device-to-device copy](results/x-bandwidth.png)" in md
+    assert "![3. Kernel efficiency against the fastest copy](results/x-bandwidth.png)" in md
+    # small sizes: eager 6 us against the C++ empty loop's 3 us; graph 30 us against 1 us
+    assert "| RMSNorm | float16 | 1 MiB | 6.00 us | 0.50 | 30.00 us | 0.03 |" in md
+    assert "Commit abc123, source digest `0000000000000000`" in md
     assert "- SYNTHETIC: RoPE skipped" in md
-    assert md.count("**not met**") == 2
+
+
+def test_speed_paragraph_takes_the_worse_device_and_the_worst_round():
+    from benchmarks import claims
+
+    a = synthetic_result()
+    b = json.loads(json.dumps(a))
+    b["env"]["device"] = "SYNTHETIC B"
+    b["overhead"]["host"]["LeakyReLU"]["plugin_enqueue"]["host_us"]["rounds"] = [3.5, 4.2]
+    text = claims.speed_paragraph([a, b])
+    assert "SYNTHETIC (test data) (2000-01-01) and SYNTHETIC B (2000-01-01)" in text
+    assert "at most 1.40x a C++ `<<<>>>` launch" in text  # 4.2 / 3.0, device B's worst round
+    assert "worst of 2 rounds" in text and "called as TensorRT calls it" in text
+    assert "LeakyReLU float32 0.80" in text and "LeakyReLU float32 0.95x F.leaky_relu" in text
+    assert "ratio(s) above 1.02" in text
+    assert "no measurement is committed" in claims.speed_paragraph([])
 
 
 def test_readme_block_is_replaced_in_place_and_text_around_it_kept(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# Title\n\nintro\n\n{report.BEGIN}\nold\n{report.END}\n\nafter\n")
-    report.update_readme(readme, "new table")
+    report.update_block(readme, "new table")
     text = readme.read_text()
     assert text == f"# Title\n\nintro\n\n{report.BEGIN}\nnew table\n{report.END}\n\nafter\n"
-    report.update_readme(readme, "new table")
+    report.update_block(readme, "new table")
     assert readme.read_text() == text
     fresh = tmp_path / "fresh.md"
-    report.update_readme(fresh, "x")
+    report.update_block(fresh, "x")
     assert fresh.read_text() == f"{report.BEGIN}\nx\n{report.END}\n"
 
 
-def test_report_command_uses_newest_real_result_and_skips_synthetic(tmp_path, monkeypatch):
+def test_readme_figures_are_generated_from_the_committed_results():
+    """Every figure in README.md's speed paragraph and benchmarks/README.md's results block is
+    what `python -m benchmarks report` makes of the committed JSON (run it after copying new
+    results to benchmarks/results/)."""
+    from benchmarks import run
+
+    paths = report.latest_per_device(run.RESULTS)
+    block, speed = report.readme_blocks(paths, run.README.parent)
+    committed = report.block_of(run.README.read_text())
+    assert committed is not None and committed.startswith(block.rstrip()), \
+        "benchmarks/README.md differs from the committed results: python -m benchmarks report"
+    top = report.block_of(run.TOP_README.read_text(), report.SPEED_BEGIN, report.SPEED_END)
+    assert top == speed.rstrip(), \
+        "README.md's speed paragraph differs from the committed results: python -m benchmarks report"
+
+
+def test_report_command_uses_newest_real_result_per_device_and_skips_synthetic(tmp_path,
+                                                                              monkeypatch):
     from benchmarks import run
 
     results = tmp_path / "results"
     results.mkdir()
     synthetic = synthetic_result()
     (results / "synthetic.json").write_text(json.dumps(synthetic))
-    readme = tmp_path / "README.md"
+    readme, top = tmp_path / "README.md", tmp_path / "TOP.md"
+    top.write_text(f"intro\n{report.SPEED_BEGIN}\nold\n{report.SPEED_END}\n")
     monkeypatch.setattr(run, "RESULTS", results)
-    assert report.latest(results) is None
-    assert main(["report", "--readme", str(readme), "--no-plots"]) == 0
+    assert report.latest_per_device(results) == []
+    argv = ["report", "--readme", str(readme), "--top-readme", str(top), "--no-plots"]
+    assert main(argv) == 0
     assert "_No results yet" in readme.read_text()
     real = dict(synthetic, synthetic=False, file="2000-01-02-x.json")
     real["env"] = dict(synthetic["env"], date="2000-01-02T00:00:00+00:00")
     (results / "2000-01-02-x.json").write_text(json.dumps(real))
     older = dict(real, env=dict(real["env"], date="1999-01-01T00:00:00+00:00"))
     (results / "1999-01-01-x.json").write_text(json.dumps(older))
-    assert report.latest(results) == results / "2000-01-02-x.json"
-    assert main(["report", "--readme", str(readme), "--no-plots"]) == 0
+    other = dict(real, env=dict(real["env"], device="OTHER"))
+    (results / "2000-01-01-other.json").write_text(json.dumps(other))
+    assert report.latest_per_device(results) == [results / "2000-01-01-other.json",
+                                                  results / "2000-01-02-x.json"]
+    assert main(argv) == 0
     text = readme.read_text()
-    assert "2000-01-02T00:00:00" in text and "| 1.10x |" in text
+    assert "2000-01-02T00:00:00" in text and "### OTHER" in text and "| 1.09x |" in text
+    assert "OTHER (2000-01-02)" in top.read_text() and "\nold\n" not in top.read_text()
+
+
+def test_slowest_names_the_lowest_worst_round_fraction(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(synthetic_result()))
+    assert main(["slowest", str(path)]) == 0
+    assert capsys.readouterr().out.split() == ["LeakyReLU", "float32", str(64 << 20)]
+
+
+def test_run_py_works_as_a_script(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick",
+                           "--out", str(tmp_path), "--cases", "LeakyReLU"],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(list(tmp_path.glob("quick-*.json"))) == 1
+
+
+def test_results_record_commit_dirty_flag_and_source_digest(monkeypatch):
+    from benchmarks import env
+
+    assert env.git_state("abc+dirty") == {"git_commit": "abc", "git_dirty": True,
+                                          "commit_source": "given"}
+    monkeypatch.setenv("PYPLUGINS_BENCH_COMMIT", "def")
+    assert env.git_state()["git_commit"] == "def"
+    digest = env.source_digest()
+    assert len(digest) == 16 and digest == env.source_digest()
+
+
+def test_source_digest_changes_with_the_measured_code(tmp_path):
+    from benchmarks import env
+
+    for part in env.DIGEST_PARTS:
+        (tmp_path / part).mkdir()
+    (tmp_path / "kernels_cu" / "k.cu").write_text("a")
+    first = env.source_digest(tmp_path)
+    (tmp_path / "kernels_cu" / "k.cu").write_text("b")
+    assert env.source_digest(tmp_path) != first
+
+
+def test_memcpy_baseline_is_split_into_pieces_of_at_most_256_mib():
+    from benchmarks.baselines import MAX_PIECE, copy_bytes, pieces
+
+    assert MAX_PIECE == 256 << 20
+    assert pieces(1 << 30) == [(i * MAX_PIECE, MAX_PIECE) for i in range(4)]
+    assert pieces(300 << 20) == [(0, MAX_PIECE), (MAX_PIECE, 44 << 20)]
+    assert pieces(4096) == [(0, 4096)]
+    mib = 1 << 20
+    assert copy_bytes(512 * mib + 8192) == 256 * mib
+    assert copy_bytes(3 * mib) == 1536 * 1024  # below 2 MiB: 4 KiB grain
+    assert copy_bytes(100) == 4096
+
+
+def test_trt_call_builds_fresh_descriptors_and_lists_on_every_call():
+    from pyplugins.emulator import DataType, PluginTensorDesc
+
+    from benchmarks.launch_paths import TrtCall
+
+    seen = []
+
+    class Plugin:
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            seen.append((input_desc, output_desc, inputs, outputs, workspace, stream))
+
+    d_in = PluginTensorDesc([2, 3], DataType.HALF)
+    d_out = PluginTensorDesc([4], DataType.FLOAT)
+    call = TrtCall(Plugin(), [d_in], [d_out], [11], [22], 5, 7)
+    call()
+    call()
+    (a, b) = seen
+    assert tuple(a[0][0].dims) == (2, 3) and a[0][0].type == DataType.HALF
+    assert tuple(a[1][0].dims) == (4,) and a[2:] == ([11], [22], 5, 7)
+    assert a[0][0] is not d_in and a[0][0] is not b[0][0]  # fresh descriptor objects
+    assert a[0] is not b[0] and a[2] is not b[2]  # fresh lists
 
 
 @pytest.mark.gpu
@@ -222,15 +381,23 @@ def test_report_command_uses_newest_real_result_and_skips_synthetic(tmp_path, mo
 def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--sizes", "64K",
-         "--calls", "400", "--reps", "3", "--graph-replays", "5",
-         "--cases", "LeakyReLU,CircPad", "--no-plots"],
+         "--calls", "400", "--reps", "3", "--rounds", "2", "--graph-replays", "5",
+         "--cases", "LeakyReLU,CircPad", "--no-plots", "--commit", "0123abc"],
         capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # 3: a fraction above 1.02 at 64 KiB (noise at this size) is reported, not hidden
+    assert done.returncode == 0 or (done.returncode == 3 and "MEASUREMENT ERROR" in done.stderr), \
+        done.stderr[-3000:]
     (json_path,) = tmp_path.glob("*.json")
     result = json.loads(json_path.read_text())
+    assert result["schema"] == 2 and result["env"]["git_commit"] == "0123abc"
     host = result["overhead"]["host"]["LeakyReLU"]
     assert host["driver_ctypes"]["host_us"]["median"] > 0
+    assert len(host["plugin_enqueue"]["host_us"]["rounds"]) == 2
+    assert "driver_cupy" in host and "cpp_empty" in host
     assert all(row["check"] == "ok" for row in host.values())
+    rec = result["kernels"][0]
+    assert set(rec["baselines"]) == {"memcpy", "copy_kernel", "shape_copy"}
+    assert rec["eager_us"]["median"] > 0 and len(rec["plugin_s"]["rounds"]) == 2
 
 
 def _toy_plugin_class(fail_configure: bool = False):
@@ -316,25 +483,29 @@ def test_host_loops_time_every_path_in_turns():
         assert 0 < row["host_us"]["min"] <= row["host_us"]["median"] <= row["host_us"]["max"]
 
 
-def test_cpp_floor_runs_combine_into_one_figure_per_kernel():
+def test_cpp_floor_runs_before_and_after_each_round_give_one_figure_per_round():
     from benchmarks.overhead import combine_floor_runs
 
     def run(us):
         per = {"calls": 10000, "batch": 200, "graph_kernels": 100,
                **{m: {"min": us - 0.5, "median": us} for m in ("host_us", "sync_us", "graph_us")}}
         return {"device": "SYNTHETIC", "cuda_runtime": 0, "cuda_driver": 0,
-                "leaky_relu": per, "circ_pad": per}
+                "leaky_relu": per, "circ_pad": per, "empty": per}
 
-    merged = combine_floor_runs([run(3.0), run(4.0)])
-    assert merged["leaky_relu"]["host_us"] == {"min": 2.5, "median": 3.5, "runs": [3.0, 4.0]}
-    assert merged["circ_pad"]["calls"] == 20000
+    merged = combine_floor_runs([run(3.0), run(4.0), run(5.0)])  # two rounds
+    assert merged["leaky_relu"]["host_us"] == {"min": 2.5, "median": 4.0, "rounds": [3.5, 4.5],
+                                               "runs": [3.0, 4.0, 5.0]}
+    assert merged["empty"]["calls"] == 30000
     assert combine_floor_runs([run(3.0), {"skipped": "no nvcc"}]) == {"skipped": "no nvcc"}
 
 
-def test_copy_bytes_round_to_whole_mib_so_the_roofline_is_stable():
-    from benchmarks.bandwidth import copy_bytes
+def test_host_rounds_merge_into_medians_and_per_round_figures():
+    from benchmarks.overhead import merge_rounds
 
-    mib = 1 << 20
-    assert copy_bytes(512 * mib + 8192) == 256 * mib
-    assert copy_bytes(3 * mib) == 1536 * 1024  # below 2 MiB: 4 KiB grain
-    assert copy_bytes(100) == 4096
+    def rnd(us):
+        return {"p": {"host_us": {"min": us - 1, "median": us}, "sync_us": {"min": us, "median": us},
+                      "calls": 100, "batch": 10}}
+
+    row = merge_rounds([rnd(3.0), rnd(5.0), rnd(4.0)])["p"]
+    assert row["host_us"] == {"min": 2.0, "median": 4.0, "rounds": [3.0, 5.0, 4.0]}
+    assert row["calls"] == 300

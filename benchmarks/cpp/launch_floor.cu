@@ -8,8 +8,9 @@
 //     launch_floor calls batch graph_kernels graph_replays leaky_grid leaky_block
 //                  pad_grid pad_block pad_params_hex
 // Prints one JSON object on stdout: per kernel (leaky_relu<float> on 1024 elements, circ_pad<float>
-// of a 1x1x32x32 input padded by 1 on each side of H and W; each output checked against the
-// formula), microseconds per launch, min and median over batches:
+// of a 1x1x32x32 input padded by 1 on each side of H and W, each output checked against the
+// formula; and "empty", an empty kernel of one warp: the launch floor that small problems are
+// compared with), microseconds per launch, min and median over batches:
 //     host_us   the host side of a loop of `batch` launches (synchronized between batches, so
 //               the launch queue never fills)
 //     sync_us   the same loop plus cudaStreamSynchronize
@@ -37,6 +38,8 @@
     } while (0)
 
 namespace {
+
+__global__ void empty_kernel() {}
 
 struct Stats {
     double min, median;
@@ -198,9 +201,14 @@ int main(int argc, char** argv) {
         }
     }
 
+    auto empty = [&] { empty_kernel<<<1, 32, 0, stream>>>(); };
+    const std::string empty_json = measure(empty, stream, calls, batch, graph_kernels,
+                                           graph_replays);
+
     std::printf("{\"device\": \"%s\", \"cuda_runtime\": %d, \"cuda_driver\": %d, "
-                "\"leaky_relu\": %s, \"circ_pad\": %s}\n",
-                prop.name, runtime, driver, leaky_json.c_str(), pad_json.c_str());
+                "\"leaky_relu\": %s, \"circ_pad\": %s, \"empty\": %s}\n",
+                prop.name, runtime, driver, leaky_json.c_str(), pad_json.c_str(),
+                empty_json.c_str());
     CHECK(cudaFree(x));
     CHECK(cudaFree(y));
     CHECK(cudaFree(py));

@@ -1,0 +1,298 @@
+"""What a result supports: worst-round ratios, targets and verdicts, measurement errors, and the
+speed paragraph of the top-level README (generated, never typed by hand).
+
+A claim of "at least" or "at most" takes the worst of the run's rounds; a fraction of copy
+bandwidth above ``MAX_FRACTION`` is a measurement error (the baseline was not the fastest way of
+moving those bytes), never a kernel beating memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from benchmarks.cases import format_bytes
+
+TARGET_MIN_BYTES = 64 << 20
+MAX_FRACTION = 1.02
+TARGETS = {
+    "enqueue_vs_cpp": 1.2,       # plugin enqueue (as TensorRT calls it) <= 1.2x C++ <<<>>>
+    "enqueue_vs_cython": 1.15,   # ... and <= 1.15x the cheapest Cython cuLaunchKernel
+    "vendor_vs_enqueue": 2.5,    # the vendor sample's pattern >= 2.5x slower than the plugin
+    "copy_fraction": 0.85,       # >= 0.85 of the best copy baseline at >= 64 MiB
+    "vs_torch": 1.0,             # at least as fast as every torch equivalent at >= 64 MiB
+    "vs_torch_composed": 1.5,    # RoPE and RMSNorm >= 1.5x torch composed
+}
+CYTHON = ("driver_cupy", "driver_cuda_bindings")
+Target = Tuple[str, str, Optional[bool]]
+
+
+def num(x: Optional[float], digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.{digits}f}"
+
+
+def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def med(d: Optional[Dict[str, Any]], key: str) -> Optional[float]:
+    v = (d or {}).get(key)
+    return v.get("median") if isinstance(v, dict) else None
+
+
+def rounds_of(d: Optional[Dict[str, Any]], key: str) -> List[float]:
+    """Per-round medians of ``d[key]`` (one-run results: the median alone)."""
+    v = (d or {}).get(key)
+    if not isinstance(v, dict):
+        return []
+    return list(v.get("rounds") or ([v["median"]] if "median" in v else []))
+
+
+def by_case(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
+    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for rec in result.get("kernels") or []:
+        groups.setdefault((rec["case"], rec["dtype"]), []).append(rec)
+    for recs in groups.values():
+        recs.sort(key=lambda r: r["in_bytes"])
+    return groups
+
+
+def baselines(rec: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """name -> {"bytes", "s"}; a one-baseline (schema 1) record's copy as "memcpy"."""
+    if "baselines" in rec:
+        return rec["baselines"]
+    if "copy_s" in rec:
+        return {"memcpy": {"bytes": 2 * rec["copy_bytes"], "s": rec["copy_s"]}}
+    return {}
+
+
+def best_baseline(rec: Dict[str, Any]) -> Tuple[Optional[str], Optional[float]]:
+    """(name, bytes/s) of the fastest baseline by median time."""
+    bws = {n: ratio(b["bytes"], med(b, "s")) for n, b in baselines(rec).items()}
+    bws = {n: v for n, v in bws.items() if v}
+    if not bws:
+        return None, None
+    name = max(bws, key=lambda n: bws[n])
+    return name, bws[name]
+
+
+def plugin_bw(rec: Dict[str, Any]) -> Optional[float]:
+    return ratio(rec["moved_bytes"], med(rec, "plugin_s"))
+
+
+def fraction(rec: Dict[str, Any]) -> Optional[float]:
+    """Plugin bytes/s over the best baseline's, medians of all replays."""
+    return ratio(plugin_bw(rec), best_baseline(rec)[1])
+
+
+def worst_fraction(rec: Dict[str, Any]) -> Optional[float]:
+    """The lowest per-round fraction (each round against that round's best baseline)."""
+    plug = rounds_of(rec, "plugin_s")
+    bases = [(b["bytes"], rounds_of(b, "s")) for b in baselines(rec).values()]
+    vals = []
+    for r, t in enumerate(plug):
+        best = max((nb / ts[r] for nb, ts in bases if r < len(ts) and ts[r]), default=None)
+        if best and t:
+            vals.append(rec["moved_bytes"] / t / best)
+    return min(vals) if vals else None
+
+
+def speedup(rec: Dict[str, Any], label: str) -> Optional[float]:
+    return ratio(med((rec.get("torch") or {}).get(label), "s"), med(rec, "plugin_s"))
+
+
+def worst_speedup(rec: Dict[str, Any], label: str) -> Optional[float]:
+    t = rounds_of((rec.get("torch") or {}).get(label), "s")
+    p = rounds_of(rec, "plugin_s")
+    vals = [a / b for a, b in zip(t, p) if b]
+    return min(vals) if vals else None
+
+
+def host_worst(rows: Dict[str, Any], path: str, base: str) -> Optional[float]:
+    """Worst (highest) per-round ratio of ``path``'s host time to ``base``'s; ``base`` may be
+    "cython" (per round, the cheaper Cython binding)."""
+    mine = rounds_of(rows.get(path), "host_us")
+    if base == "cython":
+        lists = [rounds_of(rows.get(k), "host_us") for k in CYTHON if k in rows]
+        theirs = [min(v) for v in zip(*lists)] if lists else []
+    else:
+        theirs = rounds_of(rows.get(base), "host_us")
+    vals = [a / b for a, b in zip(mine, theirs) if b]
+    return max(vals) if vals else None
+
+
+def measurement_errors(result: Dict[str, Any]) -> List[str]:
+    """Every record whose fraction of the best baseline exceeds MAX_FRACTION."""
+    out = []
+    for rec in result.get("kernels") or []:
+        f = fraction(rec)
+        if f is not None and f > MAX_FRACTION:
+            out.append(f"{rec['case']} {rec['dtype']} {format_bytes(rec['in_bytes'])}: "
+                       f"{num(f)} of the best copy baseline ({best_baseline(rec)[0]})")
+    return out
+
+
+def _host_targets(result: Dict[str, Any]) -> List[Target]:
+    out: List[Target] = []
+    host = (result.get("overhead") or {}).get("host") or {}
+    for kernel, rows in host.items():
+        for base, limit, label in (("cpp_floor", TARGETS["enqueue_vs_cpp"], "C++ `<<<>>>`"),
+                                   ("cython", TARGETS["enqueue_vs_cython"], "Cython floor")):
+            if base == "cython" and not any(k in rows for k in CYTHON):
+                continue
+            r = host_worst(rows, "plugin_enqueue", base)
+            out.append((f"{kernel}: plugin enqueue <= {limit}x {label} (host, worst round)",
+                        f"{num(r)}x", None if r is None else r <= limit))
+        vendor = rounds_of(rows.get("vendor_sample"), "host_us")
+        plugin = rounds_of(rows.get("plugin_enqueue"), "host_us")
+        vals = [a / b for a, b in zip(vendor, plugin) if b]
+        r = min(vals) if vals else None
+        limit = TARGETS["vendor_vs_enqueue"]
+        out.append((f"{kernel}: plugin enqueue >= {limit}x faster than the vendor sample",
+                    f"{num(r)}x", None if r is None else r >= limit))
+    return out
+
+
+def targets(result: Dict[str, Any]) -> List[Target]:
+    """(what, measured, met?) for every target the result can speak to."""
+    from benchmarks.versus_torch import COMPOSED
+
+    out = _host_targets(result)
+    errors = measurement_errors(result)
+    if result.get("kernels"):
+        out.append((f"no fraction of copy bandwidth above {MAX_FRACTION}",
+                    f"{len(errors)} above" if errors else "none above", not errors))
+    for (case, dtype), recs in by_case(result).items():
+        big = [r for r in recs if r["in_bytes"] >= TARGET_MIN_BYTES and fraction(r) is not None]
+        if big:
+            worst = min(big, key=lambda r: worst_fraction(r) or 0)
+            f = worst_fraction(worst)
+            out.append((f"{case} {dtype}: >= {TARGETS['copy_fraction']} of copy bandwidth at "
+                        ">= 64 MiB (worst round)",
+                        f"{num(f)} (at {format_bytes(worst['in_bytes'])})",
+                        None if f is None else f >= TARGETS["copy_fraction"]))
+        speedups = [(label, worst_speedup(r, label), r) for r in big
+                    for label in (r.get("torch") or {}) if worst_speedup(r, label) is not None]
+        if speedups:
+            label, s, r = min(speedups, key=lambda t: t[1])
+            out.append((f"{case} {dtype}: >= torch (every equivalent, >= 64 MiB, worst round)",
+                        f"{num(s)}x (vs {label}, {format_bytes(r['in_bytes'])})",
+                        s >= TARGETS["vs_torch"]))
+        composed = [(s, r) for label, s, r in speedups if label in COMPOSED]
+        if composed:
+            s, r = min(composed, key=lambda t: t[0])
+            limit = TARGETS["vs_torch_composed"]
+            out.append((f"{case} {dtype}: >= {limit}x torch composed (worst round)",
+                        f"{num(s)}x ({format_bytes(r['in_bytes'])})", s >= limit))
+    return out
+
+
+def small_sizes(result: Dict[str, Any]) -> List[List[str]]:
+    """Rows of the small-size table: time per call against the C++ empty-kernel launch."""
+    cpp = ((result.get("overhead") or {}).get("cpp") or {}).get("empty") or {}
+    floor_eager, floor_graph = med(cpp, "sync_us"), med(cpp, "graph_us")
+    rows = []
+    for rec in result.get("kernels") or []:
+        if "eager_us" not in rec:
+            continue
+        eager = med(rec, "eager_us")
+        graph = med(rec, "plugin_s")
+        graph = graph * 1e6 if graph else None
+        rows.append([rec["case"], rec["dtype"], format_bytes(rec["in_bytes"]),
+                     f"{num(eager)} us", f"{num(ratio(floor_eager, eager))}",
+                     f"{num(graph)} us", f"{num(ratio(floor_graph, graph))}"])
+    return rows
+
+
+def summary(result: Dict[str, Any]) -> List[List[str]]:
+    """The short table printed last by a run: one row per op x dtype and per host kernel."""
+    rows = []
+    host = (result.get("overhead") or {}).get("host") or {}
+    for kernel, r in host.items():
+        rows.append([f"{kernel} enqueue", "host", f"{num(host_worst(r, 'plugin_enqueue', 'cpp_floor'))}x C++",
+                     f"{num(host_worst(r, 'plugin_enqueue', 'cython'))}x Cython"])
+    for (case, dtype), recs in by_case(result).items():
+        big = [r for r in recs if r["in_bytes"] >= TARGET_MIN_BYTES]
+        f = min((x for x in (worst_fraction(r) for r in big) if x is not None), default=None)
+        s = min((x for r in big for label in (r.get("torch") or {})
+                 if (x := worst_speedup(r, label)) is not None), default=None)
+        top = max((x for x in (fraction(r) for r in recs) if x is not None), default=None)
+        rows.append([case, dtype, f"{num(f)} of copy (worst >= 64 MiB)",
+                     f"{num(s)}x torch; max {num(top)}"])
+    return rows
+
+
+def _worst(items: Sequence[Tuple[float, str]], high: bool) -> Optional[Tuple[float, str]]:
+    items = [i for i in items if i[0] is not None]
+    if not items:
+        return None
+    return max(items) if high else min(items)
+
+
+def speed_paragraph(results: Sequence[Dict[str, Any]]) -> str:
+    """The README's speed paragraph from the newest result of each device: every figure the
+    worse device's, worst round."""
+    if not results:
+        return ("Speed: no measurement is committed yet; run `benchmarks/device_run.sh` on a GPU "
+                "machine (see [`benchmarks/README.md`](benchmarks/README.md)).")
+    devices = " and ".join(f"{r['env'].get('device')} ({str(r['env'].get('date', ''))[:10]})"
+                           for r in results)
+    rounds = max(int((r.get("args") or {}).get("rounds") or 1) for r in results)
+    parts = [f"Speed, generated from the committed runs on {devices} by `python -m benchmarks "
+             f"report` (every figure a ratio measured side by side in one run, the worse device's"
+             f" figure, the worst of {rounds} round{'s' if rounds > 1 else ''}; details in "
+             "[`benchmarks/README.md`](benchmarks/README.md)):"]
+    cpp, cython, vendor = [], [], []
+    trt_style = all((r.get("overhead") or {}).get("trt_call") for r in results)
+    for res in results:
+        dev = res["env"].get("device")
+        for kernel, rows in ((res.get("overhead") or {}).get("host") or {}).items():
+            cpp.append((host_worst(rows, "plugin_enqueue", "cpp_floor"), f"{kernel}, {dev}"))
+            cython.append((host_worst(rows, "plugin_enqueue", "cython"), f"{kernel}, {dev}"))
+            vendor.append((ratio(med(rows.get("vendor_sample"), "host_us"),
+                                 med(rows.get("plugin_enqueue"), "host_us")), f"{kernel}, {dev}"))
+    how = ("called as TensorRT calls it (fresh descriptor objects and lists on every call)"
+           if trt_style else "with one prebuilt set of descriptor lists (this run predates the "
+           "TensorRT-style call, so its figure is a lower bound)")
+    w_cpp, w_cy, w_v = _worst(cpp, True), _worst(cython, True), _worst(vendor, False)
+    if w_cpp:
+        text = f"a plugin `enqueue` {how} costs at most {num(w_cpp[0])}x a C++ `<<<>>>` launch"
+        if w_cy:
+            text += (f" and {num(w_cy[0])}x a prepacked `cuLaunchKernel` through the cheapest "
+                     "Python (Cython) binding")
+        if w_v:
+            text += f", and is at least {num(w_v[0], 1)}x cheaper than NVIDIA's CuPy sample's pattern"
+        parts.append(text + ";")
+    below, n_pairs, slow, n_torch, errors = [], 0, [], 0, []
+    for res in results:
+        dev = res["env"].get("device")
+        errors += [f"{e} on {dev}" for e in measurement_errors(res)]
+        for (case, dtype), recs in by_case(res).items():
+            big = [r for r in recs if r["in_bytes"] >= TARGET_MIN_BYTES]
+            fs = [(worst_fraction(r), r) for r in big if worst_fraction(r) is not None]
+            if fs:
+                n_pairs += 1
+                f, r = min(fs, key=lambda t: t[0])
+                if f < TARGETS["copy_fraction"]:
+                    below.append(f"{case} {dtype} {num(f)} ({dev})")
+            ss = [(worst_speedup(r, lab), lab) for r in big for lab in (r.get("torch") or {})
+                  if worst_speedup(r, lab) is not None]
+            if ss:
+                n_torch += 1
+                s, lab = min(ss)
+                if s < TARGETS["vs_torch"]:
+                    slow.append(f"{case} {dtype} {num(s)}x {lab} ({dev})")
+    if n_pairs:
+        parts.append(f"at 64 MiB and above, {n_pairs - len(below)} of {n_pairs} op/dtype/device "
+                     f"runs reach {TARGETS['copy_fraction']} of the fastest copy baseline"
+                     + (f" (below: {', '.join(below)})" if below else "") + ";")
+    if n_torch:
+        parts.append(f"{n_torch - len(slow)} of {n_torch} are at least as fast as every PyTorch "
+                     "equivalent there" + (f" (slower: {', '.join(slow)})" if slow else "") + ".")
+    if errors:
+        parts.append(f"{len(errors)} ratio(s) above {MAX_FRACTION} mark a wrong copy baseline in "
+                     f"the committed run{'s' if len(results) > 1 else ''} (e.g. {errors[0]}); "
+                     "those runs need re-measuring with the current harness.")
+    return " ".join(parts)

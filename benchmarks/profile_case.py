@@ -1,0 +1,56 @@
+"""Runs one case's enqueue under a profiler: ``python -m benchmarks.profile_case CASE DTYPE BYTES``.
+
+Configures the case's plugin as the harness does, warms it up, then calls ``enqueue`` (as
+TensorRT calls it) once between ``cuProfilerStart`` and ``cuProfilerStop``, so a profiler
+started with ``--profile-from-start off`` (``benchmarks/ncu_slowest.sh``) sees only that call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from typing import Sequence
+
+os.environ.setdefault("PYPLUGINS_TRT", "emulator")
+
+
+def main(argv: Sequence[str]) -> int:
+    import cupy as cp
+
+    from benchmarks import driver
+    from benchmarks.cases import select
+    from benchmarks.launch_paths import TrtCall
+
+    if len(argv) != 3:
+        print("usage: python -m benchmarks.profile_case CASE DTYPE BYTES", file=sys.stderr)
+        return 2
+    case = select([argv[0]])[0]
+    prob = case.problem(int(argv[2]), argv[1])
+    if prob is None:
+        print(f"{case.name} has no {argv[1]} problem of {argv[2]} bytes", file=sys.stderr)
+        return 2
+    cfg = driver.configure(case.plugin_class(), case.fields, prob.in_shapes, prob.in_dtypes)
+    rng = cp.random.default_rng(0)
+    ins = [driver.random_array(s, d, rng) for s, d in zip(prob.in_shapes, prob.in_dtypes)]
+    outs = [cp.empty(tuple(s), dtype=d) for s, d in zip(cfg.out_shapes, cfg.out_dtypes)]
+    ws = cp.empty(max(cfg.workspace_bytes, 1), dtype=cp.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.runtime.deviceSynchronize()
+    call = TrtCall(cfg.plugin, cfg.in_desc, cfg.out_desc, [int(a.data.ptr) for a in ins],
+                   [int(a.data.ptr) for a in outs], int(ws.data.ptr), int(stream.ptr))
+    for _ in range(3):
+        call()
+    stream.synchronize()
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    libcuda.cuProfilerStart()
+    call()
+    stream.synchronize()
+    libcuda.cuProfilerStop()
+    print(f"profiled one enqueue of {case.name} {prob.dtype} {prob.in_shapes} -> "
+          f"{cfg.out_shapes}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
