@@ -108,6 +108,9 @@ def _classes() -> dict:
             if not self._told:
                 self._told = True
                 for run in self.runner.node_runs:
+                    for line in run.warnings:
+                        G_LOGGER.warning(f"{self.name}: plugin node {run.node!r}: TensorRT's "
+                                         f"ONNX parser would warn: {line}")
                     if run.how == "reference":
                         G_LOGGER.warning(f"{self.name}: plugin node {run.node!r} ({run.plugin}) "
                                          f"ran its NumPy reference, not its kernel: {run.why}")
