@@ -10,7 +10,7 @@ matters are logged as warnings and left alone.
 
 Example:
     >>> import os
-from typing import Any
+from typing import Any, Dict
     >>> sorted(os.listdir(directory()))
     ['CircPad', 'LReLU_TRT', 'RMSNorm', 'RoPE', '__init__.py']
 """
@@ -18,9 +18,9 @@ from typing import Any
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Dict
 
-__all__ = ["directory", "metadata", "replace", "subgraphs"]
+__all__ = ["apply", "directory", "metadata", "replace", "subgraphs"]
 
 
 def directory() -> str:
@@ -65,6 +65,24 @@ def replace(graph: Any, input_tensors: list, output_tensors: list, attrs: Any = 
     graph.nodes.append(node)
     graph.cleanup().toposort()
     return node
+
+
+def apply(graph: Any, plugins: Any = None) -> Dict[str, int]:
+    """``polygraphy plugin match`` then ``replace`` in-process: every pattern of ``plugins``
+    (default: all) replaced in ``graph``, which is modified. Returns ``{plugin: count}``;
+    refusals are warned about as in :func:`subgraphs`."""
+    from pyplugins.models.patterns import FINDERS  # noqa: PLC0415
+
+    counts = {}
+    for plugin in plugins or FINDERS:
+        instances = subgraphs(plugin, graph)
+        tensors = graph.tensors()
+        for inst in instances:
+            replace(graph, [tensors[n] for n in inst["inputs"]],
+                    [tensors[n] for n in inst["outputs"]], inst["attributes"],
+                    metadata(plugin)["op"])
+        counts[plugin] = len(instances)
+    return counts
 
 
 def _warn(lines: list) -> None:
