@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, Dict
@@ -50,8 +51,10 @@ def run_check_model(args: Any) -> int:
                    "node's attributes and op type are used")
             raise UsageError(msg)
     inputs = {spec.pop("name"): spec for spec in map(parse_named_input, args.inputs)}
+    redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
+                else contextlib.nullcontext())  # --json: stdout holds the JSON only
     try:
-        with override(trt="emulator"):
+        with override(trt="emulator"), redirect:
             report = check_model(args.target, inputs, args.plugin_modules, device=args.device)
     except (ModelRunError, ValueError, FileNotFoundError) as err:
         raise UsageError(str(err)) from err

@@ -13,8 +13,8 @@ Example:
     >>> graph = helper.make_graph(nodes, "g",
     ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
     ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    >>> [(type(s).__name__, s.outputs) for s in split(graph)]
-    [('Segment', ['a']), ('NodeProto', ['b']), ('Segment', ['y'])]
+    >>> [s.outputs if isinstance(s, Segment) else s.op_type for s in split(graph)]
+    [['a'], 'MyPlug', ['y']]
 """
 
 from __future__ import annotations

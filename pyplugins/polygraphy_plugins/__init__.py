@@ -3,14 +3,13 @@ MODEL --plugin-dir $(pyplugins patterns-dir)``.
 
 Each sub-directory (``RMSNorm``, ``RoPE``, ``CircPad``, ``LReLU_TRT``: the directory name is the
 plugin name Polygraphy writes to ``config.yaml`` and looks up again in ``replace``) holds a
-``pattern.py`` exporting what Polygraphy's ``plugin`` tool calls:
-``get_matching_subgraphs(graph)``, ``get_plugin_metadata()`` and ``replace_with_plugin(...)``. The matching itself is
+``pattern.py`` exporting what Polygraphy's ``plugin`` tool calls: ``get_matching_subgraphs(graph)``,
+``get_plugin_metadata()`` and ``replace_with_plugin(...)``. The matching itself is
 :mod:`pyplugins.models.patterns`; subgraphs that look like an op but differ in something that
-matters are logged as warnings and left alone.
+matters are logged as warnings and left alone. :func:`apply` does match and replace in-process.
 
 Example:
     >>> import os
-from typing import Any, Dict
     >>> sorted(os.listdir(directory()))
     ['CircPad', 'LReLU_TRT', 'RMSNorm', 'RoPE', '__init__.py']
 """
