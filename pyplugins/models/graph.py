@@ -121,8 +121,9 @@ def only_consumer(tensor: Any, graph: Any, what: str) -> Any:
     """
     users = list(getattr(tensor, "outputs", []))
     if len(users) != 1 or tensor in graph.outputs:
+        output = ", and a graph output" if tensor in graph.outputs else ""
         msg = (f"{what} ({tensor.name!r}) is also used outside the pattern "
-               f"({len(users)} consumer(s){', and a graph output' if tensor in graph.outputs else ''})")
+               f"({len(users)} consumer(s){output})")
         raise Refusal(msg)
     return users[0]
 

@@ -1,4 +1,4 @@
-"""Polygraphy pattern for the CircPad plugin (see pyplugins.models.patterns for what it matches)."""
+"""Polygraphy pattern for the CircPad plugin (the matching: pyplugins.models.patterns)."""
 
 from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
 
@@ -6,7 +6,7 @@ PLUGIN = "CircPad"
 
 
 def get_matching_subgraphs(graph):
-    """Instances {inputs, outputs, attributes} of the CircPad subgraph in an onnx-graphsurgeon graph."""
+    """Instances {inputs, outputs, attributes} of the CircPad subgraph in a gs graph."""
     return subgraphs(PLUGIN, graph)
 
 

@@ -1,4 +1,4 @@
-"""Polygraphy pattern for the LReLU_TRT plugin (see pyplugins.models.patterns for what it matches)."""
+"""Polygraphy pattern for the LReLU_TRT plugin (the matching: pyplugins.models.patterns)."""
 
 from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
 
@@ -6,7 +6,7 @@ PLUGIN = "LReLU_TRT"
 
 
 def get_matching_subgraphs(graph):
-    """Instances {inputs, outputs, attributes} of the LReLU_TRT subgraph in an onnx-graphsurgeon graph."""
+    """Instances {inputs, outputs, attributes} of the LReLU_TRT subgraph in a gs graph."""
     return subgraphs(PLUGIN, graph)
 
 

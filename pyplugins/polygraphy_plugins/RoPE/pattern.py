@@ -1,4 +1,4 @@
-"""Polygraphy pattern for the RoPE plugin (see pyplugins.models.patterns for what it matches)."""
+"""Polygraphy pattern for the RoPE plugin (the matching: pyplugins.models.patterns)."""
 
 from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
 
@@ -6,7 +6,7 @@ PLUGIN = "RoPE"
 
 
 def get_matching_subgraphs(graph):
-    """Instances {inputs, outputs, attributes} of the RoPE subgraph in an onnx-graphsurgeon graph."""
+    """Instances {inputs, outputs, attributes} of the RoPE subgraph in a gs graph."""
     return subgraphs(PLUGIN, graph)
 
 
