@@ -40,4 +40,4 @@ def test_model_dependencies_are_in_the_models_and_test_extras():
     extras = _cfg()["options.extras_require"]
     for extra in ("models", "test"):
         names = {line.split(">")[0].strip() for line in extras[extra].split() if line}
-        assert {"onnx", "onnxruntime", "onnx-graphsurgeon", "polygraphy"} <= names, extra
+        assert {"onnx", "onnxruntime", "onnx-graphsurgeon", "polygraphy", "pyyaml"} <= names, extra
