@@ -294,7 +294,12 @@ def _add_check(subparsers: Any) -> None:
                   "error. With --json, stdout is one JSON object in every case.")]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="MODULE_OR_FILE",
-                   help="dotted module name or path to a .py file that registers the creator")
+                   help="dotted module name or path to a .py file that registers the creator; "
+                        "or MODEL.onnx to check every plugin node of a model "
+                        "(--input NAME=SHAPE:DTYPE then names the model's inputs)")
+    p.add_argument("--plugins", dest="plugin_modules", action="append", default=[],
+                   metavar="MODULE", help="with MODEL.onnx: a plugin module to import first "
+                                          "(the shipped ops always are); repeatable")
     p.add_argument("--plugin", metavar="NAME[:VERSION[:NAMESPACE]]",
                    help="the registered creator to check (default: the only one the module "
                         "registers); VERSION defaults to 1, NAMESPACE to ''")
@@ -339,6 +344,10 @@ def _run_check(args: argparse.Namespace) -> int:
     from pyplugins.emulator import trampoline  # noqa: PLC0415
     from pyplugins.supervise import supervise  # noqa: PLC0415
 
+    if args.target.endswith(".onnx"):
+        from pyplugins.models.commands import run_check_model  # noqa: PLC0415
+
+        return run_check_model(args)
     if not args.inputs:
         msg = (f"give each plugin input with --input {_INPUT_FORM} (repeat it per input, in "
                "order); a check needs the shapes TensorRT would give the plugin")
@@ -488,7 +497,13 @@ def _json_default(value: Any) -> Any:
 # -- entry point -------------------------------------------------------------------------------------
 
 #: Subcommands: (adds its parser). Further commands (``demo``) register here the same way.
-COMMANDS: List[Callable[[Any], None]] = [_add_check]
+def _add_patterns_dir(subparsers: Any) -> None:
+    from pyplugins.models.commands import add_patterns_dir  # noqa: PLC0415
+
+    add_patterns_dir(subparsers)
+
+
+COMMANDS: List[Callable[[Any], None]] = [_add_check, _add_patterns_dir]
 
 
 def build_parser() -> argparse.ArgumentParser:
