@@ -508,7 +508,9 @@ def test_python_dash_m_pyplugins_is_the_cli():
 def test_parse_input_accepts_tensorrt_types_numpy_lacks(text, name):
     dtype = parse_input(text)["dtype"]
     assert dtype.name == name and not isinstance(dtype, np.dtype)
-    spec = pyplugins.emulator.lifecycle.TensorSpec(**parse_input(text))
+    from pyplugins.emulator.specs import TensorSpec
+
+    spec = TensorSpec(**parse_input(text))
     assert spec.datatype.name == name
 
 
