@@ -542,3 +542,17 @@ def test_bf16_test_data_has_the_right_bytes():
     arrays, why = runtime_enqueue.input_arrays([TensorSpec.parse("2x3:bfloat16")], combo,
                                                [DataType.BF16])
     assert why is None and arrays[0].dtype == np.uint16 and arrays[0].shape == (2, 3)
+
+
+def test_check_trace_explains_its_object_labels():
+    proc = run_cli("check", REPO / "pyplugins" / "ops" / "circ_pad.py", "--plugin", "CircPad",
+                   "--input", "1-2-4x3x4x4:float32", "--attr", "pads=1,1,1,1", "--device", "cpu",
+                   "--trace")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    top = lines.index(next(line for line in lines if line.startswith("Objects (")))
+    legend = {line.split()[0]: line for line in lines[top + 1:top + 7]}
+    assert list(legend) == ["C0", "P0", "P1", "P2", "P3", "P4"], lines[top:top + 8]
+    assert "create_plugin" in legend["P0"] and "deserialize_plugin" in legend["P3"]
+    assert "clone of P3" in legend["P4"] and "enqueue" in legend["P4"]
+    assert lines[top + 7].startswith("Calls (")
