@@ -120,3 +120,15 @@ def test_readme_names_the_import_that_registers_lrelu_trt():
                           timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "LeakyReLUCreator"], proc.stdout
+
+
+def test_layout_names_only_what_exists():
+    block = README.split("## Layout", 1)[1].split("```", 2)[1]
+    folders = re.findall(r"(?:^|\s)([\w]+(?:/[\w]+)*/)(?=\s)", block, flags=re.M)
+    assert {"pyplugins/", "pyplugins/emulator/", "docs/", "tests/"} <= set(folders), folders
+    missing = [f for f in folders if not (ROOT / f).is_dir()]
+    runtime = block.split("pyplugins/emulator/", 1)[0]
+    modules = re.findall(r"\b(\w+\.py)\b", runtime)
+    assert "plugin.py" in modules and "__main__.py" in modules, modules
+    missing += [f"pyplugins/{m}" for m in modules if not (ROOT / "pyplugins" / m).is_file()]
+    assert not missing, f"README's Layout names what does not exist: {missing}"
