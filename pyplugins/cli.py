@@ -61,22 +61,17 @@ def parse_plugin(text: str) -> Tuple[str, str, str]:
     return name, version, namespace
 
 
-def _dtype(text: str, spec: str) -> np.dtype:
+def _dtype(text: str, spec: str) -> Any:
+    """NumPy's dtype where NumPy has one, else the emulator's ``DataType`` (``bfloat16``)."""
     from pyplugins import dtypes  # noqa: PLC0415
+    from pyplugins.emulator.specs import datatype_from_text  # noqa: PLC0415
 
-    name = _DTYPE_ALIASES.get(text.lower(), text.lower())
-    supported = "float32, float16, int8, int32, int64, bool, uint8"
     try:
-        np_dtype = np.dtype(name)
-    except Exception as err:  # TypeError for unknown names, others for odd strings
-        msg = f"--input {spec!r}: unknown dtype {text!r}; use a numpy name: {supported}"
-        raise UsageError(msg) from err
-    try:
-        dtypes.trt_name_from_numpy(np_dtype)
-    except TypeError as err:
-        msg = f"--input {spec!r}: dtype {text!r} has no TensorRT data type; use one of {supported}"
-        raise UsageError(msg) from err
-    return np_dtype
+        datatype = datatype_from_text(_DTYPE_ALIASES.get(text.lower(), text))
+    except ValueError as err:
+        raise UsageError(f"--input {spec!r}: {err}") from err
+    row = dtypes.info(datatype)
+    return row.numpy if row.numpy is not None else datatype
 
 
 def parse_input(text: str) -> Dict[str, Any]:

@@ -1,7 +1,7 @@
 """The rule checks the lifecycle driver runs on a plugin, each reported as a :class:`Violation`.
 
 Every check looks for one way a plugin breaks what TensorRT relies on
-(``../shared/trt-python-plugin-protocol.md``); :data:`CHECKS` names them. This module holds the
+(docs/trt-protocol.md); :data:`CHECKS` names them. This module holds the
 host-side parts: the poisoned ``in_out`` entries of the format search, the clone and
 serialization comparisons, the output guard/poison analysis and the :class:`Recorder` that
 watches :data:`pyplugins.emulator.trampoline.listeners`. The GPU side lives in

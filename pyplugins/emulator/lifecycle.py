@@ -1,6 +1,6 @@
 """Drive a V2 plugin through one ONNX import, one engine build and one run, as TensorRT does.
 
-:func:`run` follows the harness model of protocol §2.3, object by object (P0 = creator output,
+:func:`run` follows docs/trt-protocol.md §2.3, object by object (P0 = creator output,
 P1 = ``add_plugin_v2``'s clone, P2 = the builder's clone, Pd = deserialized, Pc = the execution
 context's clone), through the trampoline (:mod:`pyplugins.emulator.trampoline`), so every call
 has TensorRT's arguments, error channel and fallbacks. The network is strongly typed (always so in

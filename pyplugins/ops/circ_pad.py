@@ -47,7 +47,7 @@ The lifecycle, method by method (what matters for this op and why):
 
 Mistakes of NVIDIA's sample that this version avoids:
 
-- **Reading a global** (protocol §10.11): the CuPy sample's ``configure_plugin`` loops over the
+- **Reading a global** (docs/trt-protocol.md §10.11): the CuPy sample's ``configure_plugin`` loops over the
   module-level ``pads`` of its ``__main__`` block, not ``self.pads`` (the Triton sample does so
   in all of ``enqueue``). It works only in the script that defines that global; a process that
   merely loads the engine fails. Here every value comes from ``self.pads``, which is serialized;
