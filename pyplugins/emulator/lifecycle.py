@@ -287,7 +287,6 @@ class _Driver:
                     workspace, self.recorder)
                 self.violations += outcome.violations
                 self.report.enqueue_ran, self.report.outputs = outcome.ran, outcome.outputs
-                self.host_outputs = outcome.host_outputs
             if self.fresh:
                 with self.phase("fresh-process"):
                     module = self.plugin_module or _fresh.module_of(self.creator)

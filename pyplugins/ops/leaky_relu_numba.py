@@ -11,7 +11,8 @@ registered at once; a model picks one with the node's ``plugin_namespace``.
 Without a GPU the kernel runs in numba's CUDA simulator, so ``pyplugins check`` and ``pp.run``
 execute ``enqueue`` on a CPU machine (see ``docs/numba.md``)::
 
-    pyplugins check pyplugins.ops.leaky_relu_numba -i 2x3x8:float32 --attr neg_slope=0.2
+    pyplugins check pyplugins.ops.leaky_relu_numba --plugin LReLU_TRT:1:numba \
+        --input 2x3x8:float32 --attr neg_slope=0.2
 
 Data types: FP32 and FP16 (the CUDA C++ kernel also has BF16, which NumPy cannot hold). The
 kernel computes in the element type's own precision on FP32 and in float32 on FP16, as the CUDA
