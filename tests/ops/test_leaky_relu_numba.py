@@ -105,11 +105,10 @@ def gpu_report(creator, spec, fields=None):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_gpu_numba_kernel_matches_the_reference_and_is_capture_safe(dtype):
     from pyplugins import reference
-    from pyplugins.emulator.lifecycle import TensorSpec
     from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
 
     x = np.random.default_rng(1).standard_normal((3, 1000)).astype(dtype)
-    report = gpu_report(LeakyReLUNumba.creator, TensorSpec(data=x), {"neg_slope": 0.1})
+    report = gpu_report(LeakyReLUNumba.creator, x, {"neg_slope": 0.1})
     assert report.ok, report.format()
     assert report.enqueue_ran and not report.notes  # ran on the GPU, capture checked
     reference.assert_close(report.outputs[0], reference.leaky_relu(x, 0.1), dtype)
@@ -138,12 +137,11 @@ def test_gpu_nvidia_style_numba_plugin_pads_circularly():
     status = cli.main(["check", str(PLUGINS / "circ_pad_numba.py"), "--input",
                        "2x3x4x5:float32", "--attr", "pads=1,1,2,0"])
     assert status == 0
-    from pyplugins.emulator.lifecycle import TensorSpec
     from pyplugins.emulator.registry import get_plugin_registry
 
     x = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
     creator = get_plugin_registry().get_creator("CircPadNumba", "1", "")
-    report = gpu_report(creator, TensorSpec(data=x), {"pads": [1, 1, 2, 0]})
+    report = gpu_report(creator, x, {"pads": [1, 1, 2, 0]})
     assert report.ok, report.format()
     expected = np.pad(x, [(0, 0), (0, 0), (2, 0), (1, 1)], mode="wrap")
     np.testing.assert_array_equal(report.outputs[0], expected)
