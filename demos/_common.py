@@ -108,7 +108,7 @@ def matches(what: str, got: np.ndarray, want: np.ndarray, dtype: Optional[Any] =
 
     Args:
         what: names the output in the message.
-        dtype: compare within :data:`pyplugins.reference.TOLERANCES` of this dtype; None
+        dtype: compare within :data:`pyplugins.testing.TOLERANCES` of this dtype; None
             compares bit for bit (ops that only move elements).
 
     Example:
@@ -127,10 +127,10 @@ def matches(what: str, got: np.ndarray, want: np.ndarray, dtype: Optional[Any] =
             print(f"WRONG: {what} {got.shape} {got.dtype} is not NumPy's {want.shape} "
                   f"{want.dtype} bit for bit{differ}")
         return same
-    from pyplugins import reference
+    from pyplugins.testing import assert_close
 
     try:
-        reference.assert_close(got, want, dtype, what=what)
+        assert_close(got, want, dtype, what=what)
     except AssertionError as err:
         print(f"WRONG: {err}")
         return False

@@ -36,7 +36,7 @@ def main(argv: Any = None) -> int:
     args = _common.parser(__doc__, trace_help="print the first node's timeline").parse_args(argv)
 
     import pyplugins.ops.leaky_relu  # noqa: F401 - registers the LReLU_TRT creator
-    from pyplugins import reference
+    from pyplugins.ops.leaky_relu import LeakyReLU
     from pyplugins.emulator import lifecycle
 
     x = np.random.default_rng(0).standard_normal(SHAPE).astype(args.dtype)
@@ -53,7 +53,7 @@ def main(argv: Any = None) -> int:
             skipped = report.skipped
             continue
         if not _common.matches(f"node {name!r}", report.outputs[0],
-                               reference.leaky_relu(x, np.float32(slope)), x.dtype):
+                               LeakyReLU(neg_slope=slope).reference(x)[0], x.dtype):
             return 1
         checked += 1
         print(f"  output {report.output_shapes[0]} {x.dtype} matches the NumPy reference "

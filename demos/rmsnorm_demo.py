@@ -6,7 +6,7 @@ batch and sequence length are dynamic, and a ``weight`` of shape ``[hidden]``. T
 imported the way TensorRT's ONNX parser imports an unknown op (the FLOAT attribute ``eps``
 arrives as a FLOAT32 field), then driven through a TensorRT build and run by pyplugins'
 emulator. On a GPU the kernel runs and the result is compared with NumPy (float64) within the
-per-dtype tolerance of ``pyplugins.reference.TOLERANCES``; on a machine without one everything
+per-dtype tolerance of ``pyplugins.testing.TOLERANCES``; on a machine without one everything
 but the kernel runs, and the demo says so.
 
 Run: ``python demos/rmsnorm_demo.py`` (``--device cpu`` to skip the GPU, ``--dtype float16``,
@@ -51,7 +51,8 @@ def main(argv: Any = None) -> int:
     args = _common.parser(__doc__).parse_args(argv)
 
     import pyplugins.ops.rmsnorm  # noqa: F401 - registers RMSNorm's creator
-    from pyplugins import reference
+    from pyplugins.ops.rmsnorm import RMSNorm
+    from pyplugins.testing import TOLERANCES
     from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
@@ -70,11 +71,11 @@ def main(argv: Any = None) -> int:
     if not report.enqueue_ran:
         return _common.kernels_not_run(report.skipped)
     y = report.outputs[0]
-    # The plugin received eps as the parser's float32, so the reference uses that value too.
-    eps = float(np.float32(EPS))
-    if not _common.matches("RMSNorm", y, reference.rmsnorm(x, weight, eps), dtype):
+    # The reference takes eps as the float32 the kernel gets, as the parser's field is.
+    (expected,) = RMSNorm(eps=EPS).reference(x, weight)
+    if not _common.matches("RMSNorm", y, expected, dtype):
         return 1
-    tol = reference.TOLERANCES[dtype]
+    tol = TOLERANCES[dtype]
     print(f"OK: y {y.shape} {y.dtype} matches NumPy within rtol={tol.rtol:g}, atol={tol.atol:g}.")
     return 0
 

@@ -47,7 +47,7 @@ def run_node(node: Any, x: np.ndarray, positions: Optional[np.ndarray], layout: 
              device: str, trace: bool) -> Optional[bool]:
     """Import and run one node: True when the output matches NumPy, False for a wrong output
     or a lifecycle problem, None when the kernels did not run (nothing numeric to check)."""
-    from pyplugins import reference
+    from pyplugins.ops.rope import RoPE
     from pyplugins.emulator import lifecycle
 
     print()
@@ -67,8 +67,9 @@ def run_node(node: Any, x: np.ndarray, positions: Optional[np.ndarray], layout: 
         return False
     if not report.enqueue_ran:
         return None
-    expected = reference.rope(x, ROTARY_DIM, 10000.0, layout,
-                              0 if positions is not None else OFFSET, positions)
+    plugin = RoPE(rotary_dim=ROTARY_DIM, theta=10000.0, layout=layout,
+                  position_offset=0 if positions is not None else OFFSET)
+    (expected,) = plugin.reference(x, positions)
     if not _common.matches(imported.name, report.outputs[0], expected, x.dtype):
         return False
     print(f"OK: {imported.name} output {x.shape} {x.dtype} matches NumPy.")

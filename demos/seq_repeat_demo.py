@@ -50,7 +50,7 @@ def main(argv: Any = None) -> int:
     args = parser.parse_args(argv)
 
     import pyplugins.ops.seq_repeat  # noqa: F401 - registers SeqRepeat's creator
-    from pyplugins import reference
+    from pyplugins.ops.seq_repeat import SeqRepeat
     from pyplugins.emulator import lifecycle
 
     dtype = np.dtype(args.dtype)
@@ -71,7 +71,7 @@ def main(argv: Any = None) -> int:
     if not report.enqueue_ran:
         return _common.kernels_not_run(report.skipped)
     y = report.outputs[0]
-    if not _common.matches("output y", y, reference.seq_repeat(x, args.factor)):
+    if not _common.matches("output y", y, SeqRepeat(factor=args.factor).reference(x)[0]):
         return 1
     print(f"OK: y {y.shape} equals np.repeat(x, {args.factor}, axis=1) bit for bit.")
     return 0

@@ -101,7 +101,7 @@ PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_fo
                     "terminate", "serialize", "get_serialization_size", "clone", "destroy")
 _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
-                       "creator", "layer_name", "setup", "field_values", "from_fields",
+                       "creator", "layer_name", "setup", "reference", "field_values", "from_fields",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
 
 
@@ -118,6 +118,10 @@ class Plugin(trt.IPluginV2DynamicExt):
         same_as: tensor whose type every tensor shares (default 0), ``{i: k}`` pairs, or None.
         shared: names of instance attributes clones share instead of deep-copying.
         creator: the registered ``IPluginCreator`` (set by :func:`pyplugins.register`).
+        reference: None, or a method ``reference(self, *inputs) -> tuple of np.ndarray``: the
+            op's semantics in NumPy, one array per output, computed from the plugin's own field
+            values. Callers check ``ref = getattr(plugin, "reference", None)`` and use it only
+            ``if callable(ref)``; compare with :func:`pyplugins.testing.assert_close`.
 
     Example:
         >>> import pyplugins as pp
@@ -137,6 +141,8 @@ class Plugin(trt.IPluginV2DynamicExt):
     same_as: ClassVar[Any] = 0
     shared: ClassVar[Tuple[str, ...]] = ()
     creator: ClassVar[Any] = None
+    #: The op's NumPy semantics, ``reference(self, *inputs) -> Tuple[np.ndarray, ...]``, or None.
+    reference: ClassVar[Any] = None
     __pp_fields__: ClassVar[Dict[str, _fields.Field]] = {}
     __pp_formats__: ClassVar[_formats.Formats]
 

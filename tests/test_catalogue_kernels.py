@@ -15,9 +15,10 @@ import math
 import numpy as np
 import pytest
 
-from pyplugins import reference
 from pyplugins.kernels import Kernel
-from pyplugins.reference import assert_close
+from pyplugins.ops import BarPlugin, Pool, RMSNorm, RoPE, SeqRepeat
+from pyplugins.ops.rope import LAYOUTS
+from pyplugins.testing import assert_close
 
 pytestmark = pytest.mark.gpu
 
@@ -119,7 +120,7 @@ BAR_CASES = [((1000, 2000), (33,)), ((3, 5), (7,)), ((0, 17), (5,)), ((4, 0), (3
 def test_bar(rng, dtype, rows, rest, offset):
     a = _random(rng, (rows[0],) + rest, dtype)
     b = _random(rng, (rows[1],) + rest, dtype)
-    want0, want1 = reference.bar(a, b)
+    want0, want1 = BarPlugin().reference(a, b)
     fn = _function("bar.cu", "bar<{T}>", dtype)
     da, db = _device(a, offset), _device(b)
     outs = _Outputs([want0.shape, want1.shape], dtype, offset)
@@ -144,7 +145,7 @@ SEQ_CASES = [((2, 5, 8), 3), ((3, 7), 2), ((2, 3, 5, 3), 4), ((0, 5, 4), 2), ((4
 @pytest.mark.parametrize("offset", [0, 1])
 def test_seq_repeat(rng, dtype, shape, factor, offset):
     x = _random(rng, shape, dtype)
-    want = reference.seq_repeat(x, factor)
+    (want,) = SeqRepeat(factor=factor).reference(x)
     fn = _function("seq_repeat.cu", "seq_repeat<{T}>", dtype)
     dx = _device(x, offset)
     outs = _Outputs([want.shape], dtype, offset)
@@ -171,7 +172,7 @@ def test_rmsnorm(rng, dtype, shape, offset):
     x = _random(rng, shape, dtype)
     w = _random(rng, shape[-1:], dtype)
     eps = 1e-5
-    want = reference.rmsnorm(x, w, eps)
+    (want,) = RMSNorm(eps=eps).reference(x, w)
     fn = _function("rmsnorm.cu", "rmsnorm<{T}>", dtype)
     dx, dw = _device(x, offset), _device(w)
     outs = _Outputs([want.shape], dtype, offset)
@@ -188,7 +189,7 @@ def test_rmsnorm(rng, dtype, shape, offset):
 def test_rmsnorm_other_block_sizes(rng):
     x = _random(rng, (37, 4104), np.float32)
     w = _random(rng, (4104,), np.float32)
-    want = reference.rmsnorm(x, w, 1e-6)
+    (want,) = RMSNorm(eps=1e-6).reference(x, w)
     fn = _function("rmsnorm.cu", "rmsnorm<{T}>", np.float32)
     dx, dw = _device(x), _device(w)
     for block in (32, 96, 1024):
@@ -212,7 +213,7 @@ ROPE_CASES = [(2, 7, 3, 64, 64, 0), (1, 5, 9, 80, 32, 17), (3, 4, 2, 10, 6, 1), 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("case", ROPE_CASES)
-@pytest.mark.parametrize("layout", ["rotate_half", "interleaved"])
+@pytest.mark.parametrize("layout", ["neox", "gptj"])
 @pytest.mark.parametrize("positions_input", [False, True])
 @pytest.mark.parametrize("grid", ["suggested", "one"])
 def test_rope(rng, dtype, case, layout, positions_input, grid):
@@ -222,7 +223,11 @@ def test_rope(rng, dtype, case, layout, positions_input, grid):
     if positions_input:
         positions = rng.integers(0, 4096, size=(batch, seq), dtype=np.int32)
     theta = 10000.0 if head_dim % 2 else 500000.0
-    want = reference.rope(x, rotary_dim, theta, layout, position_offset=offset, positions=positions)
+    # With a positions input the kernel ignores the offset; the plugin (and its reference)
+    # refuse one, so the reference gets 0.
+    plugin = RoPE(rotary_dim=rotary_dim, theta=theta, layout=layout,
+                  position_offset=0 if positions_input else offset)
+    (want,) = plugin.reference(x, positions)
     fn = _function("rope.cu", "rope<{T}>", dtype)
     dx = _device(x, offset % 2)
     dpos = _device(positions) if positions is not None else None
@@ -234,7 +239,7 @@ def test_rope(rng, dtype, case, layout, positions_input, grid):
         fn((blocks,), (BLOCK,),
            (dx, dpos if dpos is not None else np.uint64(0), y, np.int64(batch * seq), np.int32(seq),
             np.int32(heads), np.int32(head_dim), np.int32(rotary_dim),
-            np.int32(reference.ROPE_LAYOUTS[layout]), np.int32(offset), np.float32(theta)))
+            np.int32(LAYOUTS[layout]), np.int32(offset), np.float32(theta)))
 
     (got,) = outs.run(launch)
     assert_close(got, want, dtype, what=f"rope {case} {layout}")
@@ -262,9 +267,14 @@ POOL_CASES = [((2, 3, 8, 8), (2, 2), (2, 2), (0, 0)),
 
 
 
+def _pool(mode, kernel, stride, padding, in_scale, out_scale):
+    """The Pool plugin whose reference states what pool2d computes for these arguments."""
+    return Pool(mode=mode, kernel=list(kernel), stride=list(stride), padding=list(padding),
+                in_scale=in_scale, out_scale=out_scale)
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
 @pytest.mark.parametrize("case", POOL_CASES)
-@pytest.mark.parametrize("mode", ["max", "average"])
+@pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("scales", [(1.0, 1.0), (0.05, 0.1)])
 @pytest.mark.parametrize("grid", ["suggested", "three"])
 def test_pool2d(rng, dtype, case, mode, scales, grid):
@@ -275,7 +285,7 @@ def test_pool2d(rng, dtype, case, mode, scales, grid):
         x = _random(rng, shape, dtype)
         if scales != (1.0, 1.0):
             pytest.skip("scales apply to int8 only")
-    want = reference.pool2d(x, mode, kernel, stride, padding, *scales)
+    (want,) = _pool(mode, kernel, stride, padding, *scales).reference(x)
     fn = _function("pool.cu", "pool2d<{T}>", dtype)
     dx = _device(x)
     outs = _Outputs([want.shape], dtype)
@@ -312,8 +322,8 @@ def test_pool2d_unaligned(rng, dtype, x_offset, y_offset, kernel, stride, paddin
         x = _random(rng, shape, dtype)
     fn = _function("pool.cu", "pool2d<{T}>", dtype)
     dx = _device(x, x_offset)
-    for mode in ("max", "average"):
-        want = reference.pool2d(x, mode, kernel, stride, padding, 0.05, 0.1)
+    for mode in ("max", "avg"):
+        (want,) = _pool(mode, kernel, stride, padding, 0.05, 0.1).reference(x)
         outs = _Outputs([want.shape], dtype, y_offset)
         ho, wo = want.shape[-2:]
 

@@ -8,7 +8,7 @@ rank, at least 1, and the same trailing dims ``r``):
 
 The guide this plugin comes from contradicts itself about which output is which (one passage
 has output 0 copy an input and output 1 concatenate). **This is pyplugins' definition**: output
-0 is the concatenation, output 1 the copy of input 1. :func:`pyplugins.reference.bar` states the
+0 is the concatenation, output 1 the copy of input 1. :meth:`BarPlugin.reference` states the
 same semantics in NumPy.
 
 ONNX: op type ``BarPlugin`` (``plugin_version`` "1", ``plugin_namespace`` ""), two inputs, two
@@ -17,7 +17,7 @@ versioned header of :mod:`pyplugins.serialize`).
 
 Data types: FP32, FP16, INT8 and INT32 -- the instantiations ``kernels_cu/bar.cu`` lists. All
 four tensors share one type and the LINEAR format. The kernel moves elements as unsigned
-integers of their size, so the result is bit-exact: ``reference.TOLERANCES`` allows 0 for
+integers of their size, so the result is bit-exact: ``pyplugins.testing.TOLERANCES`` allows 0 for
 INT32, and the tests compare every type with ``np.array_equal`` (no rounding is involved).
 
 The lifecycle, method by method:
@@ -55,7 +55,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -167,6 +167,24 @@ class BarPlugin(Plugin):
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
                                    np.int64(nb)))
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """``(np.concatenate([a, b], axis=0), b.copy())``.
+
+        Raises:
+            ShapeError: rank 0, different trailing dims, or different dtypes.
+
+        Example:
+            >>> out0, out1 = BarPlugin().reference(np.int8([[1, 2]]), np.int8([[3, 4], [5, 6]]))
+            >>> out0.tolist(), out1.tolist()
+            ([[1, 2], [3, 4], [5, 6]], [[3, 4], [5, 6]])
+        """
+        _check_dims(self, a.shape, b.shape, "in reference")
+        if a.dtype != b.dtype:
+            msg = (f"plugin {describe(self)}: A is {a.dtype} but B is {b.dtype}; every tensor "
+                   f"has one type.")
+            raise ShapeError(msg)
+        return np.concatenate([a, b], axis=0), b.copy()
 
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
                 workspace: int, stream: int) -> None:

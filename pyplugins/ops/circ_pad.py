@@ -4,7 +4,7 @@ This is the op of NVIDIA's Python plugin samples (``samples/python/python_plugin
 circ_pad_plugin_*.py``), written with pyplugins. Element ``y[o]`` is ``x[(o - before) mod in]``
 on every padded dim, which is ``numpy.pad(x, widths, mode="wrap")`` exactly, pads larger than
 the dim included (the input repeats as often as needed). The kernel is ``kernels_cu/circ_pad.cu``;
-its NumPy twin is :func:`pyplugins.reference.circ_pad`.
+its NumPy twin is :meth:`CircPad.reference`.
 
 Field (the ONNX attribute of a ``CircPad`` node; plugin version ``"1"``, namespace ``""``):
 
@@ -16,7 +16,7 @@ pads W by 1 before and 2 after, H by 3 and 4. The ONNX parser hands them over as
 Data types: every tensor of one type among FP32, FP16, BF16, INT8, UINT8, BOOL, INT32 and INT64
 (the kernel moves elements as raw bits, so any element size works); LINEAR format; any rank up
 to 8. The output is bit-for-bit ``np.pad(x, ..., mode="wrap")``: no arithmetic happens, so the
-tests demand exact equality, stricter than :data:`pyplugins.reference.TOLERANCES` (FP32 1e-5,
+tests demand exact equality, stricter than :data:`pyplugins.testing.TOLERANCES` (FP32 1e-5,
 FP16 1e-3).
 
 The lifecycle, method by method (what matters for this op and why):
@@ -280,6 +280,23 @@ class CircPad(Plugin):
                    4 * resident_blocks(fn, BLOCK, device=device))
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+
+    # -- reference ---------------------------------------------------------------------------------
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
+        """``(np.pad(x, pad_widths(x.ndim, self.pads), mode="wrap"),)``: the kernel's output, bit
+        for bit (pads larger than a dim repeat the pattern).
+
+        Raises:
+            ShapeError: ``pads`` names more dims than ``x`` has, or pads a dim of size 0.
+
+        Example:
+            >>> CircPad(pads=[1, 2]).reference(np.array([[1, 2, 3]], dtype=np.float32))
+            (array([[3., 1., 2., 3., 1., 2.]], dtype=float32),)
+        """
+        widths = pad_widths(x.ndim, self.pads)
+        _check_no_empty_padded_dim(x.shape, widths, "the input shape")
+        return (np.pad(x, widths, mode="wrap"),)
 
     # -- execution ---------------------------------------------------------------------------------
 

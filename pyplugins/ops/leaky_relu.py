@@ -4,7 +4,7 @@ TensorRT shipped a C++ plugin named ``LReLU_TRT`` (version ``"1"``, namespace ``
 TensorRT 11 removed it. Models and scripts that ask the registry for it keep working once
 ``pyplugins.ops.leaky_relu`` (or ``pyplugins.ops``) is imported: this module registers a creator
 under the same name, version and namespace. The kernel is ``kernels_cu/leaky_relu.cu``; its
-NumPy twin is :func:`pyplugins.reference.leaky_relu`.
+NumPy twin is :meth:`LeakyReLU.reference`.
 
 Field (the ONNX attribute of an ``LReLU_TRT`` node):
 
@@ -16,7 +16,7 @@ creator lists it in ``field_names`` so the ONNX parser hands it over. The price:
 
 Data types: FP32 or FP16, the output of the input's type, LINEAR; any shape (the kernel is
 elementwise over the flat tensor). The product is computed in float and rounded once to the
-output type. Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 1e-5 relative + 1e-5
+output type. Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 1e-5 relative + 1e-5
 absolute, FP16 1e-3 + 1e-3.
 
 The lifecycle, method by method (what matters for this op and why):
@@ -53,7 +53,7 @@ Example (what a script written for TensorRT's built-in plugin does)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence, Union
+from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -66,6 +66,7 @@ from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
 from pyplugins.launch import MAX_GRID, POINTER, Launch, Unlaunchable, usable_device
 from pyplugins.plugin import Plugin
+from pyplugins.testing import round_to
 
 __all__ = ["BLOCK", "NVIDIA_FIELD_NAME", "LeakyReLU", "grid_size"]
 
@@ -174,6 +175,24 @@ class LeakyReLU(Plugin):
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              name=f"leaky_relu<{ctype}>",
                              args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
+        """``x`` where ``x >= 0``, else ``neg_slope * x``, in float64 with the slope the kernel
+        gets (float32), rounded to ``x``'s float dtype.
+
+        Raises:
+            TypeError: ``x`` is not a float array.
+
+        Example:
+            >>> LeakyReLU(neg_slope=0.5).reference(np.float32([-2.0, 0.0, 3.0]))
+            (array([-1.,  0.,  3.], dtype=float32),)
+        """
+        if not np.issubdtype(x.dtype, np.floating):
+            msg = f"plugin 'LReLU_TRT' needs a float input (got {x.dtype})"
+            raise TypeError(msg)
+        v = x.astype(np.float64)
+        slope = float(np.float32(self.neg_slope))
+        return (round_to(np.where(v >= 0, v, v * slope), x.dtype),)
 
     def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
                 inputs: Sequence[int], outputs: Sequence[int], workspace: int,

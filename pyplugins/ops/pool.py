@@ -6,7 +6,7 @@ ow * sw - pw)``. The output is ``[N, C, Ho, Wo]`` with ``Ho = floor((H + 2 ph - 
 and ``Wo`` likewise. **Padding is never read**: max ignores it, and the average divides by the
 number of *in-bounds* elements of each window (``count_include_pad=False`` in PyTorch terms), so
 border outputs are not pulled towards zero. The CUDA kernel is ``kernels_cu/pool.cu``; its NumPy
-twin is :func:`pyplugins.reference.pool2d`.
+twin is :meth:`Pool.reference`.
 
 Fields (ONNX attributes of the ``Pool`` node; plugin version ``"1"``, namespace ``""``):
 
@@ -50,7 +50,7 @@ The lifecycle, method by method (what matters for this op and why):
    ``C`` = 0) give an empty grid, which launches nothing.
 6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
 
-Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
+Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
 absolute; FP16 ``1e-3`` + ``1e-3``; INT8 +-1 LSB for averages and for max with different
 scales, exact for max with equal scales.
 
@@ -79,6 +79,7 @@ from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
 from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
+from pyplugins.testing import round_to
 
 __all__ = ["BLOCK", "MODES", "Pool", "output_size"]
 
@@ -162,6 +163,67 @@ class Pool(Plugin):
         sh, sw = self.stride or self.kernel
         ph, pw = self.padding
         return kh, kw, sh, sw, ph, pw
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
+        """Max or average pooling of ``x`` ``[..., H, W]`` in float64, as the kernel defines it.
+
+        Padding is never read: max ignores it, average divides by the in-bounds count of each
+        window (a window with none, only on a 0-size input, gives 0). INT8 uses the fields
+        ``in_scale`` and ``out_scale`` (both must be > 0; set them to the tensors' scales):
+        max keeps ``q`` when the scales are equal, otherwise the result is requantized as
+        ``clip(rint(v * in_scale / out_scale), -128, 127)``, the scales taken as float32 like
+        the kernel's arguments. The output is ``[..., Ho, Wo]`` in ``x``'s dtype (an output dim
+        whose window does not fit is 0).
+
+        Raises:
+            ValueError: rank < 2, a dtype other than float32/float16/int8, or a missing scale.
+
+        Example:
+            >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+            >>> Pool(mode="max", kernel=[2, 2]).reference(x)[0][0, 0]
+            array([[ 5.,  7.],
+                   [13., 15.]], dtype=float32)
+            >>> Pool(mode="avg", kernel=[3, 3], stride=[2, 2], padding=[1, 1]).reference(x)[0][0, 0]
+            array([[ 2.5,  4. ],
+                   [ 8.5, 10. ]], dtype=float32)
+        """
+        kh, kw, sh, sw, ph, pw = self.window()
+        if x.ndim < 2:
+            msg = f"plugin 'Pool' needs x [..., H, W] (got shape {x.shape})"
+            raise ValueError(msg)
+        quantized = x.dtype == np.int8
+        if quantized and not (self.in_scale > 0 and self.out_scale > 0):
+            msg = (f"plugin 'Pool': the INT8 reference needs fields in_scale > 0 and out_scale > 0 "
+                   f"(got {self.in_scale!r}, {self.out_scale!r})")
+            raise ValueError(msg)
+        if not quantized and x.dtype not in (np.float32, np.float16):
+            msg = f"plugin 'Pool' supports float32, float16 and int8 (got {x.dtype})"
+            raise ValueError(msg)
+        h, w = x.shape[-2:]
+        ho, wo = max(output_size(h, kh, sh, ph), 0), max(output_size(w, kw, sw, pw), 0)
+        lead = x.shape[:-2]
+        values = np.pad(x.astype(np.float64), [(0, 0)] * len(lead) + [(ph, ph), (pw, pw)])
+        inside = np.pad(np.ones((h, w), dtype=bool), [(ph, ph), (pw, pw)])
+        best = np.full(lead + (ho, wo), -np.inf)
+        total = np.zeros(lead + (ho, wo))
+        count = np.zeros((ho, wo))
+        for dy in range(kh):
+            rows = slice(dy, dy + sh * (ho - 1) + 1, sh)
+            for dx in range(kw):
+                cols = slice(dx, dx + sw * (wo - 1) + 1, sw)
+                v, m = values[..., rows, cols], inside[rows, cols]
+                best = np.where(m, np.maximum(best, v), best)
+                total += np.where(m, v, 0.0)
+                count += m
+        if self.mode == "max":
+            result = np.where(count > 0, best, 0.0)
+        else:
+            result = total / np.maximum(count, 1)
+        if quantized:
+            ratio = float(np.float32(self.in_scale)) / float(np.float32(self.out_scale))
+            if not (self.mode == "max" and ratio == 1.0):
+                result = result * ratio
+        return (round_to(result, x.dtype),)
 
     # -- shape inference ---------------------------------------------------------------------------
 

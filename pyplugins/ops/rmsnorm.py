@@ -4,7 +4,7 @@ What it computes. For ``x`` of shape ``[..., D]`` (any leading dims, dynamic or 
 ``weight`` of shape ``[D]``, each row ``x[r, :]`` of ``D`` elements is scaled by the reciprocal
 of its root mean square, then multiplied element-wise by ``weight``. The sum of squares is a
 float32 tree reduction for FP16 inputs too, and the result is rounded to the input type once.
-:func:`pyplugins.reference.rmsnorm` states the same in float64 NumPy.
+:meth:`RMSNorm.reference` states the same in float64 NumPy.
 
 ONNX: op type ``RMSNorm`` (``plugin_version`` "1", ``plugin_namespace`` ""), inputs ``x`` and
 ``weight`` (in that order), one output, one attribute:
@@ -14,7 +14,7 @@ ONNX: op type ``RMSNorm`` (``plugin_version`` "1", ``plugin_namespace`` ""), inp
   as FLOAT32.
 
 Data types: FP32 or FP16 (the instantiations ``kernels_cu/rmsnorm.cu`` lists); ``weight`` and
-the output have ``x``'s type; LINEAR only. Tolerances (``reference.TOLERANCES``, against the
+the output have ``x``'s type; LINEAR only. Tolerances (``pyplugins.testing.TOLERANCES``, against the
 float64 reference): FP32 ``rtol = atol = 1e-5`` (rsqrtf's 2 ulp and a float sum of squares);
 FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
 
@@ -51,7 +51,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -64,6 +64,7 @@ from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
 from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
 from pyplugins.plugin import Plugin, describe
+from pyplugins.testing import round_to
 
 __all__ = ["RMSNorm"]
 
@@ -160,6 +161,25 @@ class RMSNorm(Plugin):
         self.launch = Launch(fn, grid=grid, block=block, device=device,
                              args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
                                    np.float32(self.eps)))
+
+    def reference(self, x: np.ndarray, weight: np.ndarray) -> Tuple[np.ndarray]:
+        """``x / sqrt(mean(x^2 over the last dim) + eps) * weight`` in float64, with the eps the
+        kernel gets (float32), rounded to ``x``'s dtype.
+
+        Raises:
+            ShapeError: ``weight`` is not ``[D]`` for ``x`` ``[..., D]``.
+
+        Example:
+            >>> RMSNorm(eps=1e-30).reference(np.float32([[3.0, 4.0]]), np.float32([1.0, 2.0]))
+            (array([[0.84852815, 2.2627418 ]], dtype=float32),)
+        """
+        _check_dims(self, x.shape, weight.shape, "in reference")
+        if x.shape[-1] == 0:
+            return (x.copy(),)
+        v = x.astype(np.float64)
+        ms = np.mean(v * v, axis=-1, keepdims=True)
+        eps = float(np.float32(self.eps))
+        return (round_to(v / np.sqrt(ms + eps) * weight.astype(np.float64), x.dtype),)
 
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
                 workspace: int, stream: int) -> None:

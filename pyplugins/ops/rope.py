@@ -7,7 +7,7 @@ the token's position ``pos``, pair ``i`` becomes ``(a cos - b sin, b cos + a sin
 ``pos * inv_freq[i]``. The pairs are ``(x[i], x[i + r/2])`` for ``layout="neox"``
 (rotate-half, GPT-NeoX / Llama) and ``(x[2 i], x[2 i + 1])`` for ``layout="gptj"``
 (interleaved, GPT-J). Features past ``rotary_dim`` are copied unchanged. The CUDA kernel is
-``kernels_cu/rope.cu``; its NumPy twin is :func:`pyplugins.reference.rope`.
+``kernels_cu/rope.cu``; its NumPy twin is :meth:`RoPE.reference`.
 
 Positions: with one input, token ``(b, s)`` sits at ``position_offset + s`` (a decoder step
 with a KV cache passes the cache length as the offset). With a second input ``positions``
@@ -53,7 +53,7 @@ The lifecycle, method by method (what matters for this op and why):
    tensors (batch, seq or heads 0) give an empty grid, which launches nothing.
 6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
 
-Tolerances (:data:`pyplugins.reference.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
+Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
 absolute; FP16 ``1e-3`` + ``1e-3``.
 
 Example (the eager runner needs a GPU)::
@@ -71,7 +71,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -84,6 +84,7 @@ from pyplugins.formats import Formats
 from pyplugins.kernels import Kernel
 from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
 from pyplugins.plugin import Plugin
+from pyplugins.testing import round_to
 
 __all__ = ["BLOCK", "LAYOUTS", "RoPE"]
 
@@ -189,6 +190,58 @@ class RoPE(Plugin):
                    f"positions input is connected, whose values are used as they are; set "
                    f"position_offset to 0 and add the offset to the positions tensor.")
             raise FieldError(msg)
+
+    def reference(self, x: np.ndarray,
+                  positions: Optional[np.ndarray] = None) -> Tuple[np.ndarray]:
+        """Rotary embedding of ``x`` ``[batch, seq, heads, head_dim]`` in float64, rounded to
+        ``x``'s dtype; ``theta`` is taken as the float32 the kernel gets.
+
+        Token ``(b, s)`` sits at ``positions[b, s]`` when given, else at
+        ``position_offset + s``; pair ``i`` (see :data:`LAYOUTS`) becomes ``(a cos - b sin,
+        b cos + a sin)`` of ``pos * theta ** (-2 i / rotary)``; features past the rotary width
+        are copied.
+
+        Raises:
+            ShapeError: ``x`` not rank 4, a bad rotary width, or positions not ``[batch, seq]``.
+            FieldError: positions given while ``position_offset`` is not 0.
+
+        Example:
+            >>> x = np.float32([1, 0, 0, 1]).reshape(1, 1, 1, 4)
+            >>> RoPE(position_offset=1).reference(x)[0].round(4)  # angles 1 and 0.01 rad
+            array([[[[ 0.5403, -0.01  ,  0.8415,  1.    ]]]], dtype=float32)
+            >>> RoPE(layout="gptj", position_offset=1).reference(x)[0].round(4)
+            array([[[[ 0.5403,  0.8415, -0.01  ,  1.    ]]]], dtype=float32)
+        """
+        if x.ndim != 4:
+            msg = (f"plugin 'RoPE': x must be [batch, seq, heads, head_dim], rank 4 (got shape "
+                   f"{x.shape})")
+            raise ShapeError(msg)
+        batch, seq, _, head_dim = x.shape
+        rotary = self.rotary_for(head_dim)
+        if positions is None:
+            pos = np.broadcast_to(self.position_offset + np.arange(seq, dtype=np.float64),
+                                  (batch, seq))
+        else:
+            self._check_offset(2)
+            if positions.shape != (batch, seq):
+                msg = (f"plugin 'RoPE': positions must be [batch, seq] = {(batch, seq)} (got "
+                       f"{positions.shape})")
+                raise ShapeError(msg)
+            pos = positions.astype(np.float64)
+        half = rotary // 2
+        inv_freq = float(np.float32(self.theta)) ** (-(2.0 * np.arange(half)) / rotary)
+        ang = pos[:, :, None, None] * inv_freq  # [batch, seq, 1, half]
+        cos, sin = np.cos(ang), np.sin(ang)
+        v = x.astype(np.float64)
+        out = v.copy()
+        if LAYOUTS[self.layout] == 0:
+            a_at, b_at = slice(0, half), slice(half, rotary)
+        else:
+            a_at, b_at = slice(0, rotary, 2), slice(1, rotary, 2)
+        a, b = v[..., a_at], v[..., b_at]
+        out[..., a_at] = a * cos - b * sin
+        out[..., b_at] = b * cos + a * sin
+        return (round_to(out, x.dtype),)
 
     # -- shape inference ---------------------------------------------------------------------------
 

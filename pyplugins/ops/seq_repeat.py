@@ -3,7 +3,7 @@
 What it computes. For ``x`` of shape ``[d0, len, rest...]`` (rank >= 2) and ``factor`` ``f``,
 the output has shape ``[d0, len * f, rest...]`` and ``y[:, j] = x[:, j // f]``: every step of
 the sequence is repeated ``f`` times in place -- the "output length = input length x 2" example
-of the plugin guides, with the 2 made a field. :func:`pyplugins.reference.seq_repeat` is the
+of the plugin guides, with the 2 made a field. :meth:`SeqRepeat.reference` is the
 NumPy statement of the same thing.
 
 ONNX: op type ``SeqRepeat`` (``plugin_version`` "1", ``plugin_namespace`` ""), one input, one
@@ -14,7 +14,7 @@ output, one attribute:
 
 Data types: FP32, FP16, INT8 and INT32 (the instantiations ``kernels_cu/seq_repeat.cu`` lists);
 the output has the input's type; LINEAR only. The kernel copies elements as unsigned integers
-of their size, so results are bit-exact (``reference.TOLERANCES`` would allow nothing less for
+of their size, so results are bit-exact (``pyplugins.testing.TOLERANCES`` would allow nothing less for
 INT32; the tests compare every type with ``np.array_equal``).
 
 The lifecycle, method by method:
@@ -49,7 +49,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -142,6 +142,20 @@ class SeqRepeat(Plugin):
         self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
                              args=(POINTER, POINTER, np.int64(d0), np.int64(length),
                                    np.int64(inner), np.int32(self.factor)))
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
+        """``(np.repeat(x, self.factor, axis=1),)``: ``y[:, j] = x[:, j // factor]``.
+
+        Raises:
+            ShapeError: ``x`` has rank < 2.
+
+        Example:
+            >>> SeqRepeat(factor=2).reference(np.int8([[1, 2], [3, 4]]))
+            (array([[1, 1, 2, 2],
+                   [3, 3, 4, 4]], dtype=int8),)
+        """
+        _check_rank(self, x.shape)
+        return (np.repeat(x, self.factor, axis=1),)
 
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
                 workspace: int, stream: int) -> None:

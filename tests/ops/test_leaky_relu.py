@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import formats, reference
+from pyplugins import formats
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.ops.leaky_relu import BLOCK, NVIDIA_FIELD_NAME, LeakyReLU, grid_size
+from pyplugins.testing import assert_close
 
 from .support import check_cli, dyn, run_demo
 
@@ -264,7 +265,7 @@ def gpu_check(spec, slope, fields=None, **kwargs):
     assert report.enqueue_ran, report.skipped
     x = np.asarray(spec.data)
     (got,) = report.outputs
-    reference.assert_close(got, reference.leaky_relu(x, np.float32(slope)), x.dtype,
+    assert_close(got, LeakyReLU(neg_slope=slope).reference(x)[0], x.dtype,
                            what=f"LReLU_TRT {x.shape} {x.dtype}")
     return report
 
@@ -311,7 +312,7 @@ def test_gpu_eager_run_on_cupy_arrays():
     x = data_of((5, 77), np.float16)
     y = run(LeakyReLU, cp.asarray(x), neg_slope=0.05)
     assert isinstance(y, cp.ndarray)
-    reference.assert_close(cp.asnumpy(y), reference.leaky_relu(x, np.float32(0.05)), np.float16)
+    assert_close(cp.asnumpy(y), LeakyReLU(neg_slope=0.05).reference(x)[0], np.float16)
 
 
 @pytest.mark.gpu
@@ -335,7 +336,7 @@ def test_gpu_configured_clone_has_its_own_launch():
             # lists from that call), rebuilding the launch; the direct call checks the clone's.
             p.enqueue(*args)
         stream.synchronize()
-        reference.assert_close(cp.asnumpy(y), reference.leaky_relu(x, np.float32(0.2)),
+        assert_close(cp.asnumpy(y), LeakyReLU(neg_slope=0.2).reference(x)[0],
                                np.float32)
 
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import reference
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
@@ -15,13 +14,13 @@ from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.errors import FieldError, LaunchError, ShapeError
 from pyplugins.formats import combinations
 from pyplugins.ops.pool import Pool, output_size
+from pyplugins.testing import assert_close
 
 from .support import check_cli, keep_registered, run_demo
 
 TS = lifecycle.TensorSpec
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
 LINEAR, CHW4 = trt.TensorFormat.LINEAR, trt.TensorFormat.CHW4
-REF_MODE = {"max": "max", "avg": "average"}
 
 
 pool_registered = keep_registered(Pool)
@@ -30,8 +29,8 @@ pool_registered = keep_registered(Pool)
 def expected_shape(shape, fields):
     p = Pool(**fields)
     kh, kw, sh, sw, ph, pw = p.window()
-    return (shape[0], shape[1], reference.pool_output_size(shape[2], kh, sh, ph),
-            reference.pool_output_size(shape[3], kw, sw, pw))
+    return (shape[0], shape[1], max(output_size(shape[2], kh, sh, ph), 0),
+            max(output_size(shape[3], kw, sw, pw), 0))
 
 
 def out_exprs(plugin, shape):
@@ -334,9 +333,8 @@ def run_gpu(x, fields, *, shape=None, lo=None, hi=None, scale=-1.0, **kwargs):
 
 
 def ref(x, fields, in_scale=None, out_scale=None):
-    kh, kw, sh, sw, ph, pw = Pool(**fields).window()
-    return reference.pool2d(x, REF_MODE[fields["mode"]], (kh, kw), (sh, sw), (ph, pw),
-                            in_scale, out_scale)
+    scales = {} if in_scale is None else dict(in_scale=in_scale, out_scale=out_scale)
+    return Pool(**dict(fields, **scales)).reference(x)[0]
 
 
 PROFILE = dict(shape=(-1, 6, -1, -1), lo=(0, 6, 5, 5), hi=(4, 6, 48, 48))
@@ -350,7 +348,7 @@ def test_gpu_float_matches_reference_across_a_dynamic_profile(fields, dtype):
     for i, shape in enumerate(SHAPES):
         x = data(shape, dtype, seed=i)
         y = run_gpu(x, fields, **PROFILE)
-        reference.assert_close(y, ref(x, fields), dtype, what=f"{fields} {shape}")
+        assert_close(y, ref(x, fields), dtype, what=f"{fields} {shape}")
 
 
 @pytest.mark.gpu
@@ -362,7 +360,7 @@ def test_gpu_int8_descriptor_scales(fields, scales):
         # in_scale from the descriptor (a different field value must be ignored), out from field
         y = run_gpu(x, dict(fields, in_scale=9.0, out_scale=scales[1]), scale=scales[0],
                     **PROFILE)
-        reference.assert_close(y, ref(x, fields, *scales), np.int8, what=f"{fields} {shape}")
+        assert_close(y, ref(x, fields, *scales), np.int8, what=f"{fields} {shape}")
 
 
 @pytest.mark.gpu
@@ -372,7 +370,7 @@ def test_gpu_int8_field_scales_and_saturation(mode):
     x = data((2, 4, 19, 21), np.int8, seed=7)
     y = run_gpu(x, dict(fields, in_scale=0.5, out_scale=0.125))
     expected = ref(x, fields, 0.5, 0.125)
-    reference.assert_close(y, expected, np.int8, what=mode)
+    assert_close(y, expected, np.int8, what=mode)
     assert (y[:, 0::2] == -128).all() and (y[:, 1::2] == 127).any()  # saturated both ways
 
 
@@ -388,7 +386,7 @@ def test_gpu_int8_max_with_equal_scales_is_exact():
 def test_gpu_grid_stride_loop_on_a_large_tensor():
     fields = dict(mode="avg", kernel=[2, 2], stride=[1, 1])
     x = data((4, 64, 130, 129), np.float32, seed=5)  # ~4.2M outputs: several grid-stride trips
-    reference.assert_close(run_gpu(x, fields), ref(x, fields), np.float32)
+    assert_close(run_gpu(x, fields), ref(x, fields), np.float32)
 
 
 @pytest.mark.gpu
@@ -396,4 +394,4 @@ def test_gpu_fresh_process():
     fields = dict(mode="avg", kernel=[3, 3], stride=[2, 2], padding=[1, 1])
     x = data((2, 3, 16, 16), np.float16, seed=11)
     y = run_gpu(x, fields, fresh_process=True, plugin_module="pyplugins.ops.pool")
-    reference.assert_close(y, ref(x, fields), np.float16)
+    assert_close(y, ref(x, fields), np.float16)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import reference
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.lifecycle import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.rmsnorm import RMSNorm
+from pyplugins.testing import assert_close
 
 from .support import Junk, check_cli, dyn, output_dims, run_demo
 
@@ -245,7 +245,7 @@ def test_gpu_matches_reference_over_a_dynamic_profile(dtype, d):
                                check_capture=True)
         assert report.ok, report.format()
         assert report.enqueue_ran
-        reference.assert_close(report.outputs[0], reference.rmsnorm(x, w, 1e-5), dtype,
+        assert_close(report.outputs[0], RMSNorm(eps=1e-5).reference(x, w)[0], dtype,
                                what=f"RMSNorm {np.dtype(dtype)} x{x.shape}")
 
 
@@ -259,7 +259,7 @@ def test_gpu_eps_keeps_zero_rows_finite(dtype):
     assert report.ok, report.format()
     y = report.outputs[0]
     assert np.all(y[0] == 0) and np.all(y[2] == 0)
-    reference.assert_close(y, reference.rmsnorm(x, w, 0.5), dtype)
+    assert_close(y, RMSNorm(eps=0.5).reference(x, w)[0], dtype)
     assert not np.allclose(y[1].astype(np.float32), w.astype(np.float32), atol=1e-2)
 
 
@@ -270,7 +270,7 @@ def test_gpu_fresh_process():
     report = lifecycle.run(RMSNorm.creator, [x, w], {"eps": 1e-6}, device="gpu",
                            fresh_process=True, plugin_module="pyplugins.ops.rmsnorm")
     assert report.ok, report.format()
-    reference.assert_close(report.outputs[0], reference.rmsnorm(x, w, 1e-6), np.float16)
+    assert_close(report.outputs[0], RMSNorm(eps=1e-6).reference(x, w)[0], np.float16)
 
 
 @pytest.mark.gpu

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import reference
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.descs import PluginTensorDesc
@@ -16,6 +15,7 @@ from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.errors import FieldError, LaunchError, ShapeError
 from pyplugins.formats import combinations
 from pyplugins.ops.rope import RoPE
+from pyplugins.testing import assert_close
 
 from .support import check_cli, dyn, keep_registered, run_demo
 
@@ -262,9 +262,7 @@ def run_gpu(x, fields, positions=None, *, lo=None, hi=None, **kwargs):
 
 
 def ref(x, fields, positions=None):
-    p = RoPE(**fields)
-    return reference.rope(x, p.rotary_for(x.shape[3]), p.theta, p.layout, p.position_offset,
-                          positions)
+    return RoPE(**fields).reference(x, positions)[0]
 
 
 SEQS = [(1, 1), (2, 7), (3, 33), (0, 5)]  # the profile's min, odd lengths, an empty batch
@@ -283,7 +281,7 @@ def test_gpu_matches_reference_across_a_dynamic_profile(layout, dtype, geometry)
     for batch, seq in SEQS:
         x = rng.standard_normal((batch, seq, heads, head_dim)).astype(dtype)
         y = run_gpu(x, fields, lo=(0, 1), hi=(4, 64))
-        reference.assert_close(y, ref(x, fields), dtype, what=f"{layout} {geometry} {x.shape}")
+        assert_close(y, ref(x, fields), dtype, what=f"{layout} {geometry} {x.shape}")
 
 
 @pytest.mark.gpu
@@ -296,21 +294,21 @@ def test_gpu_positions_input(layout, dtype):
         x = rng.standard_normal((batch, seq, 6, 48)).astype(dtype)
         positions = rng.integers(-50, 8192, (batch, seq)).astype(np.int32)
         y = run_gpu(x, fields, positions, lo=(0, 1), hi=(4, 64))
-        reference.assert_close(y, ref(x, fields, positions), dtype, what=f"{layout} {x.shape}")
+        assert_close(y, ref(x, fields, positions), dtype, what=f"{layout} {x.shape}")
 
 
 @pytest.mark.gpu
 def test_gpu_large_offset_keeps_float32_accuracy():
     fields = dict(layout="neox", position_offset=100000)
     x = np.random.default_rng(2).standard_normal((2, 40, 8, 128)).astype(np.float32)
-    reference.assert_close(run_gpu(x, fields), ref(x, fields), np.float32)
+    assert_close(run_gpu(x, fields), ref(x, fields), np.float32)
 
 
 @pytest.mark.gpu
 def test_gpu_many_tokens_grid_stride():
     fields = dict(rotary_dim=64, layout="gptj")
     x = np.random.default_rng(4).standard_normal((8, 1024, 32, 128)).astype(np.float16)
-    reference.assert_close(run_gpu(x, fields), ref(x, fields), np.float16)
+    assert_close(run_gpu(x, fields), ref(x, fields), np.float16)
 
 
 @pytest.mark.gpu
@@ -320,4 +318,4 @@ def test_gpu_fresh_process():
     x = rng.standard_normal((2, 9, 4, 64)).astype(np.float16)
     positions = rng.integers(0, 4096, (2, 9)).astype(np.int32)
     y = run_gpu(x, fields, positions, fresh_process=True, plugin_module="pyplugins.ops.rope")
-    reference.assert_close(y, ref(x, fields, positions), np.float16)
+    assert_close(y, ref(x, fields, positions), np.float16)
