@@ -146,7 +146,7 @@ def simulated_enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arra
         outcome.violations.append(found)
     elif callable(getattr(plugin, "reference", None)):
         notes.append("the outputs matched the plugin's reference() within the tolerances of "
-                     "pyplugins.reference.TOLERANCES")
+                     "pyplugins.testing.TOLERANCES")
     return outcome, notes
 
 
@@ -156,7 +156,7 @@ def reference_violation(plugin: Any, inputs: Sequence[np.ndarray],
     ref = getattr(plugin, "reference", None)
     if not callable(ref):
         return None
-    from pyplugins.reference import assert_close  # noqa: PLC0415 - the one tolerance table
+    from pyplugins.testing import assert_close  # noqa: PLC0415 - the one tolerance table
 
     try:
         expected = ref(*inputs)

@@ -4,7 +4,7 @@
 what ``configure_plugin`` packs: a :class:`~pyplugins.numba_launch.NumbaLaunch` of
 :func:`leaky_relu_kernel` (Python, compiled by numba-cuda per device and type) instead of a
 ``Launch`` of the CUDA C++ kernel. Fields, shapes, formats, serialization and ``enqueue``
-(``self.launch(stream, inputs[0], outputs[0])``) are inherited. It is registered as
+(``self.launch(stream, inputs[0], outputs[0])``) and the NumPy ``reference`` are inherited. It is registered as
 ``LReLU_TRT`` version ``"1"`` in namespace ``"numba"`` (:data:`NAMESPACE`), so both kernels can be
 registered at once; a model picks one with the node's ``plugin_namespace``.
 
@@ -28,11 +28,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Tuple
+from typing import Any, Sequence
 
 import numpy as np
 
-from pyplugins import reference as _reference
 from pyplugins import shapes
 from pyplugins.creator import register
 from pyplugins.dtypes import numpy_from_trt
@@ -90,10 +89,6 @@ class LeakyReLUNumba(LeakyReLU):
             self.numba_kernel, grid=grid, block=BLOCK, device=device,
             args=(ArraySlot((max(n, 1),), dt), ArraySlot((max(n, 1),), dt), np.int64(n),
                   np.float32(self.neg_slope)))
-
-    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
-        """The NumPy result for input ``x`` (:func:`pyplugins.reference.leaky_relu`)."""
-        return (_reference.leaky_relu(x, self.neg_slope),)
 
 
 def _numba_runs_here() -> bool:

@@ -54,11 +54,12 @@ def test_check_runs_enqueue_in_the_simulator_and_matches_the_reference(spec):
 
 def test_pp_run_in_the_simulator_returns_the_reference():
     code = ("import numpy as np, pyplugins as pp\n"
-            "from pyplugins import reference\n"
+            "from pyplugins.testing import assert_close\n"
             "from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba\n"
             "x = np.random.default_rng(0).standard_normal((4, 33)).astype(np.float32)\n"
             "y = pp.run(LeakyReLUNumba, x, neg_slope=0.3)\n"
-            "reference.assert_close(y, reference.leaky_relu(x, 0.3), np.float32)\n"
+            "(want,) = LeakyReLUNumba(neg_slope=0.3).reference(x)\n"
+            "assert_close(y, want, np.float32)\n"
             "print('ok', y.shape)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=cpu_env(), cwd=REPO, timeout=300)
@@ -104,14 +105,14 @@ def gpu_report(creator, spec, fields=None):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_gpu_numba_kernel_matches_the_reference_and_is_capture_safe(dtype):
-    from pyplugins import reference
     from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
+    from pyplugins.testing import assert_close
 
     x = np.random.default_rng(1).standard_normal((3, 1000)).astype(dtype)
     report = gpu_report(LeakyReLUNumba.creator, x, {"neg_slope": 0.1})
     assert report.ok, report.format()
     assert report.enqueue_ran and not report.notes  # ran on the GPU, capture checked
-    reference.assert_close(report.outputs[0], reference.leaky_relu(x, 0.1), dtype)
+    assert_close(report.outputs[0], LeakyReLUNumba(neg_slope=0.1).reference(x)[0], dtype)
 
 
 @pytest.mark.gpu
