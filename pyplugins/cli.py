@@ -413,6 +413,9 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
 
     registry = get_plugin_registry()
     before = {id(c) for c in registry.all_creators}
+    from pyplugins.numba_launch import prefer_simulator  # noqa: PLC0415
+
+    prefer_simulator()  # before the module imports numba: no GPU -> numba's CUDA simulator
     saved = watch.begin("import of the plugin module")
     try:
         module, module_ref = _import_plugin_module(args.target)

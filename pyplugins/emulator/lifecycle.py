@@ -35,7 +35,7 @@ import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
-from pyplugins.emulator import _fresh, buffers, runtime_enqueue, trampoline
+from pyplugins.emulator import _fresh, buffers, host_buffers, runtime_enqueue, trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
@@ -291,6 +291,12 @@ class _Driver:
                 self.report.skipped = why
             if self.cp is not None and arrays is not None:
                 self.enqueue(pc, in_desc, out_desc, arrays, workspace)
+            elif arrays is not None and host_buffers.simulator_applies(pc):  # no GPU: numba sim
+                outcome, self.report.notes = host_buffers.simulated_enqueue_and_check(
+                    pc, in_desc, out_desc, arrays, self.out_dims["opt"], self.out_types,
+                    workspace, self.recorder)
+                self.violations += outcome.violations
+                self.report.enqueue_ran, self.report.outputs = outcome.ran, outcome.outputs
             if self.fresh:
                 with self.phase("fresh-process"):
                     module = self.plugin_module or _fresh.module_of(self.creator)
