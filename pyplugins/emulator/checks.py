@@ -54,6 +54,8 @@ CHECKS: Dict[str, str] = {
                  "len(serialize())",
     "device_error": "the work enqueue launched failed on the device (a CUDA error at the next "
                     "synchronization; the context may be unusable afterwards)",
+    "reference_mismatch": "enqueue's outputs differ from the plugin's NumPy reference() beyond "
+                          "the per-dtype tolerances of pyplugins.testing",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }

@@ -42,7 +42,7 @@ class NodeCheck:
     Attributes:
         node: the node's name as the parser names it.
         op: its op type.
-        report: the lifecycle's :class:`~pyplugins.emulator.report.LifecycleReport` (None when
+        report: the lifecycle's :class:`~pyplugins.emulator.lifecycle_report.LifecycleReport` (None when
             the node could not be imported or its input shapes are unknown).
         mismatches: outputs whose shape or type differs from the graph's declaration.
         problem: why the node was not checked, or None.
