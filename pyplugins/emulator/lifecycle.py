@@ -285,13 +285,14 @@ class _Driver:
             if found is not None:
                 self.violations.append(found)
             arrays, why = None, None
-            if self.cp is not None:  # without a GPU no enqueue reads them: none are made
+            simulated = self.cp is None and host_buffers.simulator_applies(pc)
+            if self.cp is not None or simulated:  # made only where an enqueue will read them
                 arrays, why = runtime_enqueue.input_arrays(self.specs, self.combo, self.out_types)
             if why is not None:
                 self.report.skipped = why
             if self.cp is not None and arrays is not None:
                 self.enqueue(pc, in_desc, out_desc, arrays, workspace)
-            elif arrays is not None and host_buffers.simulator_applies(pc):  # no GPU: numba sim
+            elif simulated and arrays is not None:  # no GPU: numba's CUDA simulator
                 outcome, self.report.notes = host_buffers.simulated_enqueue_and_check(
                     pc, in_desc, out_desc, arrays, self.out_dims["opt"], self.out_types,
                     workspace, self.recorder)
