@@ -733,7 +733,7 @@ def _ready(cp):
 
 
 def _circ_pad_launch(cp, x, pads, max_blocks=None, stage_bytes=STAGE_BYTES):
-    from pyplugins.launch import resident_blocks
+    from pyplugins.device import resident_blocks
 
     fn = _circ_pad_kernel(stage_bytes).function(CTYPES[x.dtype])
     cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
@@ -908,7 +908,7 @@ def test_function_is_cached_per_device(cp):
 
 @pytest.mark.gpu
 def test_device_view_and_external_stream(cp, stream):
-    from pyplugins.launch import device_view, external_stream
+    from pyplugins.device import device_view, external_stream
 
     x = cp.arange(24, dtype=cp.float32)
     _ready(cp)
@@ -933,7 +933,7 @@ def test_launch_refuses_impossible_shared_memory(cp):
 
 @pytest.mark.gpu
 def test_resident_blocks_covers_every_sm(cp):
-    from pyplugins.launch import resident_blocks
+    from pyplugins.device import resident_blocks
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     assert resident_blocks(LEAKY.function("float"), BLOCK) >= sms

@@ -55,7 +55,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,7 +65,8 @@ from pyplugins.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
+from pyplugins.device import multiprocessors
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin, describe
 
 __all__ = ["BarPlugin"]
@@ -106,11 +107,6 @@ class BarPlugin(Plugin):
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("bar.cu", "bar<{T}>")
 
-    def setup(self) -> None:
-        """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
-            "BarPlugin", "no configure_plugin yet")
-
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
 
@@ -142,31 +138,24 @@ class BarPlugin(Plugin):
             return desc.type in type(self).dtypes
         return desc.type == in_out[0].type
 
-    def configure_plugin(self, inp: Any, out: Any) -> None:
-        """Check the dims known now; with concrete dims compile and pack the launch.
+    def check_configure(self, inp: Any, out: Any) -> None:
+        """Check the dims known now (every configure_plugin call, build phase too).
 
         Raises:
             ShapeError: trailing dims (or ranks) of A and B differ.
         """
-        self.launch = Unlaunchable.unconfigured(
-            "BarPlugin", "the last configure_plugin saw -1 dims or raised")
-        a, b = inp[0].desc, inp[1].desc
-        a_dims, b_dims = [int(v) for v in a.dims], [int(v) for v in b.dims]
+        a_dims, b_dims = [int(v) for v in inp[0].desc.dims], [int(v) for v in inp[1].desc.dims]
         _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
-        if not (shapes.is_concrete(a_dims) and shapes.is_concrete(b_dims)):
-            return  # build phase: runtime dims are -1, nothing to size yet
-        device = usable_device()
-        if device is None:
-            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = Unlaunchable.no_device("BarPlugin")
-            return
-        na, nb = shapes.volume(a_dims), shapes.volume(b_dims)
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``bar<T>(A, B, out0, out1, na, nb)``, a grid-stride grid of at most 32 blocks per SM."""
+        a, b = inputs
+        na, nb = shapes.volume(a.dims), shapes.volume(b.dims)
         per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))
         grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(a.type), device)
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
-                                   np.int64(nb)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, POINTER, POINTER, np.int64(na), np.int64(nb)))
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """``(np.concatenate([a, b], axis=0), b.copy())``.
@@ -185,11 +174,6 @@ class BarPlugin(Plugin):
                    f"has one type.")
             raise ShapeError(msg)
         return np.concatenate([a, b], axis=0), b.copy()
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream."""
-        self.launch(stream, inputs[0], inputs[1], outputs[0], outputs[1])
 
 
 def _known(dims: Sequence[int]) -> List[Optional[int]]:

@@ -79,7 +79,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, NamedTuple, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -90,7 +90,8 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
+from pyplugins.device import resident_blocks
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "launch_plan", "pad_widths"]
@@ -208,11 +209,6 @@ def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int,
             raise ShapeError(msg)
 
 
-_UNCONFIGURED = ("plugin 'CircPad': enqueue before a successful execution-phase configure_plugin "
-                 "(TensorRT configures every plugin object with concrete dims before its "
-                 "enqueue; look for a configure_plugin error above).")
-
-
 @register
 class CircPad(Plugin):
     """Circular padding; see the module docstring for the lifecycle walk-through.
@@ -236,10 +232,6 @@ class CircPad(Plugin):
                       doc="(before, after) pairs, the last dim first")
     kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
 
-    def setup(self) -> None:
-        """No launch until ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(_UNCONFIGURED)
-
     # -- shape inference ---------------------------------------------------------------------------
 
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
@@ -258,28 +250,30 @@ class CircPad(Plugin):
 
     # -- configuration -----------------------------------------------------------------------------
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """Check the profile; with concrete dims, compile the kernel and pack its launch."""
-        self.launch = Unlaunchable(_UNCONFIGURED)
-        desc = inp[0].desc
-        widths = pad_widths(len(desc.dims), self.pads)
+    def check_configure(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Check the pads against the rank and the profile's min (every configure_plugin call)."""
+        widths = pad_widths(len(inp[0].desc.dims), self.pads)
         profile_min = tuple(int(d) for d in inp[0].min)
         if len(profile_min) == len(widths) and shapes.is_concrete(profile_min):
             _check_no_empty_padded_dim(profile_min, widths, "the profile's min shape")
-        if not shapes.is_concrete(desc.dims):
-            return  # build phase: dynamic dims are -1, nothing to pack yet
-        in_shape = tuple(int(d) for d in desc.dims)
-        plan = launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
-        device = usable_device()
-        if device is None:
-            self.launch = Unlaunchable.no_device("CircPad")
-            return
+
+    def check_shapes(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Raise ShapeError for a concrete shape the kernel cannot pad (see :func:`launch_plan`)."""
+        self._launch_plan(inputs[0])
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads."""
+        desc = inputs[0]
+        plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
         fn = self.kernel.function(ctype, device)
-        grid = min(shapes.cdiv(plan.threads, BLOCK),
-                   4 * resident_blocks(fn, BLOCK, device=device))
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+        grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK, device=device))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+
+    def _launch_plan(self, desc: Any) -> LaunchPlan:
+        in_shape = tuple(int(d) for d in desc.dims)
+        return launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
 
     # -- reference ---------------------------------------------------------------------------------
 
@@ -297,11 +291,3 @@ class CircPad(Plugin):
         widths = pad_widths(x.ndim, self.pads)
         _check_no_empty_padded_dim(x.shape, widths, "the input shape")
         return (np.pad(x, widths, mode="wrap"),)
-
-    # -- execution ---------------------------------------------------------------------------------
-
-    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
-                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
-                stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
-        self.launch(stream, inputs[0], outputs[0])

@@ -49,7 +49,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -60,7 +60,8 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
+from pyplugins.device import multiprocessors
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin, describe
 
 __all__ = ["SeqRepeat"]
@@ -96,11 +97,6 @@ class SeqRepeat(Plugin):
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>")
 
-    def setup(self) -> None:
-        """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
-            "SeqRepeat", "no configure_plugin yet")
-
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
 
@@ -116,32 +112,26 @@ class SeqRepeat(Plugin):
         x[1] = x[1] * self.factor
         return x
 
-    def configure_plugin(self, inp: Any, out: Any) -> None:
-        """With concrete dims, compile the kernel for the type and pack the launch.
+    def check_configure(self, inp: Any, out: Any) -> None:
+        """Check the rank (every configure_plugin call, build phase too).
 
         Raises:
             ShapeError: the input has rank < 2.
         """
-        self.launch = Unlaunchable.unconfigured(
-            "SeqRepeat", "the last configure_plugin saw -1 dims or raised")
-        desc = inp[0].desc
+        _check_rank(self, [d if d >= 0 else None for d in (int(v) for v in inp[0].desc.dims)])
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``seq_repeat<T>(x, y, d0, len, inner, factor)`` with x viewed as ``[d0, len, inner]``."""
+        desc = inputs[0]
         dims = [int(v) for v in desc.dims]
-        _check_rank(self, [d if d >= 0 else None for d in dims])
-        if not shapes.is_concrete(dims):
-            return  # build phase: runtime dims are -1, nothing to size yet
-        device = usable_device()
-        if device is None:
-            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = Unlaunchable.no_device("SeqRepeat")
-            return
         d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
         total = d0 * length * inner * self.factor
         per_block = BLOCK * (16 // itemsize_from_trt(desc.type))
         grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(desc.type), device)
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, np.int64(d0), np.int64(length),
-                                   np.int64(inner), np.int32(self.factor)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, np.int64(d0), np.int64(length), np.int64(inner),
+                            np.int32(self.factor)))
 
     def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
         """``(np.repeat(x, self.factor, axis=1),)``: ``y[:, j] = x[:, j // factor]``.
@@ -156,11 +146,6 @@ class SeqRepeat(Plugin):
         """
         _check_rank(self, x.shape)
         return (np.repeat(x, self.factor, axis=1),)
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream."""
-        self.launch(stream, inputs[0], outputs[0])
 
 
 def _check_rank(plugin: Any, dims: Sequence[Optional[int]]) -> None:
