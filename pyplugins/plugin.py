@@ -7,7 +7,8 @@ A complete plugin (register it with :func:`pyplugins.register`; the kernel is
     import numpy as np
     import pyplugins as pp
     import pyplugins.trt as trt
-    from pyplugins import dtypes, shapes
+    from pyplugins import shapes
+    from pyplugins.dtypes import ctype_from_trt
     from pyplugins.launch import POINTER, Launch
 
     @pp.register
@@ -20,18 +21,12 @@ A complete plugin (register it with :func:`pyplugins.register`; the kernel is
         def get_output_dimensions(self, output_index, inputs, expr_builder):
             return inputs[0]                      # or a list of shapes.Dim / ints
 
-        def configure_plugin(self, inp, out):     # host work only: compile, size, pack
-            desc = inp[0].desc
-            if not shapes.is_concrete(desc.dims):  # build phase: dynamic dims are -1
-                return
-            n = shapes.volume(desc.dims)
-            fn = self.kernel.function(dtypes.ctype_from_trt(desc.type))
-            self.launch = Launch(fn, grid=min(shapes.cdiv(n, 1024), 65535), block=256,
-                                 args=(POINTER, POINTER, np.int64(n),
-                                       np.float32(self.negative_slope)))
-
-        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-            self.launch(stream, inputs[0], outputs[0])   # capture-safe: one driver call
+        def plan(self, inputs, outputs, device):  # concrete dims and a GPU: compile, pack
+            n = shapes.volume(inputs[0].dims)
+            fn = self.kernel.function(ctype_from_trt(inputs[0].type), device)
+            return Launch(fn, grid=min(shapes.cdiv(n, 1024), 65535), block=256, device=device,
+                          args=(POINTER, POINTER, np.int64(n), np.float32(self.negative_slope)))
+        # enqueue is inherited: launch(stream, *inputs, *outputs), capture-safe
 
 What the base class does for you:
 
@@ -57,8 +52,12 @@ What the base class does for you:
   ``supports_format_combination`` -> :func:`pyplugins.formats.check` with the class's ``dtypes``
   (default FLOAT and HALF) and ``same_as`` (default 0: every tensor has input 0's type), LINEAR
   only; ``serialize``/deserialize -> :mod:`pyplugins.serialize` of the fields;
-  ``get_workspace_size`` -> 0; ``configure_plugin``, ``initialize``, ``terminate``,
-  ``destroy`` -> nothing. ``get_output_dimensions`` and ``enqueue`` are yours to write.
+  ``get_workspace_size`` -> 0; ``initialize``, ``terminate``, ``destroy`` -> nothing.
+- **Launch scaffold**: ``configure_plugin`` resets ``self.launch``, skips build-phase ``-1``
+  dims, records when no GPU is usable, and otherwise stores what the ``plan`` hook returns;
+  ``enqueue`` calls it with the input then the output pointers (:meth:`Plugin.configure_plugin`,
+  :meth:`Plugin.enqueue`). ``get_output_dimensions`` and ``plan`` (or your own ``enqueue``) are
+  yours to write.
 - **Errors**: TensorRT swallows a callback's exception into a stderr line without naming the
   plugin. Every protocol method is wrapped (:mod:`pyplugins.error_reports`) so an exception is
   first reported, with the plugin's name, layer, method and a summary of the arguments, on
