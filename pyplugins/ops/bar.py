@@ -20,29 +20,7 @@ four tensors share one type and the LINEAR format. The kernel moves elements as 
 integers of their size, so the result is bit-exact: ``pyplugins.testing.TOLERANCES`` allows 0 for
 INT32, and the tests compare every type with ``np.array_equal`` (no rounding is involved).
 
-The lifecycle, method by method:
-
-1. ``create_plugin`` / ``deserialize_plugin``: nothing to read (no fields).
-2. ``get_output_datatype``: both outputs take input 0's type (``pp.Plugin``'s default; networks
-   are strongly typed, so that is the type the network expects).
-3. ``get_output_dimensions``: output 0's dim 0 is the **symbolic sum** ``A[0] + B[0]``
-   (``IExprBuilder.operation(SUM, ...)`` through :mod:`pyplugins.shapes`), so a dynamic batch
-   stays dynamic; its trailing dims are A's (B's where only B's is a build-time constant).
-   Output 1 is ``[B[0], trailing...]``. Ranks that differ, rank 0, or trailing dims that are
-   both constants and differ raise :class:`~pyplugins.errors.ShapeError` here, naming both
-   shapes.
-4. ``supports_format_combination``: TensorRT asks one position at a time and ``in_out`` holds
-   junk after ``pos``. Position 0 (input A) picks the type from the supported four; every later
-   position must equal ``in_out[0]`` -- an earlier, already accepted entry -- and be LINEAR.
-5. ``configure_plugin``: in the build phase runtime dims are ``-1``: only the dims that are
-   known are compared. In the execution phase every dim is concrete: trailing dims that were
-   symbolic at network time are compared now (a clear ``ShapeError``; TensorRT prints a V2
-   ``configure_plugin`` exception and carries on, and pyplugins' report names it again if
-   ``enqueue`` follows), then the element counts ``na``/``nb`` are computed, the kernel is
-   compiled for the type and the launch (grid, block, by-value counts) is packed once.
-6. ``enqueue``: one call, ``self.launch(stream, A, B, out0, out1)``: no allocation, no copy, no
-   synchronization, so it is CUDA-graph capture safe. Empty tensors give an empty grid, which
-   launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/bar.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -81,7 +59,7 @@ BLOCKS_PER_SM = 32
 
 @register
 class BarPlugin(Plugin):
-    """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``; see the module docstring.
+    """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``.
 
     Example:
         >>> import pyplugins.trt as trt

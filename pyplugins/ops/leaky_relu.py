@@ -19,24 +19,7 @@ elementwise over the flat tensor). The product is computed in float and rounded 
 output type. Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 1e-5 relative + 1e-5
 absolute, FP16 1e-3 + 1e-3.
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> :meth:`LeakyReLU.from_fields`: ``negSlope`` is renamed to ``neg_slope``,
-   then the field is converted (FLOAT32 from the parser, any number from Python) and checked.
-2. ``get_output_dimensions``: the input's dims, unchanged (``inputs[0]`` as it came: symbolic
-   dims stay symbolic).
-3. ``supports_format_combination``: ``dtypes`` and ``same_as`` give "LINEAR, FLOAT or HALF,
-   the output of the input's type" (:mod:`pyplugins.formats`).
-4. ``configure_plugin``: with concrete dims, the element count, the grid and the by-value
-   arguments ``(n, neg_slope)`` are packed into a :class:`~pyplugins.launch.Launch`, after the
-   kernel is compiled for the element type (once per device). Without a usable GPU
-   (:func:`~pyplugins.launch.usable_device` is None) nothing is compiled (the emulator then
-   stops before ``enqueue``); an :class:`~pyplugins.launch.Unlaunchable` stands where the
-   Launch goes and says why if ``enqueue`` is reached anyway.
-5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``: one driver call on TensorRT's
-   stream, CUDA-graph capture safe; an empty tensor launches nothing.
-6. ``clone``: the base class deep-copies the fields and copies the Launch, so a configured
-   clone gets its own (``Launch.__deepcopy__``: a parameter buffer of its own).
+How each TensorRT callback serves this op: ``docs/ops/leaky_relu.md``.
 
 Example (what a script written for TensorRT's built-in plugin does)::
 
@@ -112,7 +95,7 @@ class _Renamed:
 
 @register
 class LeakyReLU(Plugin):
-    """Leaky ReLU as ``LReLU_TRT``; see the module docstring for the lifecycle walk-through.
+    """Leaky ReLU as ``LReLU_TRT``; the callbacks are walked through in ``docs/ops/``.
 
     Example:
         >>> LeakyReLU().neg_slope, LeakyReLU(neg_slope=0.2).neg_slope

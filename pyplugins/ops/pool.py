@@ -27,32 +27,7 @@ from ``in_scale`` / ``out_scale``, which are then required. Max pooling takes th
 (exact when the two scales are equal); average pooling sums ``q`` exactly and requantizes
 ``clip(rne(sum / count * in_scale / out_scale), -128, 127)`` (round to nearest even, saturate).
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> ``__init__`` / :meth:`Pool.setup`: the fields are converted and checked
-   one by one (``pyplugins.fields``), then against each other (``padding < kernel``: a window
-   made only of padding would have nothing to pool).
-2. ``get_output_dimensions``: ``Ho``/``Wo`` are built as *symbolic* expressions with
-   :mod:`pyplugins.shapes` (``(h + 2 p - k) // s + 1``), so dynamic ``N``, ``C``, ``H`` and
-   ``W`` work; only when ``H``/``W`` are build-time constants can a too-small input be refused
-   here. Dynamic ones are checked in ``configure_plugin`` against the profile's ``min`` and the
-   concrete shape.
-3. ``supports_format_combination``: the class attributes ``dtypes`` and ``same_as`` give the
-   rule "LINEAR, FLOAT/HALF/INT8, every tensor of input 0's type", checked position by position
-   without reading entries after ``pos`` (:mod:`pyplugins.formats`).
-4. ``configure_plugin``: the INT8 scales are resolved (build and execution phase alike, so a
-   missing scale fails the build). In the execution phase (no ``-1`` dims) the kernel is
-   compiled for the element type, the grid sized, and every launch argument packed into a
-   :class:`~pyplugins.launch.Launch`. On a machine where CuPy sees no GPU (or with
-   ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator then stops before ``enqueue``.
-5. ``enqueue``: one call, ``self.launch(stream, inputs[0], outputs[0])``: no allocation, copy,
-   synchronization or compilation, so it is CUDA-graph capture safe. Empty tensors (``N`` or
-   ``C`` = 0) give an empty grid, which launches nothing.
-6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
-
-Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
-absolute; FP16 ``1e-3`` + ``1e-3``; INT8 +-1 LSB for averages and for max with different
-scales, exact for max with equal scales.
+How each TensorRT callback serves this op: ``docs/ops/pool.md``.
 
 Example (the eager runner needs a GPU)::
 
@@ -117,7 +92,7 @@ def _empty_or_pair(value: List[int]) -> bool:
 
 @register
 class Pool(Plugin):
-    """2-D max / average pooling over NCHW; see the module docstring for the full story.
+    """2-D max / average pooling over NCHW.
 
     Example:
         >>> p = Pool(mode="avg", kernel=[3, 3], padding=[1, 1])

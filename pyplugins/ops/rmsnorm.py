@@ -18,26 +18,7 @@ the output have ``x``'s type; LINEAR only. Tolerances (``pyplugins.testing.TOLER
 float64 reference): FP32 ``rtol = atol = 1e-5`` (rsqrtf's 2 ulp and a float sum of squares);
 FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
 
-The lifecycle, method by method:
-
-1. ``create_plugin``: ``eps`` arrives as a FLOAT32 ``PluginField``;
-   :class:`pyplugins.fields.Field` converts it and its validator refuses 0, negatives, NaN and
-   infinities. It is serialized with the plugin, so a loaded engine keeps its eps.
-2. ``get_output_datatype``: ``x``'s type.
-3. ``get_output_dimensions``: the output has ``x``'s shape (its DimsExprs as given, symbols and
-   all). Checked here: two inputs, ``x`` of rank >= 1, ``weight`` of rank 1, and -- when both are
-   build-time constants -- ``weight``'s length equal to ``x``'s last dim; otherwise a
-   :class:`~pyplugins.errors.ShapeError` names both shapes.
-4. ``supports_format_combination``: ``pp.Plugin``'s default rule from ``dtypes``: position 0
-   (``x``) FP32 or FP16, positions 1 (``weight``) and 2 (output) the same type, LINEAR; no entry
-   after ``pos`` is read.
-5. ``configure_plugin``: the build phase (dims with ``-1``) checks what is known. With concrete
-   dims a symbolic ``D`` is checked against the weight now (a clear ``ShapeError``), then x is
-   viewed as ``[rows, D]``, the block size chosen (256 threads, 512 for rows over 16 KiB), the
-   kernel compiled for the type and the launch packed (``rows`` int64, ``D`` int32, ``eps``
-   float32, all by value).
-6. ``enqueue``: ``self.launch(stream, x, weight, y)``: capture-safe; no rows (or ``D = 0``)
-   gives an empty grid, which launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/rmsnorm.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -88,7 +69,7 @@ def _positive_finite(value: float) -> None:
 
 @register
 class RMSNorm(Plugin):
-    """RMS normalization over the last dim, times ``weight``; see the module docstring.
+    """RMS normalization over the last dim, times ``weight``.
 
     Example:
         >>> from pyplugins.ops.rmsnorm import RMSNorm

@@ -31,30 +31,7 @@ Fields (ONNX attributes of the ``RoPE`` node; plugin version ``"1"``, namespace 
 Data types: ``x`` and the output FP32, or both FP16 (the math is float32 inside, with angles
 accurate to float rounding even for positions in the thousands); ``positions`` INT32. All LINEAR.
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> ``__init__``: each field is converted and checked (``rotary_dim`` even
-   and >= 0, ``theta`` finite and > 0, ``layout`` one of the two names).
-2. ``get_output_dimensions``: the output has x's shape, so x's expressions are returned as they
-   are and dynamic batch and sequence simply flow through. The plugin learns here, from
-   ``len(inputs)``, whether a positions tensor is connected, and checks what is known at build
-   time (ranks, ``rotary_dim <= head_dim``, positions ``[batch, seq]`` where those are constants).
-3. ``supports_format_combination``: ``num_inputs`` (1 or 2) tells where the output sits:
-   x is FLOAT or HALF, positions (if any) INT32, the output x's type; LINEAR only. The rule for
-   each count is a :class:`pyplugins.formats.Formats`, which reads no entry after ``pos``.
-4. ``configure_plugin``: ``len(inp)`` is the input count again. In the execution phase (no
-   ``-1`` dims) the shapes are checked (positions must be ``[batch, seq]`` of x), the kernel is
-   compiled for the element type, the grid sized and every launch argument packed into a
-   :class:`~pyplugins.launch.Launch` with three pointer slots (x, positions, y). On a machine
-   where CuPy sees no GPU (or with ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator
-   then stops before ``enqueue``.
-5. ``enqueue``: one capture-safe launch; the positions slot gets ``inputs[1]``, or a null
-   pointer when there is no second input (the kernel then uses ``position_offset + s``). Empty
-   tensors (batch, seq or heads 0) give an empty grid, which launches nothing.
-6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
-
-Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
-absolute; FP16 ``1e-3`` + ``1e-3``.
+How each TensorRT callback serves this op: ``docs/ops/rope.md``.
 
 Example (the eager runner needs a GPU)::
 
@@ -137,7 +114,7 @@ def _input_count(n: int, method: str) -> int:
 
 @register
 class RoPE(Plugin):
-    """Rotary position embedding; see the module docstring for the full story.
+    """Rotary position embedding.
 
     Example:
         >>> RoPE(rotary_dim=64, layout="gptj").rotary_for(128)

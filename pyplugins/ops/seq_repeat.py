@@ -17,25 +17,7 @@ the output has the input's type; LINEAR only. The kernel copies elements as unsi
 of their size, so results are bit-exact (``pyplugins.testing.TOLERANCES`` would allow nothing less for
 INT32; the tests compare every type with ``np.array_equal``).
 
-The lifecycle, method by method:
-
-1. ``create_plugin``: ``factor`` arrives as an INT32 ``PluginField`` (the ONNX parser narrows
-   INT to int32); :class:`pyplugins.fields.Field` checks it is an int >= 1. ``serialize`` writes
-   it, ``deserialize_plugin`` reads it back (the engine carries it; nothing else is needed).
-2. ``get_output_datatype``: the input's type.
-3. ``get_output_dimensions``: ``out[1] = in[1] * factor``, a **symbolic product**
-   (``IExprBuilder.operation(PROD, in[1], constant(factor))`` through :mod:`pyplugins.shapes`):
-   a dynamic sequence length stays dynamic and TensorRT evaluates the product for every profile
-   shape. Rank < 2 raises :class:`~pyplugins.errors.ShapeError` here.
-4. ``supports_format_combination``: ``pp.Plugin``'s default rule from the ``dtypes`` class
-   attribute: position 0 one of the four types, position 1 the same type, LINEAR; it reads no
-   entry after ``pos``.
-5. ``configure_plugin``: the build phase (dims with ``-1``) only checks the rank. With concrete
-   dims it views x as ``[d0, len, inner]`` (``inner`` = product of the rest), compiles the
-   kernel for the type and packs the launch (pointers filled in per call, ``d0``, ``len``,
-   ``inner`` as int64 and ``factor`` as int32 by value).
-6. ``enqueue``: ``self.launch(stream, x, y)``: capture-safe, and an empty tensor (any dim 0)
-   gives an empty grid that launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -75,7 +57,7 @@ INT32_MAX = 2**31 - 1
 
 @register
 class SeqRepeat(Plugin):
-    """``y = np.repeat(x, factor, axis=1)``; see the module docstring.
+    """``y = np.repeat(x, factor, axis=1)``.
 
     Example:
         >>> from pyplugins.ops.seq_repeat import SeqRepeat
