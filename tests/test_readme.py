@@ -82,8 +82,8 @@ def test_main_demo_prints_the_lifecycle_and_says_kernels_did_not_run():
 def test_readme_example_plugin_defines_and_registers(monkeypatch):
     example = README.split("## A plugin in 25 lines", 1)[1]
     code = re.search(r"```python\n(.*?)\n```", example, flags=re.S).group(1)
-    body, last = code.rsplit("\n", 1)
-    assert last.startswith("y = pp.run(")
+    body, last = code.split('\nif __name__ == "__main__":', 1)
+    assert "\n    y = pp.run(" in last
     namespace: dict = {}
     from pyplugins.creator import unregister
 

@@ -28,14 +28,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from pyplugins import shapes
 from pyplugins.creator import register
 from pyplugins.dtypes import numpy_from_trt
-from pyplugins.launch import MAX_GRID, Unlaunchable
+from pyplugins.device import usable_device
+from pyplugins.launch import MAX_GRID
 from pyplugins.numba_launch import ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda, simulated
 from pyplugins.ops.leaky_relu import LeakyReLU
 
@@ -68,31 +69,22 @@ class LeakyReLUNumba(LeakyReLU):
     namespace = NAMESPACE
     numba_kernel = NumbaKernel(leaky_relu_kernel, name="leaky_relu_numba")
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """With concrete dims, compile the numba kernel for the type and pack its launch."""
-        self.launch = Unlaunchable.unconfigured(self.name, "no configure_plugin with concrete "
-                                                "dims yet")
-        desc = inp[0].desc
-        if not shapes.is_concrete(desc.dims):
-            return  # build phase: dynamic dims are -1
-        if not _numba_runs_here():
-            self.launch = Unlaunchable(
-                f"plugin {self.name!r} (namespace {NAMESPACE!r}): no CUDA device and numba's "
-                "CUDA simulator is off (numba was imported before NUMBA_ENABLE_CUDASIM=1 could "
-                "be set), so no numba kernel was built; see docs/numba.md.")
-            return
-        n = shapes.volume(desc.dims)
-        dt = numpy_from_trt(desc.type)
+    def launch_device(self) -> Optional[int]:
+        """A usable GPU's device, or 0 in numba's CUDA simulator; None when neither runs here
+        (numba was imported before ``NUMBA_ENABLE_CUDASIM=1`` could be set: docs/numba.md)."""
+        device = usable_device()
+        if device is None and numba_cuda() is not None and simulated():
+            return 0
+        return device
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> NumbaLaunch:
+        """The numba kernel compiled for the type, and its launch over the flat tensor."""
+        n = shapes.volume(inputs[0].dims)
+        dt = numpy_from_trt(inputs[0].type)
         grid = min(shapes.cdiv(n, BLOCK), MAX_GRID[0])
-        device = 0 if simulated() else int(numba_cuda().get_current_device().id)
-        self.launch = NumbaLaunch(
+        if not simulated():
+            device = int(numba_cuda().get_current_device().id)
+        return NumbaLaunch(
             self.numba_kernel, grid=grid, block=BLOCK, device=device,
             args=(ArraySlot((max(n, 1),), dt), ArraySlot((max(n, 1),), dt), np.int64(n),
                   np.float32(self.neg_slope)))
-
-
-def _numba_runs_here() -> bool:
-    """Whether numba can run kernels in this process: a usable GPU, or its simulator."""
-    from pyplugins.launch import usable_device  # noqa: PLC0415
-
-    return usable_device() is not None or (numba_cuda() is not None and simulated())
