@@ -34,8 +34,8 @@ def _launches(cp: Any, n: int, device: int) -> Dict[str, Any]:
     from pyplugins.launch import POINTER, Launch
     from pyplugins.numba_launch import ArraySlot, NumbaLaunch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
-    from pyplugins.ops.leaky_relu_numba import BLOCK as NUMBA_BLOCK
-    from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
+    from pyplugins.ops.leaky_relu import NUMBA_BLOCK
+    from pyplugins.ops.leaky_relu import LeakyReLUNumba
 
     slope = np.float32(0.1)
     return {

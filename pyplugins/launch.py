@@ -39,7 +39,7 @@ from pyplugins.device import (current_device, function_handle, import_cupy, impo
 from pyplugins.errors import LaunchError
 
 __all__ = ["MAX_BLOCK", "MAX_GRID", "MAX_THREADS_PER_BLOCK", "POINTER", "ByValue", "Launch",
-           "Unlaunchable"]
+           "Unlaunchable", "check_launch_limits", "launch_dims"]
 
 # CUDA's limits on launch dimensions (all compute capabilities pyplugins targets).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -128,11 +128,11 @@ class Launch:
                  name: Optional[str] = None) -> None:
         self.name = name or str(getattr(function, "__name__", None) or
                                 getattr(function, "name", None) or "kernel")
-        self.grid = _dims("grid", grid, self.name)
-        self.block = _dims("block", block, self.name)
+        self.grid = launch_dims("grid", grid, self.name)
+        self.block = launch_dims("block", block, self.name)
         self.shared_mem = _nonneg_int("shared_mem", shared_mem, self.name)
         self.skips = 0 in self.grid
-        _check_limits(self.name, self.grid, self.block)
+        check_launch_limits(self.name, self.grid, self.block)
 
         self._args = tuple(args)
         self._storage, self._params, self._slots, self.layout = _pack(args, self.name)
@@ -271,7 +271,16 @@ def _no_launch(stream: int, params: int, extra: int) -> None:
 # build-time helpers
 
 
-def _dims(what: str, value: Dims, name: str) -> tuple[int, int, int]:
+def launch_dims(what: str, value: Dims, name: str) -> tuple[int, int, int]:
+    """``value`` (an int or 1 to 3 ints) as three launch dims for kernel ``name``.
+
+    Raises:
+        LaunchError: not 1 to 3 non-negative ints.
+
+    Example:
+        >>> launch_dims("grid", 7, "k"), launch_dims("block", (32, 4), "k")
+        ((7, 1, 1), (32, 4, 1))
+    """
     if isinstance(value, (int, np.integer)):
         items: tuple = (value,)
     elif isinstance(value, (tuple, list)):
@@ -296,7 +305,12 @@ def _nonneg_int(what: str, value: Any, name: str) -> int:
     return int(value)
 
 
-def _check_limits(name: str, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+def check_launch_limits(name: str, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+    """Raise :class:`LaunchError` where ``grid`` or ``block`` exceeds CUDA's launch limits.
+
+    Example:
+        >>> check_launch_limits("k", (1, 1, 1), (1024, 1, 1))
+    """
     for axis, (g, limit) in enumerate(zip(grid, MAX_GRID)):
         if g > limit:
             msg = (f"grid of kernel {name!r} is {grid}: dim {'xyz'[axis]} = {g} exceeds CUDA's "

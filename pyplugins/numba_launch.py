@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from pyplugins.errors import LaunchError, missing
-from pyplugins.launch import _check_limits, _dims
+from pyplugins.launch import check_launch_limits, launch_dims
 
 __all__ = ["ArraySlot", "NumbaKernel", "NumbaLaunch", "numba_cuda", "prefer_simulator",
            "simulated"]
@@ -224,9 +224,9 @@ class NumbaLaunch:
             msg = f"NumbaLaunch needs a NumbaKernel (got {type(kernel).__name__})."
             raise LaunchError(msg)
         self.kernel, self.name = kernel, name or kernel.name
-        self.grid = _dims("grid", grid, self.name)
-        self.block = _dims("block", block, self.name)
-        _check_limits(self.name, self.grid, self.block)
+        self.grid = launch_dims("grid", grid, self.name)
+        self.block = launch_dims("block", block, self.name)
+        check_launch_limits(self.name, self.grid, self.block)
         self.skips = 0 in self.grid
         self.device = int(device)
         for index, arg in enumerate(args):

@@ -13,21 +13,8 @@ FACADES = {"pyplugins", "pyplugins.emulator"}
 
 #: Known exceptions, each to be removed by the work named beside it. The lead deletes an entry at
 #: merge once that work lands; the test then holds the rule for that module too.
-KNOWN_PRIVATE = {
-    # launch.py imports device.py's private helpers: the launch/device split fix (other helper).
-    ("pyplugins.launch", "pyplugins.device", "_cupy"),
-    ("pyplugins.launch", "pyplugins.device", "_current_device"),
-    ("pyplugins.launch", "pyplugins.device", "_driver"),
-    ("pyplugins.launch", "pyplugins.device", "_function_ptr"),
-}
+KNOWN_PRIVATE: set = set()
 KNOWN_REEXPORTS = {
-    # launch.py's "still importable from pyplugins.launch" shim: the launch/device fix (other helper).
-    ("pyplugins.launch", "device_view"), ("pyplugins.launch", "external_stream"),
-    ("pyplugins.launch", "multiprocessors"), ("pyplugins.launch", "resident_blocks"),
-    ("pyplugins.launch", "usable_device"),
-    # ops/__init__'s hand-kept table of op classes: the one-op-one-module work (ops helper).
-    *{("pyplugins.ops", n) for n in ("BarPlugin", "CircPad", "LeakyReLU", "Pool", "RMSNorm",
-                                     "RoPE", "SeqRepeat")},
     # lifecycle.run's argument and result types, documented as lifecycle.TensorSpec etc. (README,
     # demos, op docstrings); the lead decides whether callers move to their homes.
     ("pyplugins.emulator.lifecycle", "TensorSpec"),

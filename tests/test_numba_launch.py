@@ -71,7 +71,7 @@ def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
 
     from pyplugins.launch import POINTER, Launch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
-    from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
+    from pyplugins.ops.leaky_relu import LeakyReLUNumba
 
     n = 10_007
     x = cp.asarray(np.random.default_rng(2).standard_normal(n).astype(np.float32))

@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyplugins.device import import_cupy, no_device_reason
 from pyplugins.emulator.checks import GUARD_BYTES, poison_pattern
 from pyplugins.emulator.enums import TensorFormat
 
@@ -56,19 +57,12 @@ def padded_volume(shape: Sequence[int], fmt: TensorFormat) -> int:
 
 
 def cupy_or_reason() -> Tuple[Optional[ModuleType], Optional[str]]:
-    """``(cupy, None)`` when CuPy imports and sees a device, else ``(None, why not)``."""
-    try:
-        import cupy  # noqa: PLC0415 - optional GPU dependency
-    except Exception as err:  # ImportError, or a CUDA library that fails to load
-        return None, (f"no GPU: CuPy is not importable ({type(err).__name__}: {err}); install "
-                      "it with pip install 'pyplugins[cuda]'")
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:
-        return None, f"no GPU: CuPy sees no CUDA device ({cuda_error_text(err)})"
-    if count < 1:
-        return None, "no GPU: CuPy sees no CUDA device"
-    return cupy, None
+    """``(cupy, None)`` when a CUDA GPU is usable, else ``(None, "no GPU (<what CUDA said>)")``,
+    from :func:`pyplugins.device.no_device_reason`."""
+    reason = no_device_reason()
+    if reason is not None:
+        return None, "no GPU " + reason.removeprefix("no usable CUDA GPU ")
+    return import_cupy(), None
 
 
 def cuda_error_text(err: BaseException) -> str:

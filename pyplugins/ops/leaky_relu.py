@@ -4,7 +4,8 @@ TensorRT shipped a C++ plugin named ``LReLU_TRT`` (version ``"1"``, namespace ``
 TensorRT 11 removed it. Models and scripts that ask the registry for it keep working once
 ``pyplugins.ops.leaky_relu`` (or ``pyplugins.ops``) is imported: this module registers a creator
 under the same name, version and namespace. The kernel is ``kernels_cu/leaky_relu.cu``; its
-NumPy twin is :meth:`LeakyReLU.reference`.
+NumPy twin is :meth:`LeakyReLU.reference`. :class:`LeakyReLUNumba` is the same op with a numba
+kernel (namespace ``"numba"``; it also runs in numba's CUDA simulator without a GPU).
 
 Field (the ONNX attribute of an ``LReLU_TRT`` node):
 
@@ -36,22 +37,25 @@ Example (what a script written for TensorRT's built-in plugin does)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import shapes
 from pyplugins.creator import register
-from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
+from pyplugins.device import usable_device
+from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt, numpy_from_trt
 from pyplugins.errors import FieldError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
 from pyplugins.launch import MAX_GRID, POINTER, Launch
+from pyplugins.numba_launch import ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda, simulated
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "NVIDIA_FIELD_NAME", "LeakyReLU", "grid_size"]
+__all__ = ["BLOCK", "NUMBA_BLOCK", "NUMBA_NAMESPACE", "NVIDIA_FIELD_NAME", "LeakyReLU",
+           "LeakyReLUNumba", "grid_size", "leaky_relu_kernel"]
 
 #: Threads per block (any multiple of 32 works; 512 is the kernel's recommendation).
 BLOCK = 512
@@ -171,3 +175,62 @@ def _advertise_nvidia_name(creator: Any) -> None:
 
 
 _advertise_nvidia_name(LeakyReLU.creator)
+
+
+#: The plugin namespace the numba variant is registered in.
+NUMBA_NAMESPACE = "numba"
+#: Threads per block of the numba kernel.
+NUMBA_BLOCK = 256
+
+
+def leaky_relu_kernel(x: Any, y: Any, n: Any, neg_slope: Any) -> None:
+    """``y[i] = x[i] if x[i] >= 0 else neg_slope * x[i]`` for ``i < n``, grid-stride.
+
+    Launch contract: ``x``, ``y`` 1-D arrays of ``n`` elements of one float type; ``n`` int64;
+    ``neg_slope`` float32; any 1-D grid and block. ``cuda`` is bound to ``numba.cuda`` by
+    :class:`~pyplugins.numba_launch.NumbaKernel` when it compiles (no numba import here).
+    """
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for i in range(start, n, step):
+        v = x[i]
+        y[i] = v if v >= 0 else v * neg_slope
+
+
+@register
+class LeakyReLUNumba(LeakyReLU):
+    """``LReLU_TRT`` in namespace ``"numba"``: the same plugin, launching
+    :func:`leaky_relu_kernel` (compiled by numba-cuda per device and type) instead of
+    ``kernels_cu/leaky_relu.cu``. Without a GPU the kernel runs in numba's CUDA simulator, so
+    ``pyplugins check`` and ``pp.run`` execute ``enqueue`` on a CPU machine (docs/numba.md).
+    FP32 and FP16.
+
+    Example:
+        >>> LeakyReLUNumba.creator.name, LeakyReLUNumba.creator.plugin_namespace
+        ('LReLU_TRT', 'numba')
+        >>> LeakyReLUNumba(neg_slope=0.5).neg_slope
+        0.5
+    """
+
+    namespace = NUMBA_NAMESPACE
+    numba_kernel = NumbaKernel(leaky_relu_kernel, name="leaky_relu_numba")
+
+    def launch_device(self) -> Optional[int]:
+        """A usable GPU's device, or 0 in numba's CUDA simulator; None when neither runs here
+        (numba was imported before ``NUMBA_ENABLE_CUDASIM=1`` could be set: docs/numba.md)."""
+        device = usable_device()
+        if device is None and numba_cuda() is not None and simulated():
+            return 0
+        return device
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> NumbaLaunch:
+        """The numba kernel compiled for the type, and its launch over the flat tensor."""
+        n = shapes.volume(inputs[0].dims)
+        dt = numpy_from_trt(inputs[0].type)
+        grid = min(shapes.cdiv(n, NUMBA_BLOCK), MAX_GRID[0])
+        if not simulated():
+            device = int(numba_cuda().get_current_device().id)
+        return NumbaLaunch(
+            self.numba_kernel, grid=grid, block=NUMBA_BLOCK, device=device,
+            args=(ArraySlot((max(n, 1),), dt), ArraySlot((max(n, 1),), dt), np.int64(n),
+                  np.float32(self.neg_slope)))

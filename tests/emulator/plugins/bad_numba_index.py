@@ -6,7 +6,7 @@ is never written. ``LReLU_TRT:1:numba_past`` loops ``i <= n``: one element past 
 
 from pyplugins.creator import register
 from pyplugins.numba_launch import NumbaKernel
-from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
+from pyplugins.ops.leaky_relu import LeakyReLUNumba
 
 
 def skips_first(x, y, n, neg_slope):

@@ -17,7 +17,7 @@ pytest.importorskip("numba_cuda", reason="numba kernels need the 'numba' extra")
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "emulator" / "plugins"
-MODULE = "pyplugins.ops.leaky_relu_numba"
+MODULE = "pyplugins.ops.leaky_relu"
 
 
 def cpu_env() -> dict:
@@ -55,7 +55,7 @@ def test_check_runs_enqueue_in_the_simulator_and_matches_the_reference(spec):
 def test_pp_run_in_the_simulator_returns_the_reference():
     code = ("import numpy as np, pyplugins as pp\n"
             "from pyplugins.testing import assert_close\n"
-            "from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba\n"
+            "from pyplugins.ops.leaky_relu import LeakyReLUNumba\n"
             "x = np.random.default_rng(0).standard_normal((4, 33)).astype(np.float32)\n"
             "y = pp.run(LeakyReLUNumba, x, neg_slope=0.3)\n"
             "(want,) = LeakyReLUNumba(neg_slope=0.3).reference(x)\n"
@@ -105,7 +105,7 @@ def gpu_report(creator, spec, fields=None):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_gpu_numba_kernel_matches_the_reference_and_is_capture_safe(dtype):
-    from pyplugins.ops.leaky_relu_numba import LeakyReLUNumba
+    from pyplugins.ops.leaky_relu import LeakyReLUNumba
     from pyplugins.testing import assert_close
 
     x = np.random.default_rng(1).standard_normal((3, 1000)).astype(dtype)
