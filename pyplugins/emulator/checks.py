@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyplugins.emulator.descs import PluginTensorDesc
+from pyplugins.emulator.enums import PybindEnum
 
 __all__ = ["CHECKS", "GUARD_BYTES", "PoisonedDesc", "PoisonProbe", "Recorder", "Violation",
            "clone_violations", "output_violations", "poison_pattern", "poisoned_elements", "serialization_violations"]
@@ -161,7 +162,7 @@ class PoisonedDesc(PluginTensorDesc):
 # -- clone_shares_state ---------------------------------------------------------------------------
 
 _IMMUTABLE_TYPES = (int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis),
-                    enum.Enum, np.generic, np.dtype, type, types.FunctionType,
+                    enum.Enum, PybindEnum, np.generic, np.dtype, type, types.FunctionType,
                     types.BuiltinFunctionType, types.ModuleType)
 
 
