@@ -91,7 +91,30 @@ def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False
     return property(getter, setter, doc=doc)
 
 
-class IPluginV2DynamicExt(_Unpicklable, metaclass=_BindingMeta):
+class IPluginV2(_Unpicklable, metaclass=_BindingMeta):
+    """``trt.IPluginV2``: the C++ base class (no Python constructor; subclass
+    :class:`IPluginV2DynamicExt`)."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any) -> None:
+        msg = f"tensorrt.{type(self).__name__}: No constructor defined!"
+        raise TypeError(msg)
+
+
+class IPluginV2Ext(IPluginV2):
+    """``trt.IPluginV2Ext`` (no Python constructor)."""
+
+    __slots__ = ()
+
+
+class IPluginV2DynamicExtBase(IPluginV2Ext):
+    """``trt.IPluginV2DynamicExtBase``: the plain C++ base of :class:`IPluginV2DynamicExt`."""
+
+    __slots__ = ()
+
+
+class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
     """``trt.IPluginV2DynamicExt``, the base of a Python V2 plugin (§1).
 
     Call ``IPluginV2DynamicExt.__init__(self)`` first, then set ``num_outputs``, ``plugin_type``,

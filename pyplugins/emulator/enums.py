@@ -167,6 +167,15 @@ class DataType(PybindEnum):
     FP4 = 10
     E8M0 = 11
 
+    @property
+    def itemsize(self) -> float:
+        """Bytes per element (0.5 for INT4 and FP4), as ``trt.DataType.itemsize``; None for a
+        type TensorRT's table lacks (E8M0)."""
+        return _ITEMSIZE.get(self._value)
+
+
+_ITEMSIZE = {0: 4, 1: 2, 7: 2, 2: 1, 3: 4, 8: 8, 4: 1, 5: 1, 6: 1, 9: 0.5, 10: 0.5}
+
 
 class TensorFormat(PybindEnum):
     """``trt.TensorFormat`` (NvInferRuntime.h)."""
