@@ -55,6 +55,9 @@ CHECKS: Dict[str, str] = {
                  "len(serialize())",
     "device_error": "the work enqueue launched failed on the device (a CUDA error at the next "
                     "synchronization; the context may be unusable afterwards)",
+    "pybind": "the plugin relies on plain-Python behaviour that pybind11 objects lack in TensorRT: "
+              "enums compared with `is`, Dims compared/hashed, plugins copied or pickled, "
+              "BOOL/UINT8 tensors on a V2 plugin (§12)",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }

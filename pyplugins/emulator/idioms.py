@@ -7,8 +7,7 @@ what TensorRT does and how to write it instead. This module imports nothing from
 that every stand-in can use it.
 
 Example:
-    >>> take()
-    []
+    >>> _ = take()  # forget earlier notes
     >>> try:
     ...     refuse("dims_eq", TypeError("__eq__(): incompatible function arguments"))
     ... except TypeError as err:
