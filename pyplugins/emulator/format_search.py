@@ -20,7 +20,7 @@ Example:
     >>> tensors = PluginTensors([TensorSpec.parse("4:float16")], {"net": [(4,)]})
     >>> combos, tried, found = search_formats(Copy(), tensors, [DataType.HALF, DataType.HALF])
     >>> [[t.name for t, _ in c] for c in combos][:3], len(tried), found
-    ([['HALF', 'HALF'], ['FLOAT', 'FLOAT'], ['INT8', 'INT8']], 56, [])
+    ([['HALF', 'HALF'], ['FLOAT', 'FLOAT'], ['INT8', 'INT8']], 30, [])
     >>> timed, found = choose_formats(combos, tried, [DataType.HALF, DataType.HALF], 1)
     >>> [[t.name for t, _ in c] for c in timed], found
     ([['HALF', 'HALF']], [])
