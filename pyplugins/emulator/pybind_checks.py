@@ -38,7 +38,7 @@ CHECK = "pybind"
 #: Tensor types a V2 plugin may not have (NvInferRuntimePlugin.h:76).
 V2_REFUSED = (DataType.BOOL, DataType.UINT8)
 
-_USE_EQ = ("every enum value pybind11 hands to Python is a new object, so `x is "
+_USE_EQ = ("Every enum value pybind11 hands to Python is a new object, so `x is "
            "trt.DataType.HALF` / `desc.format is trt.TensorFormat.LINEAR` is always False in "
            "TensorRT. Compare enums with == (or `in` a tuple), never with `is`")
 
