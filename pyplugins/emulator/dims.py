@@ -72,8 +72,13 @@ class Dims:
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
+    def __getattr__(self, name: str) -> Any:
+        # pybind11 classes carry the module in their type name (tp_name "tensorrt.Dims")
+        msg = f"'tensorrt.{type(self).__name__}' object has no attribute {name!r}"
+        raise AttributeError(msg)
+
     def __hash__(self) -> int:
-        idioms.refuse("dims_hash", TypeError("unhashable type: 'Dims'"))
+        idioms.refuse("dims_hash", TypeError("unhashable type: 'tensorrt.Dims'"))
 
     def __repr__(self) -> str:
         if len(self._values) == 1:

@@ -34,7 +34,7 @@ IDIOMS: Dict[str, tuple] = {
     "dims_eq": ("`Dims == Dims` (and `!=`, `in`) raises TypeError in TensorRT: Dims.__eq__ only "
                 "accepts a list or a tuple",
                 "compare `tuple(a.dims) == tuple(b.dims)`"),
-    "dims_hash": ("a Dims is unhashable in TensorRT (TypeError: unhashable type: 'Dims'), so it "
+    "dims_hash": ("a Dims is unhashable in TensorRT (TypeError: unhashable type: 'tensorrt.Dims'), so it "
                   "cannot be a dict key or a set member",
                   "use `tuple(desc.dims)` as the key"),
     "fc_negative": ("`fc[-1]` on the PluginFieldCollection_ that create_plugin receives reads out "

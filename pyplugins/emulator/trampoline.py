@@ -151,8 +151,8 @@ def _as_bool(value: Any) -> bool:
 
 
 def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
+    if isinstance(value, (bytes, bytearray)):  # pybind's std::string caster takes both (§12)
+        return bytes(value)
     if isinstance(value, str):
         return value.encode("utf-8")
     raise TypeError(value)

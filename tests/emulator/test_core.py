@@ -75,7 +75,7 @@ def test_dims_is_tuple_like():
     assert list(d) == [2, -1, 8] and d == (2, -1, 8) and d == [2, -1, 8] and d != (2, -1)
     with pytest.raises(TypeError, match="incompatible function arguments"):
         d == trt.Dims((2, -1, 8))  # noqa: B015 - pybind's Dims.__eq__ takes a list or tuple only
-    with pytest.raises(TypeError, match="unhashable type: 'Dims'"):
+    with pytest.raises(TypeError, match="unhashable type: 'tensorrt.Dims'"):
         hash(d)
     assert repr(d) == "(2, -1, 8)"
     with pytest.raises(IndexError):
