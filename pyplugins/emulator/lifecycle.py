@@ -377,6 +377,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         report.skipped = reason
     report.violations = driver.violations + recorder.violations
     report.violations += pybind_checks.idiom_violations()
+    report.violations += discovery.unbound_global_violations(creator)
     for method, line, step, label in recorder.errors:
         report.errors.append(line)
         if step != "capture":
