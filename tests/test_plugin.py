@@ -203,7 +203,7 @@ def test_clone_copy_policy_for_device_state_and_launches():
 
 def test_default_datatype_and_formats(scale):
     p = created(scale)
-    assert trampoline.get_output_data_type(p, 0, [DT.HALF]) is DT.HALF
+    assert trampoline.get_output_data_type(p, 0, [DT.HALF]) == DT.HALF  # a new object (§12)
     desc = trt.PluginTensorDesc((2,), DT.HALF, trt.TensorFormat.LINEAR)
     assert trampoline.supports_format_combination(p, 1, [desc, desc], 1) is True
     int_desc = trt.PluginTensorDesc((2,), DT.INT32, trt.TensorFormat.LINEAR)

@@ -9,10 +9,14 @@ Python plugins on machines without TensorRT (or without a GPU):
   so a plugin module written for TensorRT runs unmodified;
 - :mod:`pyplugins.emulator.lifecycle` drives a plugin through a build and a run as TensorRT does.
 
+Every other public name of TensorRT's module (``ICudaEngine``, ``Builder``, ``trt.float32``,
+``init_libnvinfer_plugins`` ...) resolves too, through :mod:`pyplugins.emulator.surface`: what
+needs a real builder or runtime raises ``NeedsTensorRT`` when used, never at import.
+
 Example:
     >>> from pyplugins import emulator as trt
-    >>> trt.nptype(trt.DataType.HALF)
-    <class 'numpy.float16'>
+    >>> trt.nptype(trt.DataType.HALF), trt.DataType.HALF.itemsize
+    (<class 'numpy.float16'>, 2)
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface,
-                                      IPluginV2DynamicExt, Logger)
+from pyplugins.emulator import surface
+from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface, IPluginV2,
+                                      IPluginV2DynamicExt, IPluginV2DynamicExtBase, IPluginV2Ext,
+                                      Logger)
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabilityType,
@@ -37,7 +43,8 @@ __pyplugins_emulator__ = True
 __all__ = [
     "DataType", "DimensionOperation", "Dims", "DimsExprs", "DynamicPluginTensorDesc",
     "IDimensionExpr", "IExprBuilder", "ILogger", "IPluginCreator", "IPluginCreatorInterface",
-    "IPluginRegistry", "IPluginV2DynamicExt", "Logger", "PluginCapabilityType", "PluginField",
+    "IPluginRegistry", "IPluginV2", "IPluginV2DynamicExt", "IPluginV2DynamicExtBase",
+    "IPluginV2Ext", "Logger", "PluginCapabilityType", "PluginField",
     "PluginFieldCollection", "PluginFieldCollection_", "PluginFieldType", "PluginTensorDesc",
     "TensorFormat", "TensorRTPhase", "get_plugin_registry", "install", "nptype", "uninstall",
 ]
@@ -50,7 +57,7 @@ _NPTYPE = {
 
 
 def nptype(trt_type: DataType) -> type:
-    """``trt.nptype``: the NumPy scalar type of a ``DataType``.
+    """``trt.nptype``: the NumPy scalar type of a ``DataType`` (any object equal to one).
 
     Raises:
         TypeError: for BF16, FP8, INT4, FP4 and E8M0, as TensorRT does.
@@ -63,11 +70,17 @@ def nptype(trt_type: DataType) -> type:
 
 
 def __getattr__(name: str) -> Any:
+    major, minor = emulated_version()
     if name == "__version__":
-        major, minor = emulated_version()
         return f"{major}.{minor}.0"
-    msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
-    raise AttributeError(msg)
+    if name.startswith("__"):
+        msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
+        raise AttributeError(msg)
+    return surface.resolve(name, major)
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(surface.names(emulated_version()[0])))
 
 
 def install() -> ModuleType:

@@ -51,6 +51,7 @@ def import_module(spec: str) -> ModuleType:
             imported once per process, under a name derived from the path (never ``__main__``).
     """
     from pyplugins import emulator
+    from pyplugins.emulator import discovery
 
     emulator.install()
     path = Path(spec)
@@ -75,8 +76,10 @@ def import_module(spec: str) -> ModuleType:
         except BaseException:
             del sys.modules[name]
             raise
-        return module
-    return importlib.import_module(spec)
+    else:
+        module = importlib.import_module(spec)
+    discovery.register_defined_creators(module)  # what the module's __main__ block would do
+    return module
 
 
 def module_of(obj: Any) -> Optional[str]:

@@ -22,8 +22,9 @@ import os
 import sys
 from typing import Any, Optional
 
+from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import PluginVersion
-from pyplugins.emulator.plugin_field import PluginFieldCollection
+from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 
 
 def cpp_stderr(line: str) -> None:
@@ -43,6 +44,39 @@ class _BindingMeta(type):
         return obj
 
 
+def to_int(value: Any, what: str) -> int:
+    """pybind11's int caster: an int, a bool or anything with ``__index__`` (NumPy ints); not a
+    float or a str."""
+    if isinstance(value, (float, str, bytes)) or not hasattr(type(value), "__index__"):
+        msg = f"{what} must be an int (got {value!r})"
+        raise TypeError(msg)
+    return int(value.__index__())
+
+
+def to_str(value: Any, what: str) -> str:
+    """pybind11's ``std::string`` caster: a str, or bytes/bytearray (taken as UTF-8 here)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    if not isinstance(value, str):
+        msg = f"{what} must be a str (got {value!r})"
+        raise TypeError(msg)
+    return value
+
+
+class _Unpicklable:
+    """pybind11 instances: ``copy.copy``, ``copy.deepcopy`` and ``pickle`` raise TypeError (§12)."""
+
+    __slots__ = ()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        for klass in type(self).__mro__:
+            if klass is _Unpicklable or klass.__module__ == __name__:
+                break
+            if "__reduce__" in vars(klass) or "__reduce_ex__" in vars(klass):
+                return object.__reduce_ex__(self, protocol)  # the subclass pickles itself
+        idioms.refuse("copy", TypeError(f"cannot pickle '{type(self).__name__}' object"))
+
+
 def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
     def getter(self: Any) -> Optional[str]:
         value = getattr(self, slot, None)
@@ -52,15 +86,35 @@ def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False
         return value
 
     def setter(self: Any, value: str) -> None:
-        if not isinstance(value, str):
-            msg = f"{public} must be a str (got {value!r})"
-            raise TypeError(msg)
-        object.__setattr__(self, slot, value)
+        object.__setattr__(self, slot, to_str(value, public))
 
     return property(getter, setter, doc=doc)
 
 
-class IPluginV2DynamicExt(metaclass=_BindingMeta):
+class IPluginV2(_Unpicklable, metaclass=_BindingMeta):
+    """``trt.IPluginV2``: the C++ base class (no Python constructor; subclass
+    :class:`IPluginV2DynamicExt`)."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any) -> None:
+        msg = f"tensorrt.{type(self).__name__}: No constructor defined!"
+        raise TypeError(msg)
+
+
+class IPluginV2Ext(IPluginV2):
+    """``trt.IPluginV2Ext`` (no Python constructor)."""
+
+    __slots__ = ()
+
+
+class IPluginV2DynamicExtBase(IPluginV2Ext):
+    """``trt.IPluginV2DynamicExtBase``: the plain C++ base of :class:`IPluginV2DynamicExt`."""
+
+    __slots__ = ()
+
+
+class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
     """``trt.IPluginV2DynamicExt``, the base of a Python V2 plugin (§1).
 
     Call ``IPluginV2DynamicExt.__init__(self)`` first, then set ``num_outputs``, ``plugin_type``,
@@ -89,10 +143,7 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
 
     @num_outputs.setter
     def num_outputs(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            msg = f"num_outputs must be an int (got {value!r})"
-            raise TypeError(msg)
-        object.__setattr__(self, "_pp_num_outputs", value)
+        object.__setattr__(self, "_pp_num_outputs", to_int(value, "num_outputs"))
 
     plugin_type = _str_property("_pp_type", "plugin_type",
                                 "The plugin's type name (C++ getPluginType).", print_unset=True)
@@ -119,7 +170,7 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
         return trampoline.get_serialization_size(self)
 
 
-class IPluginCreatorInterface(metaclass=_BindingMeta):
+class IPluginCreatorInterface(_Unpicklable, metaclass=_BindingMeta):
     """``trt.IPluginCreatorInterface``: the common base of creator classes (10.0+)."""
 
     __slots__ = ("_pp_base_initialized", "_pp_name", "_pp_version", "_pp_namespace",
@@ -148,12 +199,16 @@ class IPluginCreator(IPluginCreatorInterface):
                                      "The creator's namespace.", print_unset=True)
 
     @property
-    def field_names(self) -> Optional[PluginFieldCollection]:
-        """The fields the creator accepts (only names matter to the ONNX parser)."""
+    def field_names(self) -> PluginFieldCollection_:
+        """The fields the creator accepts (only names matter to the ONNX parser), read back as
+        TensorRT's getter gives them: a ``PluginFieldCollection_`` (``len`` and ``[i]``), empty
+        with a printed error when unset (never None)."""
         value = getattr(self, "_pp_field_names", None)
         if value is None:
-            cpp_stderr("field_names not initialized")
-        return value
+            cpp_stderr("[ERROR] Exception caught in field_names(): AttributeError: "
+                        "field_names not initialized")
+            return PluginFieldCollection_()
+        return PluginFieldCollection_(value)
 
     @field_names.setter
     def field_names(self, value: PluginFieldCollection) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyplugins.emulator.descs import PluginTensorDesc
+from pyplugins.emulator.enums import PybindEnum
 
 __all__ = ["CHECKS", "GUARD_BYTES", "PoisonedDesc", "PoisonProbe", "Recorder", "Violation",
            "clone_violations", "output_violations", "poison_pattern", "poisoned_elements", "serialization_violations"]
@@ -56,6 +57,9 @@ CHECKS: Dict[str, str] = {
                     "synchronization; the context may be unusable afterwards)",
     "reference_mismatch": "enqueue's outputs differ from the plugin's NumPy reference() beyond "
                           "the per-dtype tolerances of pyplugins.testing",
+    "pybind": "the plugin relies on plain-Python behaviour that pybind11 objects lack in TensorRT: "
+              "enums compared with `is`, Dims compared/hashed, plugins copied or pickled, "
+              "BOOL/UINT8 tensors on a V2 plugin (§12)",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }
@@ -163,7 +167,7 @@ class PoisonedDesc(PluginTensorDesc):
 # -- clone_shares_state ---------------------------------------------------------------------------
 
 _IMMUTABLE_TYPES = (int, float, complex, str, bytes, bool, type(None), range, type(Ellipsis),
-                    enum.Enum, np.generic, np.dtype, type, types.FunctionType,
+                    enum.Enum, PybindEnum, np.generic, np.dtype, type, types.FunctionType,
                     types.BuiltinFunctionType, types.ModuleType)
 
 

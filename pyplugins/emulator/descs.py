@@ -1,10 +1,15 @@
 """``PluginTensorDesc`` and ``DynamicPluginTensorDesc``: what plugins see of a tensor (§2.1, §3).
 
+As through pybind11 (§12), ``type`` and ``format`` give a new enum object on every read: compare
+them with ``==``.
+
 Example:
     >>> from pyplugins.emulator import PluginTensorDesc, DataType, TensorFormat, Dims
-    >>> d = PluginTensorDesc(Dims([2, 3]), DataType.HALF, TensorFormat.LINEAR)
-    >>> d.type.name, tuple(d.dims), d.scale
-    ('HALF', (2, 3), -1.0)
+    >>> d = PluginTensorDesc(Dims([2, 3]), DataType.HALF, TensorFormat.LINEAR, -1.0)
+    >>> d.type.name, tuple(d.dims), d.scale, d.type == DataType.HALF, d.type is DataType.HALF
+    ('HALF', (2, 3), -1.0, True, False)
+    >>> PluginTensorDesc().scale   # TensorRT's no-argument constructor
+    0.0
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from typing import Iterable, Optional, Union
 
 from pyplugins.emulator.dims import Dims
-from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.enums import DataType, TensorFormat, fresh
 
 
 def _dims(value: Union[Dims, Iterable[int], None]) -> Dims:
@@ -21,18 +26,47 @@ def _dims(value: Union[Dims, Iterable[int], None]) -> Dims:
 
 class PluginTensorDesc:
     """``trt.PluginTensorDesc``: ``dims`` (Dims), ``type`` (DataType), ``format`` (TensorFormat),
-    ``scale`` (float; only meaningful for INT8, else -1.0)."""
+    ``scale`` (float; only meaningful for INT8; TensorRT fills -1.0 otherwise, and its
+    no-argument constructor leaves 0.0).
 
-    __slots__ = ("_dims", "type", "format", "scale")
+    TensorRT binds only the no-argument constructor; the emulator's own code also passes the
+    fields positionally (plugins never construct descriptors).
+    """
+
+    __slots__ = ("_dims", "_type", "_format", "scale")
 
     def __init__(self, dims: Union[Dims, Iterable[int], None] = None,
                  type: DataType = DataType.FLOAT,  # noqa: A002 - TensorRT's name
                  format: TensorFormat = TensorFormat.LINEAR,  # noqa: A002
-                 scale: float = -1.0) -> None:
+                 scale: float = 0.0) -> None:
         self._dims = _dims(dims)
         self.type = type
         self.format = format
         self.scale = float(scale)
+
+    @property
+    def type(self) -> DataType:  # noqa: A003 - TensorRT's name
+        """The tensor's DataType (a new object on every read, as through pybind11)."""
+        return fresh(self._type)
+
+    @type.setter
+    def type(self, value: DataType) -> None:
+        if not isinstance(value, DataType):
+            msg = f"PluginTensorDesc.type must be a trt.DataType (got {value!r})"
+            raise TypeError(msg)
+        self._type = DataType.__members__.get(value.name, value)
+
+    @property
+    def format(self) -> TensorFormat:  # noqa: A003 - TensorRT's name
+        """The tensor's TensorFormat (a new object on every read, as through pybind11)."""
+        return fresh(self._format)
+
+    @format.setter
+    def format(self, value: TensorFormat) -> None:
+        if not isinstance(value, TensorFormat):
+            msg = f"PluginTensorDesc.format must be a trt.TensorFormat (got {value!r})"
+            raise TypeError(msg)
+        self._format = TensorFormat.__members__.get(value.name, value)
 
     @property
     def dims(self) -> Dims:
@@ -45,11 +79,11 @@ class PluginTensorDesc:
 
     def _copy(self) -> "PluginTensorDesc":
         """An independent copy (the bindings hand plugins copies)."""
-        return PluginTensorDesc(Dims(self._dims), self.type, self.format, self.scale)
+        return PluginTensorDesc(Dims(self._dims), self._type, self._format, self.scale)
 
     def __repr__(self) -> str:
-        return (f"PluginTensorDesc(dims={self._dims!r}, type={self.type.name}, "
-                f"format={self.format.name}, scale={self.scale})")
+        return (f"PluginTensorDesc(dims={self._dims!r}, type={self._type.name}, "
+                f"format={self._format.name}, scale={self.scale})")
 
 
 class DynamicPluginTensorDesc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
+from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import DimensionOperation
 
 MAX_DIMS = 8
@@ -27,13 +28,14 @@ INT64_MIN = -(2**63)
 class Dims:
     """``trt.Dims``: a tuple-like shape of at most 8 int64 entries (``-1`` marks a runtime dim).
 
+    As TensorRT's binding (§12): it compares equal only to a list or tuple (``Dims == Dims``
+    raises TypeError), it is unhashable, and it has no ``nbDims`` (use ``len``).
+
     Example:
         >>> d = Dims([2, 3, 8])
-        >>> len(d), d[-1], tuple(d[1:])
-        (3, 8, (3, 8))
+        >>> len(d), d[-1], tuple(d[1:]), d == (2, 3, 8), d == [2, 3]
+        (3, 8, (3, 8), True, False)
     """
-
-    MAX_DIMS = MAX_DIMS
 
     def __init__(self, shape: Iterable[int] = ()) -> None:
         values = tuple(int(v) for v in shape)
@@ -57,22 +59,36 @@ class Dims:
         return iter(self._values)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Dims):
-            return self._values == other._values
+        """Equality with a list or tuple only, as TensorRT's binding (``Dims == Dims`` raises)."""
         if isinstance(other, (tuple, list)):
-            return self._values == tuple(other)
-        return NotImplemented
+            return len(other) == len(self._values) and all(
+                int(a) == b for a, b in zip(other, self._values))
+        msg = ("__eq__(): incompatible function arguments. The following argument types are "
+               "supported:\n    1. (self: tensorrt.Dims, arg0: list) -> bool\n"
+               f"    2. (self: tensorrt.Dims, arg0: tuple) -> bool\n\nInvoked with: {self!r}, "
+               f"{other!r}")
+        idioms.refuse("dims_eq", TypeError(msg))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __getattr__(self, name: str) -> Any:
+        # pybind11 classes carry the module in their type name (tp_name "tensorrt.Dims")
+        msg = f"'tensorrt.{type(self).__name__}' object has no attribute {name!r}"
+        raise AttributeError(msg)
 
     def __hash__(self) -> int:
-        return hash(self._values)
+        idioms.refuse("dims_hash", TypeError("unhashable type: 'tensorrt.Dims'"))
 
     def __repr__(self) -> str:
+        if len(self._values) == 1:
+            return f"({self._values[0]},)"
         return f"({', '.join(str(v) for v in self._values)})"
 
     @property
-    def nbDims(self) -> int:  # noqa: N802 - TensorRT's name
-        """The rank, as C++ ``Dims::nbDims``."""
-        return len(self._values)
+    def MAX_DIMS(self) -> int:  # noqa: N802 - TensorRT's name
+        """The most dimensions a Dims holds (8)."""
+        return MAX_DIMS
 
 
 class IDimensionExpr:

@@ -1,39 +1,157 @@
-"""TensorRT's plugin-facing enums with TensorRT's numeric values (docs/trt-protocol.md §3-§11).
+"""TensorRT's plugin-facing enums as pybind11 makes them (docs/trt-protocol.md §3, §4.3, §6, §11, §12).
 
-Members behave like pybind11 enums: ``.name``, ``.value``, ``int(member)``, and they do **not**
-compare equal to plain ints (``DataType.FLOAT == 0`` is False in real TensorRT too).
+Members behave like pybind11 enums: ``.name``, ``.value``, ``int(member)``, equality and hashing
+by value, and no equality with plain ints (``DataType.FLOAT == 0`` is False in TensorRT too).
+As in TensorRT, every value that crosses from C++ to Python is a **new object** (§12), so the
+descriptors and argument lists handed to plugin callbacks never hold the class attributes
+themselves: compare enums with ``==``, never with ``is``.
 
 Example:
     >>> from pyplugins.emulator import DataType, DimensionOperation
     >>> int(DataType.HALF), DimensionOperation.CEIL_DIV.value
     (1, 8)
+    >>> t = fresh(DataType.HALF)         # what a callback receives
+    >>> t == DataType.HALF, t is DataType.HALF, hash(t) == hash(DataType.HALF)
+    (True, False, True)
 """
 
 from __future__ import annotations
 
-import enum
+import contextlib
+from typing import Any, Dict, Iterator, Optional, TypeVar
+
+__all__ = ["DataType", "DimensionOperation", "PluginCapabilityType", "PluginFieldType",
+           "PybindEnum",
+           "PluginVersion", "TensorFormat", "TensorRTPhase", "fresh", "singletons"]
+
+_E = TypeVar("_E", bound="PybindEnum")
+
+# When set (only inside :func:`singletons`), :func:`fresh` returns the class attributes: the
+# emulator's second opinion that tells a plugin comparing enums with ``is`` apart (§12).
+_SINGLETONS = [False]
 
 
-class TrtEnum(enum.Enum):
-    """Base of the emulated enums: pybind11-like ``int()`` and ``repr``."""
+class _EnumMeta(type):
+    """Collects the integer class attributes of an enum class into members (pybind ``value()``)."""
+
+    def __new__(mcs, name: str, bases: tuple, ns: Dict[str, Any]) -> Any:
+        values = {k: v for k, v in ns.items() if not k.startswith("_") and isinstance(v, int)}
+        for k in values:
+            del ns[k]
+        cls = super().__new__(mcs, name, bases, ns)
+        members: Dict[str, Any] = {}
+        for k, v in values.items():
+            member = object.__new__(cls)
+            member._value = v
+            members[k] = member
+            type.__setattr__(cls, k, member)
+        type.__setattr__(cls, "__members__", members)
+        type.__setattr__(cls, "_by_value", {m._value: k for k, m in reversed(members.items())})
+        return cls
+
+    def __getitem__(cls, name: str) -> Any:
+        """``Enum["NAME"]`` (an emulator convenience; the class attribute itself)."""
+        return cls.__members__[name]
+
+    def __iter__(cls) -> Iterator[Any]:
+        """The members in value order (an emulator convenience)."""
+        return iter(cls.__members__.values())
+
+    def __len__(cls) -> int:
+        return len(cls.__members__)
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        if name in cls.__dict__.get("__members__", {}):
+            msg = f"can't set attribute {name!r} of enum {cls.__name__}"
+            raise AttributeError(msg)
+        super().__setattr__(name, value)
+
+
+class PybindEnum(metaclass=_EnumMeta):
+    """Base of the emulated enums: a pybind11 ``py::enum_`` value (one object per crossing)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: int) -> None:
+        """``DataType(1)``: a new object for that value, as pybind's int constructor makes."""
+        if isinstance(value, PybindEnum):
+            value = value._value
+        self._value = int(value.__index__())
+
+    @property
+    def name(self) -> str:
+        """The member's name (``"???"`` for a value with no name, as pybind11)."""
+        return type(self)._by_value.get(self._value, "???")
+
+    @property
+    def value(self) -> int:
+        """The member's integer value."""
+        return self._value
 
     def __int__(self) -> int:
-        return int(self.value)
+        return self._value
 
     def __index__(self) -> int:
-        return int(self.value)
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value == self._value  # type: ignore[attr-defined]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__}.{self.name}: {self.value}>"
+        return f"<{type(self).__name__}.{self.name}: {self._value}>"
 
     def __str__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
 
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.value))
+    def __getstate__(self) -> int:
+        return self._value
+
+    def __setstate__(self, state: int) -> None:
+        self._value = int(state)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self._value,))
 
 
-class DataType(TrtEnum):
+def fresh(member: Optional[_E]) -> Optional[_E]:
+    """What Python receives when TensorRT hands over the enum value ``member``: a new object
+    equal to it (or the member itself inside :func:`singletons`; None stays None).
+
+    Example:
+        >>> fresh(TensorFormat.LINEAR) is TensorFormat.LINEAR
+        False
+    """
+    if member is None or _SINGLETONS[0] or not isinstance(member, PybindEnum):
+        return member
+    copy = object.__new__(type(member))
+    copy._value = member._value
+    return copy
+
+
+@contextlib.contextmanager
+def singletons() -> Iterator[None]:
+    """Within the block, hand plugins the class attributes instead of fresh objects (what a
+    plugin comparing with ``is`` expects; TensorRT never does this).
+
+    Example:
+        >>> with singletons():
+        ...     fresh(DataType.HALF) is DataType.HALF
+        True
+    """
+    saved, _SINGLETONS[0] = _SINGLETONS[0], True
+    try:
+        yield
+    finally:
+        _SINGLETONS[0] = saved
+
+
+class DataType(PybindEnum):
     """``trt.DataType`` (NvInferRuntimeBase.h)."""
 
     FLOAT = 0
@@ -49,8 +167,17 @@ class DataType(TrtEnum):
     FP4 = 10
     E8M0 = 11
 
+    @property
+    def itemsize(self) -> float:
+        """Bytes per element (0.5 for INT4 and FP4), as ``trt.DataType.itemsize``; None for a
+        type TensorRT's table lacks (E8M0)."""
+        return _ITEMSIZE.get(self._value)
 
-class TensorFormat(TrtEnum):
+
+_ITEMSIZE = {0: 4, 1: 2, 7: 2, 2: 1, 3: 4, 8: 8, 4: 1, 5: 1, 6: 1, 9: 0.5, 10: 0.5}
+
+
+class TensorFormat(PybindEnum):
     """``trt.TensorFormat`` (NvInferRuntime.h)."""
 
     LINEAR = 0
@@ -68,7 +195,7 @@ class TensorFormat(TrtEnum):
     DHWC = 12
 
 
-class PluginFieldType(TrtEnum):
+class PluginFieldType(PybindEnum):
     """``trt.PluginFieldType`` (NvInferPluginBase.h; FP4 since 10.8)."""
 
     FLOAT16 = 0
@@ -87,7 +214,7 @@ class PluginFieldType(TrtEnum):
     FP4 = 13
 
 
-class DimensionOperation(TrtEnum):
+class DimensionOperation(PybindEnum):
     """``trt.DimensionOperation``: the nine operations of ``IExprBuilder.operation``."""
 
     SUM = 0
@@ -101,14 +228,14 @@ class DimensionOperation(TrtEnum):
     CEIL_DIV = 8
 
 
-class TensorRTPhase(TrtEnum):
+class TensorRTPhase(PybindEnum):
     """``trt.TensorRTPhase`` (V3 creators; listed for completeness)."""
 
     BUILD = 0
     RUNTIME = 1
 
 
-class PluginCapabilityType(TrtEnum):
+class PluginCapabilityType(PybindEnum):
     """``trt.PluginCapabilityType`` (V3; listed for completeness)."""
 
     CORE = 0
@@ -116,7 +243,7 @@ class PluginCapabilityType(TrtEnum):
     RUNTIME = 2
 
 
-class PluginVersion(TrtEnum):
+class PluginVersion(PybindEnum):
     """What ``IPluginV2.tensorrt_version`` reports; Python V2 plugins report ``V2_DYNAMICEXT_PYTHON``."""
 
     V2 = 0

@@ -15,12 +15,12 @@ Example:
     >>> from pyplugins.emulator.tensors import PluginTensors
     >>> class Copy(IPluginV2DynamicExt):
     ...     def supports_format_combination(self, pos, in_out, num_inputs):
-    ...         return in_out[pos].format is TensorFormat.LINEAR and (
-    ...             pos == 0 or in_out[pos].type is in_out[0].type)
+    ...         return in_out[pos].format == TensorFormat.LINEAR and (
+    ...             pos == 0 or in_out[pos].type == in_out[0].type)
     >>> tensors = PluginTensors([TensorSpec.parse("4:float16")], {"net": [(4,)]})
     >>> combos, tried, found = search_formats(Copy(), tensors, [DataType.HALF, DataType.HALF])
     >>> [[t.name for t, _ in c] for c in combos][:3], len(tried), found
-    ([['HALF', 'HALF'], ['FLOAT', 'FLOAT'], ['INT8', 'INT8']], 56, [])
+    ([['HALF', 'HALF'], ['FLOAT', 'FLOAT'], ['INT8', 'INT8']], 30, [])
     >>> timed, found = choose_formats(combos, tried, [DataType.HALF, DataType.HALF], 1)
     >>> [[t.name for t, _ in c] for c in timed], found
     ([['HALF', 'HALF']], [])
@@ -34,6 +34,7 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginV2DynamicExt
 from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
 from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.pybind_checks import v2_types
 from pyplugins.emulator.tensors import Combo, PluginTensors
 
 __all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
@@ -67,7 +68,7 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
     for k in range(n):
         fmt0 = tensors.specs[k].format if k < n_in else TensorFormat.LINEAR
         formats = FORMAT_TABLE if len(tensors.net_dims(k)) >= 3 else (TensorFormat.LINEAR,)
-        types = [declared[k]] + [t for t in TYPE_TABLE if t is not declared[k]]
+        types = v2_types([declared[k]] + [t for t in TYPE_TABLE if t != declared[k]])
         fmts = [fmt0] + [f for f in formats if f is not fmt0]
         candidates.append([(t, f) for t in types for f in fmts])
     probe, combos, tried = PoisonProbe(), [], []

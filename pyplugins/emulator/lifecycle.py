@@ -35,7 +35,8 @@ import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
-from pyplugins.emulator import _fresh, buffers, host_buffers, runtime_enqueue, trampoline
+from pyplugins.emulator import (_fresh, buffers, discovery, host_buffers, pybind_checks,
+                                runtime_enqueue, trampoline)
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
@@ -154,6 +155,8 @@ class _Driver:
         self.in_types = [s.datatype for s in self.specs]
         self.out_types = [trampoline.get_output_data_type(p1, i, self.in_types)
                           for i in range(n_out)]
+        self.violations += pybind_checks.output_type_identity_violations(p1, self.in_types,
+                                                                         self.out_types)
         self.out_exprs = []
         for i in range(n_out):
             builder = IExprBuilder()
@@ -189,6 +192,8 @@ class _Driver:
         try:
             want = self.in_types + self.out_types
             combos, tried, found = search_formats(p2, self.tensors, want)
+            found += pybind_checks.enum_identity_violations(p2, self.tensors, tried, self.n_in)
+            found += pybind_checks.v2_type_violations(want, self.n_in)
             timed, refused = choose_formats(combos, tried, want, self.n_in)
             self.violations += found + refused
             if timed is None:
@@ -391,6 +396,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
     fc, report.warnings = _fields(creator, fields)
+    report.warnings += discovery.notes_for(creator)
     cp, reason = _device(device)
     recorder = Recorder()
     tracer = None
@@ -398,6 +404,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         from pyplugins.emulator.trace import Trace
 
         tracer = report.trace = Trace()
+    pybind_checks.idiom_violations()  # forget idioms noted outside this run
     driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer, check_capture,
                      fresh_process, plugin_module, keep_on_device)
     trampoline.listeners.append(recorder)
@@ -419,6 +426,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if not report.enqueue_ran and report.skipped is None and cp is None:
         report.skipped = reason
     report.violations = driver.violations + recorder.violations
+    report.violations += pybind_checks.idiom_violations()
+    report.violations += discovery.unbound_global_violations(creator)
     for method, line, step, label in recorder.errors:
         report.errors.append(line)
         if step != "capture":

@@ -13,11 +13,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, List
+from typing import Any, Iterable, List
 
 import numpy as np
 
-from pyplugins.emulator.enums import PluginFieldType
+from pyplugins.emulator import idioms
+from pyplugins.emulator.enums import PluginFieldType, fresh
 
 # PluginFieldType -> dtype of f.data (10.1+); absent types raise on read.
 _READ_DTYPE = {
@@ -39,15 +40,14 @@ class PluginField:
     the binding refuses it. ``size`` is the buffer's element count.
     """
 
-    __slots__ = ("name", "type", "_raw", "_size", "_itemsize")
+    __slots__ = ("name", "_type", "_raw", "_size", "_itemsize")
 
     def __init__(self, name: str = "", data: Any = None,
                  type: PluginFieldType = PluginFieldType.UNKNOWN) -> None:  # noqa: A002
+        if isinstance(name, (bytes, bytearray)):  # pybind's string caster takes bytes too
+            name = bytes(name).decode("utf-8", "surrogateescape")
         if not isinstance(name, str):
             msg = f"PluginField name must be a str (got {name!r})"
-            raise TypeError(msg)
-        if not isinstance(type, PluginFieldType):
-            msg = f"PluginField type must be a PluginFieldType (got {type!r})"
             raise TypeError(msg)
         self.name = name
         self.type = type
@@ -67,6 +67,18 @@ class PluginField:
         self._raw = view.tobytes()
         self._itemsize = view.itemsize or 1
         self._size = len(self._raw) // self._itemsize
+
+    @property
+    def type(self) -> PluginFieldType:  # noqa: A003 - TensorRT's name
+        """The declared PluginFieldType (a new object on every read, as through pybind11)."""
+        return fresh(self._type)
+
+    @type.setter
+    def type(self, value: PluginFieldType) -> None:
+        if not isinstance(value, PluginFieldType):
+            msg = f"PluginField type must be a PluginFieldType (got {value!r})"
+            raise TypeError(msg)
+        self._type = PluginFieldType.__members__.get(value.name, value)
 
     @property
     def size(self) -> int:
@@ -114,37 +126,31 @@ class PluginFieldCollection(list):
 class PluginFieldCollection_:  # noqa: N801 - TensorRT's name
     """``trt.PluginFieldCollection_``: the read-only ``fc`` a creator's ``create_plugin`` gets.
 
-    ``len(fc)``, ``fc[i]`` and iteration; like TensorRT it has no negative indexing, and the
-    emulator raises where TensorRT would read out of bounds.
+    Only ``len(fc)`` and ``fc[i]`` (iteration works through them); like TensorRT it has no
+    negative indexing: ``fc[-1]`` reads out of bounds there (undefined behaviour), and raises
+    IndexError here, reported as a TensorRT-undefined idiom.
     """
 
     def __init__(self, fields: Iterable[PluginField] = ()) -> None:
         self._fields: List[PluginField] = list(fields)
 
-    @property
-    def nbFields(self) -> int:  # noqa: N802 - TensorRT's name
-        """The number of fields."""
-        return len(self._fields)
-
     def __len__(self) -> int:
         return len(self._fields)
 
     def __getitem__(self, index: int) -> PluginField:
-        if not isinstance(index, int):
+        if isinstance(index, (float, str, bytes)) or not hasattr(type(index), "__index__"):
             msg = f"PluginFieldCollection_ indices must be ints (got {index!r})"
             raise TypeError(msg)
+        index = int(index.__index__())
         if index < 0:
             msg = (f"fc[{index}]: TensorRT's PluginFieldCollection_ has no negative indexing "
-                   "(it checks only index < nbFields and would read out of bounds); "
-                   "use fc[len(fc) - 1]")
-            raise IndexError(msg)
+                   "(it checks only index < nbFields and reads out of bounds: undefined "
+                   "behaviour in TensorRT); use fc[len(fc) - 1]")
+            idioms.refuse("fc_negative", IndexError(msg))
         if index >= len(self._fields):
             msg = f"fc[{index}] out of range for {len(self._fields)} fields"
             raise IndexError(msg)
         return self._fields[index]
-
-    def __iter__(self) -> Iterator[PluginField]:
-        return iter(list(self._fields))
 
     def __repr__(self) -> str:
         return f"PluginFieldCollection_({self._fields!r})"

@@ -37,7 +37,7 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
-from pyplugins.emulator.enums import PluginFieldType, TrtEnum
+from pyplugins.emulator.enums import PluginFieldType, PybindEnum
 from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
 
 __all__ = ["Trace", "TraceEntry", "summarize"]
@@ -339,7 +339,7 @@ def _shape(dims: Any) -> str:
 
 def _desc(d: PluginTensorDesc) -> str:
     text = f"{_shape(d.dims)} {d.type.name} {d.format.name}"
-    if d.scale != -1.0:
+    if d.scale not in (-1.0, 0.0):  # TensorRT fills -1; the bare constructor leaves 0
         text += f" scale={d.scale:g}"
     return text
 
@@ -356,7 +356,7 @@ def _field_value(f: PluginField) -> str:
         data = f.data
     except (AttributeError, ValueError):
         return f"<{f.type.name} x{f.size}>"
-    if f.type is PluginFieldType.CHAR:
+    if f.type == PluginFieldType.CHAR:
         return repr(data.tobytes().decode("utf-8", "replace"))
     return _list(data.tolist())
 
@@ -392,7 +392,7 @@ def summarize(value: Any, trace: Optional[Trace] = None) -> str:
 def _summarize(value: Any, trace: Optional[Trace]) -> str:
     if value is None or isinstance(value, bool):
         return repr(value)
-    if isinstance(value, TrtEnum):
+    if isinstance(value, PybindEnum):
         return value.name
     if isinstance(value, PluginTensorDesc):
         return _desc(value)

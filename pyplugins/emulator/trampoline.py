@@ -36,7 +36,7 @@ from pyplugins.emulator.bases import IPluginCreator, IPluginCreatorInterface, IP
 from pyplugins.emulator.bases import cpp_stderr
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
-from pyplugins.emulator.enums import DataType
+from pyplugins.emulator.enums import DataType, fresh
 from pyplugins.emulator.plugin_field import PluginFieldCollection_
 
 _EMULATOR_BASES = (IPluginV2DynamicExt, IPluginCreator, IPluginCreatorInterface, object)
@@ -289,8 +289,8 @@ def _as_bool(value: Any) -> bool:
 
 
 def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
+    if isinstance(value, (bytes, bytearray)):  # pybind's std::string caster takes both (§12)
+        return bytes(value)
     if isinstance(value, str):
         return value.encode("utf-8")
     raise TypeError(value)
@@ -317,7 +317,8 @@ def identity(plugin: IPluginV2DynamicExt) -> tuple:
 
 def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
     """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
-    return _invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
+    return _invoke(plugin, "get_output_datatype", (index, [fresh(t) for t in input_types]),
+                   required=True,
                    default=None, fallback=DataType.FLOAT, interpret=_as(DataType),
                    as_type="nvinfer1::DataType")
 

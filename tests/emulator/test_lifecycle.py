@@ -131,7 +131,7 @@ def test_configure_phases_and_expression_symbols():
     assert (tuple(bin_.min), tuple(bin_.opt), tuple(bin_.max)) == (
         (1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8))
     assert (tuple(bout.min), tuple(bout.max)) == ((1, 3, 11, 11), (4, 3, 11, 11))
-    assert bin_.desc.type is DataType.HALF and bin_.desc.format is TensorFormat.LINEAR
+    assert bin_.desc.type == DataType.HALF and bin_.desc.format == TensorFormat.LINEAR
     for event in (execution, runtime):
         (i,), (o,) = event.args
         assert tuple(i.desc.dims) == (2, 3, 8, 8) and tuple(o.desc.dims) == (2, 3, 11, 11)
@@ -164,7 +164,7 @@ def test_format_search_prefix_and_declared_first():
     assert 1 < len(sfc) <= 100
     pos, in_out, n_in = sfc[0].args
     assert (pos, n_in, len(in_out)) == (0, 1, 2)
-    assert in_out[0].type is DataType.HALF and in_out[0].format is TensorFormat.LINEAR
+    assert in_out[0].type == DataType.HALF and in_out[0].format == TensorFormat.LINEAR
     later = [e for e in sfc if e.args[0] == 1]
     assert later and all(type(e.args[1][0]) is emulator.PluginTensorDesc for e in later)
     offered = {(e.args[1][0].type, e.args[1][0].format) for e in sfc if e.args[0] == 0}

@@ -34,13 +34,13 @@ def both(value, name="a"):
 @pytest.mark.parametrize("value", [0, 7, -3, 2**31 - 1, -(2**31)])
 def test_int_becomes_one_int32(value):
     for f in both(value):
-        assert f.type is T.INT32 and f.size == 1
+        assert f.type == T.INT32 and f.size == 1
         assert f.data.dtype == np.int32 and f.data.tolist() == [value]
 
 
 def test_bool_is_an_int_attribute():
     for f in both(True):
-        assert f.type is T.INT32 and f.data.tolist() == [1]
+        assert f.type == T.INT32 and f.data.tolist() == [1]
 
 
 @pytest.mark.parametrize("value, wrapped", [(2**31, -(2**31)), (2**32 + 5, 5), (-(2**31) - 1, 2**31 - 1),
@@ -60,18 +60,18 @@ def test_int_beyond_int64_cannot_be_an_onnx_attribute():
 
 def test_ints_become_int32_array_narrowed():
     for f in both([1, -2, 2**33 + 3]):
-        assert f.type is T.INT32 and f.size == 3
+        assert f.type == T.INT32 and f.size == 3
         assert f.data.dtype == np.int32 and f.data.tolist() == [1, -2, 3]
 
 
 def test_tuple_of_ints_is_ints_like_graphsurgeon():
     f, _ = one((1, 1, 2, 2))
-    assert f.type is T.INT32 and f.data.tolist() == [1, 1, 2, 2]
+    assert f.type == T.INT32 and f.data.tolist() == [1, 1, 2, 2]
 
 
 def test_numpy_integer_scalars_count_as_ints():
     f, _ = one(np.int64(5))
-    assert f.type is T.INT32 and f.data.tolist() == [5]
+    assert f.type == T.INT32 and f.data.tolist() == [5]
     f, _ = one([np.int16(1), np.int64(2)])
     assert f.data.tolist() == [1, 2]
 
@@ -80,18 +80,18 @@ def test_numpy_integer_scalars_count_as_ints():
 
 def test_float_becomes_one_float32():
     for f in both(0.1):
-        assert f.type is T.FLOAT32 and f.size == 1
+        assert f.type == T.FLOAT32 and f.size == 1
         assert f.data.dtype == np.float32 and f.data[0] == np.float32(0.1)
 
 
 def test_floats_become_float32_array():
     for f in both([0.5, 1.25, -2.0]):
-        assert f.type is T.FLOAT32 and f.data.tolist() == [0.5, 1.25, -2.0]
+        assert f.type == T.FLOAT32 and f.data.tolist() == [0.5, 1.25, -2.0]
 
 
 def test_mixed_ints_and_floats_are_floats_as_onnx_helper_makes_them():
     for f in both([1, 2.5]):
-        assert f.type is T.FLOAT32 and f.data.tolist() == [1.0, 2.5]
+        assert f.type == T.FLOAT32 and f.data.tolist() == [1.0, 2.5]
 
 
 def test_finite_float_overflowing_float32_is_refused_but_a_proto_inf_passes():
@@ -117,7 +117,7 @@ def test_float_underflowing_float32_is_noted_like_int_narrowing():
 
 def test_string_becomes_char_with_trailing_nul_viewed_as_int8():
     for f in both("wrap"):
-        assert f.type is T.CHAR and f.size == 5
+        assert f.type == T.CHAR and f.size == 5
         assert f.data.dtype == np.int8
         assert f.data.tobytes() == b"wrap\0"
         data = f.data
@@ -134,12 +134,12 @@ def test_bytes_string_and_utf8():
 
 def test_empty_string_is_one_nul():
     for f in both(""):
-        assert f.type is T.CHAR and f.data.tobytes() == b"\0"
+        assert f.type == T.CHAR and f.data.tobytes() == b"\0"
 
 
 def test_strings_are_each_nul_terminated_and_concatenated():
     for f in both(["ab", "", "c"]):
-        assert f.type is T.CHAR and f.size == 6
+        assert f.type == T.CHAR and f.size == 6
         assert f.data.tobytes() == b"ab\0\0c\0"
 
 
@@ -156,7 +156,7 @@ def test_tensor_keeps_its_element_type(dtype, ftype):
     array = np.arange(6, dtype=dtype).reshape(2, 3)
     for value in (array, tensor_attr(array), numpy_helper.from_array(array)):
         f, _ = one(value, "w")
-        assert f.type is ftype and f.size == 6  # element count, shape flattened
+        assert f.type == ftype and f.size == 6  # element count, shape flattened
         assert f.data.dtype == dtype and f.data.tolist() == list(range(6))
 
 
@@ -164,7 +164,7 @@ def test_tensor_float16_is_float16_field_unreadable_through_data():
     array = np.array([1.0, 2.0, 0.5], dtype=np.float16)
     for value in (array, tensor_attr(array)):
         f, _ = one(value, "w")
-        assert f.type is T.FLOAT16 and f.size == 3
+        assert f.type == T.FLOAT16 and f.size == 3
         with pytest.raises(AttributeError, match="No known conversion"):
             f.data
 
@@ -172,7 +172,7 @@ def test_tensor_float16_is_float16_field_unreadable_through_data():
 def test_tensor_bfloat16_is_bf16_field():
     t = helper.make_tensor("w", TensorProto.BFLOAT16, [2], [1.0, 2.0])
     f, _ = one(helper.make_attribute("w", t), "w")
-    assert f.type is T.BF16 and f.size == 2
+    assert f.type == T.BF16 and f.size == 2
     with pytest.raises(AttributeError):
         f.data
 
@@ -183,7 +183,7 @@ def test_tensor_double_arrives_as_float32():
     array = np.array([0.1, 2.5], dtype=np.float64)
     for value in (array, tensor_attr(array)):
         f, _ = one(value, "w")
-        assert f.type is T.FLOAT32 and f.size == 2
+        assert f.type == T.FLOAT32 and f.size == 2
         assert f.data.dtype == np.float32 and f.data.tolist() == [np.float32(0.1), 2.5]
 
 
@@ -228,7 +228,7 @@ def test_fp8_tensor_keeps_the_default_field_type():
     # loadFields' switch has no FLOAT8E4M3FN case, so the type stays PluginFieldType{} == FLOAT16.
     t = helper.make_tensor("w", TensorProto.FLOAT8E4M3FN, [3], [1.0, 2.0, 0.5])
     f, _ = one(helper.make_attribute("w", t), "w")
-    assert f.type is T.FLOAT16 and f.size == 3
+    assert f.type == T.FLOAT16 and f.size == 3
 
 
 def test_graph_attribute_is_refused():
@@ -271,7 +271,7 @@ def test_empty_list_is_ambiguous_unless_typed():
     with pytest.raises(FieldError, match="empty list"):
         one([])
     f, _ = one(helper.make_attribute("a", [], attr_type=AttributeProto.INTS))
-    assert f.type is T.INT32 and f.size == 0
+    assert f.type == T.INT32 and f.size == 0
 
 
 def test_unsupported_python_values_are_errors():
@@ -304,9 +304,9 @@ def test_value_from_cli(text, expected):
 
 def test_cli_values_convert_like_onnx_attributes():
     f, _ = one(value_from_cli("1,1,2,2"))
-    assert f.type is T.INT32
+    assert f.type == T.INT32
     f, _ = one(value_from_cli("0.5"))
-    assert f.type is T.FLOAT32
+    assert f.type == T.FLOAT32
     f, _ = one(value_from_cli("wrap"))
     assert f.data.tobytes() == b"wrap\0"
 
