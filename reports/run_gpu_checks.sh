@@ -42,9 +42,12 @@ EOF
 workers=""
 python3 -c "import xdist" 2>/dev/null && workers="-n 6"
 python3 -c "import pytest_timeout" 2>/dev/null && workers="$workers --timeout 600"
-python3 -m pytest -q -rs -p no:cacheprovider $workers 2>&1 | tail -n 80 >> "$stem.txt"
-status=${PIPESTATUS[0]}
-echo "pytest exit status: $status" >> "$stem.txt"
+python3 -m pytest -q -rs -p no:cacheprovider $workers > "$stem-pytest.log" 2>&1
+status=$?
+grep -E "^(FAILED|ERROR) " "$stem-pytest.log" >> "$stem.txt"
+grep -E "^SKIPPED" "$stem-pytest.log" | sed 's/\[[0-9]*\] //' | cut -d: -f3- | sort | uniq -c >> "$stem.txt"
+tail -n 1 "$stem-pytest.log" >> "$stem.txt"
+echo "pytest exit status: $status (the whole log: $(basename "$stem-pytest.log"))" >> "$stem.txt"
 
 check() {  # name, then pyplugins check arguments
     local name=$1; shift
@@ -71,10 +74,10 @@ check LReLU_TRT-fp32 pyplugins.ops.leaky_relu --plugin LReLU_TRT --input 1-8-64x
 check LReLU_TRT-fp16 pyplugins.ops.leaky_relu --plugin LReLU_TRT --input 3x5x7:float16 --attr neg_slope=0.2 --fresh-process
 check LReLU_TRT-numba pyplugins.ops.leaky_relu --plugin LReLU_TRT:1:numba --input 4x1000:float32 --attr neg_slope=0.2
 if [ -n "$samples" ] && [ -d "$samples" ]; then
-    for s in circ_pad_plugin_cupy circ_pad_plugin_numba circ_pad_plugin_cuda_python circ_pad_plugin_torch circ_pad_plugin_triton; do
+    for s in circ_pad_plugin_cupy circ_pad_plugin_numba circ_pad_plugin_torch circ_pad_plugin_triton; do
         [ -e "$samples/$s.py" ] && check "sample-$s" "$samples/$s.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --fresh-process
     done
-    [ -e "$samples/circ_pad_plugin_inetdef_cuda_python.py" ] && check sample-inetdef "$samples/circ_pad_plugin_inetdef_cuda_python.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr N=4 --fresh-process
+    for s in circ_pad_plugin_cuda_python circ_pad_plugin_inetdef_cuda_python; do [ -e "$samples/$s.py" ] && check "sample-$s" "$samples/$s.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr N=4 --fresh-process; done
     [ -e "$samples/circ_pad_plugin_multi_tactic.py" ] && check sample-multi-tactic "$samples/circ_pad_plugin_multi_tactic.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr per_format_tactics=0
     [ -e "$samples/non_zero_plugin.py" ] && check sample-non-zero "$samples/non_zero_plugin.py" --input 8x5:float32
     [ -e "$samples/aliased_io_plugin.py" ] && check sample-aliased-io "$samples/aliased_io_plugin.py" --input 16:float32 --input 16:float32
