@@ -85,11 +85,26 @@ def numba_cuda() -> Any:
     if module is not None:
         return module
     prefer_simulator()
+    _numpy_names_numba_cuda_needs()
     try:
         from numba import cuda  # noqa: PLC0415 - optional, heavy dependency
     except ImportError as err:
         raise missing("numba-cuda", "numba kernels", "numba") from err
     return cuda
+
+
+def _numpy_names_numba_cuda_needs() -> None:
+    """Give NumPy back ``row_stack`` (removed in NumPy 2.5) before numba-cuda is imported.
+
+    numba-cuda 0.30.4 (the newest release on 2026-11-23) registers an overload for
+    ``np.row_stack`` when ``numba.cuda`` is first imported; under NumPy 2.5 that import fails
+    with ``AttributeError: module 'numpy' has no attribute 'row_stack'`` (seen on the GPU
+    machine). ``row_stack`` was an exact alias of ``vstack`` in every NumPy that had it, so the
+    alias restores what numba-cuda expects and changes nothing else. Remove once numba-cuda
+    stops naming it.
+    """
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
 
 
 def simulated() -> bool:

@@ -89,3 +89,14 @@ def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
     stream.synchronize()
     cp.testing.assert_array_equal(y_numba, y_cpp)
     assert not numba_launch.simulated
+
+
+def test_numpy_without_row_stack_gets_the_alias_numba_cuda_needs(monkeypatch):
+    # NumPy 2.5 removed row_stack; numba-cuda 0.30.4 overloads it when numba.cuda is imported.
+    import numpy
+
+    from pyplugins import numba_launch
+
+    monkeypatch.delattr(numpy, "row_stack", raising=False)
+    numba_launch._numpy_names_numba_cuda_needs()
+    assert numpy.row_stack is numpy.vstack
