@@ -12,7 +12,8 @@ samples="${2:-}"
 mkdir -p "$out"
 if compgen -G ".whl/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+        --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" \
+        PATH="/tmp/site/bin:$PATH"  # the wheels' commands (polygraphy)
 fi
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 slug=$(echo "${device%%,*}" | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')
