@@ -7,8 +7,9 @@
 //              neg_slope: float32, by value.
 //   block      any multiple of 32 threads (512 recommended), 1-D.
 //   grid       any number of blocks >= 1, 1-D: the kernel loops grid-stride over the data.
-//              Recommended: one 16-byte vector per thread, no loop:
-//              min(ceil(n / (V * block)), 2^31 - 1), V = 16 / sizeof(T).
+//              Recommended: LEAKY_RELU_VECS (a compile option, default 1) 16-byte vectors per
+//              thread, no loop: min(ceil(n / (V * LEAKY_RELU_VECS * block)), 2^31 - 1),
+//              V = 16 / sizeof(T).
 //   shared     0 bytes.
 //   layout     flat: any shape, any number of elements, any pointer alignment. When x and y
 //              share the same offset from 16-byte alignment the body moves in 16-byte vectors
@@ -19,6 +20,10 @@
 // @instantiate leaky_relu<__half>
 // @instantiate leaky_relu<__nv_bfloat16>
 #include "common.cuh"
+
+#ifndef LEAKY_RELU_VECS
+#define LEAKY_RELU_VECS 1  // 16-byte vectors per thread per trip (tuning knob)
+#endif
 
 namespace {
 
@@ -77,9 +82,25 @@ __global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long
     for (pp::index_t i = tid; i < head; i += nthreads) {
         y[i] = leaky_one(x[i], neg_slope);
     }
-    // With the recommended grid each thread moves one vector and the loop runs once.
-    for (pp::index_t i = tid; i < nvec; i += nthreads) {
-        store16_whole(yv + i * V, leaky_vec(pp::load16(xv + i * V), neg_slope));
+    // With the recommended grid each thread moves LEAKY_RELU_VECS vectors (a grid's width
+    // apart, all loads first) and the loop runs once.
+    constexpr int U = LEAKY_RELU_VECS;
+    for (pp::index_t i0 = tid; i0 < nvec; i0 += U * nthreads) {
+        if (U == 1 || i0 + (U - 1) * nthreads < nvec) {
+            pp::Vec16<T> v[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                v[u] = pp::load16(xv + (i0 + u * nthreads) * V);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                store16_whole(yv + (i0 + u * nthreads) * V, leaky_vec(v[u], neg_slope));
+            }
+        } else {
+            for (pp::index_t i = i0; i < nvec; i += nthreads) {
+                store16_whole(yv + i * V, leaky_vec(pp::load16(xv + i * V), neg_slope));
+            }
+        }
     }
     for (pp::index_t i = head + nvec * V + tid; i < n; i += nthreads) {
         y[i] = leaky_one(x[i], neg_slope);

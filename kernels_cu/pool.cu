@@ -9,27 +9,32 @@
 // window with no in-bounds element (only possible when ph >= kh or pw >= kw) gives 0.
 // Float types accumulate in float (fp16 too). INT8 (real value = q * scale, per-tensor scales):
 // max takes the max of q (exact) and average sums q exactly in int; the result is requantized
-//     q_out = saturate_int8(rne(v * (in_scale / out_scale)))     (rne: __float2int_rn)
-// with v = max q, or v = sum / count in float; max with in_scale == out_scale is exact int8.
+// exactly as the NumPy reference does it, in double:
+//     q_out = saturate_int8(rne(v * (double(in_scale) / double(out_scale))))
+// with v = max q, or v = sum / count (double division); rne rounds half to even. With
+// in_scale == out_scale, max is q itself and the average is rne(sum / count) in integers.
 //
 // Launch contract:
 //     pool2d<T>(const T* x, T* y, long long nc, int h, int w, int ho, int wo, int kh, int kw,
 //               int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale)
+//     pool2d_wide<T>(same arguments): the same function, with vector paths for more windows
+//               (below) at the cost of more registers; launch it for those windows.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
 //   - 1-D grid of any size, 1-D block of at most 512 threads (register use); every path is
 //     grid-stride, so any grid gives every output. Suggested: 256 threads, grid =
 //     clamp(cdiv(nc * ho * wo, 256 * 4), 1, 32 * SMs) (or the resident-block count as cap).
-//   - Vector path, for 2x2 stride 2 pad 0, 3x3 stride 2 pad 1 and 3x3 stride 1 pad 1 (any ph,
+//   - Vector path (both kernels: 2x2 stride 2 pad 0, 3x3 stride 2 pad 1, 3x3 stride 1 pad 1;
+//     pool2d_wide also: 5x5 stride 2 pad 2, 3x3 stride 2 pad 0, 2x2 stride 1 pad 0; any ph,
 //     equal strides) when x is 16-byte aligned and w * sizeof(T) is a multiple of 16: a unit
 //     is one 16-byte chunk of input columns (4 float, 8 half, 16 int8) of the input rows that
 //     some output rows need, plus the pw columns left of it and kw - sw - pw right of it (one
 //     element each, read through the caches); it gives 16 / sw bytes of each of its output
-//     rows. A thread does a few units a blockDim.x apart per trip (units_stride2 / _stride1),
-//     all their loads issued first, so that each warp load is 512 contiguous bytes; it reduces
-//     down the window's rows first, then across. Stride-1 units cover rows_stride1 output rows
-//     (sharing their input rows), stride-2 units one.
+//     rows. A thread does a few units a blockDim.x apart per trip, all their loads issued
+//     first, so that each warp load is 512 contiguous bytes; it reduces down the window's rows
+//     first, then across. Stride-1 and 5x5 units cover several output rows (sharing their
+//     input rows), the others one.
 //   - Elsewhere (generic path) each thread computes 4 outputs a blockDim.x apart per trip,
 //     reading x through the caches; overlapping windows re-read inputs from L1/L2.
 //   - 2x2 and 3x3 windows are unrolled at compile time; others loop. Index math is 32-bit
@@ -38,6 +43,13 @@
 // @instantiate pool2d<float>
 // @instantiate pool2d<__half>
 // @instantiate pool2d<signed char>
+// @instantiate pool2d_wide<float>
+// @instantiate pool2d_wide<__half>
+// @instantiate pool2d_wide<signed char>
+//
+// Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
+// _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
+// (pool2d_wide without its extra windows).
 
 #include "common.cuh"
 
@@ -61,7 +73,20 @@ constexpr int kOutputs = 4;
 #ifndef PP_POOL_VECTOR
 #define PP_POOL_VECTOR 1
 #endif
-// Stride-2 units per thread: 1 for half, 2 otherwise (docs/ops/pool.md says why).
+// The windows the vector path took on later (5x5 stride 2 pad 2, 3x3 stride 2 pad 0, 2x2
+// stride 1 pad 0); 0 sends them to the generic path, for comparison. 5x5 units cover
+// PP_POOL_ROWS_5 output rows (sharing their input rows), PP_POOL_UNITS_5 units per trip.
+#ifndef PP_POOL_MORE_WINDOWS
+#define PP_POOL_MORE_WINDOWS 1
+#endif
+#ifndef PP_POOL_ROWS_5
+#define PP_POOL_ROWS_5 2
+#endif
+#ifndef PP_POOL_UNITS_5
+#define PP_POOL_UNITS_5 1
+#endif
+// Defaults: one stride-2 unit per trip for half (two take it from 64 to 78 registers, 3 blocks
+// of 256 per SM instead of 4), two for float and int8 (no register cost there).
 template <typename T> __host__ __device__ constexpr int units_stride2() {
     return PP_POOL_UNITS_S2 > 0 ? PP_POOL_UNITS_S2 : (sizeof(T) == 2 ? 1 : 2);
 }
@@ -107,24 +132,56 @@ struct Params {
     long long nc;
     long long total;  // nc * ho * wo
     int h, w, ho, wo, kh, kw, sh, sw, ph, pw;
-    float ratio;      // in_scale / out_scale (INT8 only)
+    double ratio;     // in_scale / out_scale in double, as the reference takes it (INT8 only)
+    bool unit;        // in_scale == out_scale: the ratio is exactly 1
 };
 
-__device__ __forceinline__ float finish(float, float acc, int count, bool avg, float) {
+__device__ __forceinline__ float finish(float, float acc, int count, bool avg, const Params&) {
     if (count == 0) return 0.f;
     return avg ? acc / static_cast<float>(count) : acc;
 }
-__device__ __forceinline__ __half finish(__half, float acc, int count, bool avg, float) {
+__device__ __forceinline__ __half finish(__half, float acc, int count, bool avg, const Params&) {
     if (count == 0) return __float2half_rn(0.f);
     return __float2half_rn(avg ? acc / static_cast<float>(count) : acc);
 }
-__device__ __forceinline__ signed char finish(signed char, int acc, int count, bool avg, float ratio) {
-    if (count == 0) return 0;
-    if (!avg && ratio == 1.0f) return static_cast<signed char>(acc);
-    const float v = avg ? __fdiv_rn(static_cast<float>(acc), static_cast<float>(count)) * ratio
-                        : static_cast<float>(acc) * ratio;
-    const int q = __float2int_rn(v);
+
+// round-half-to-even(s / c) for c > 0, exactly, in integers (floor division, then the tie rule).
+__device__ __forceinline__ int rne_div(int s, int c) {
+    int q = s / c;
+    int r = s - q * c;
+    if (r < 0) {
+        q -= 1;
+        r += c;
+    }
+    const int twice = 2 * r;
+    return q + ((twice > c || (twice == c && (q & 1))) ? 1 : 0);
+}
+
+__device__ __forceinline__ signed char saturate8(int q) {
     return static_cast<signed char>(q < -128 ? -128 : (q > 127 ? 127 : q));
+}
+
+// INT8: the reference's requantization, exactly: rne(v * ratio) with v = max q or sum / count,
+// taken in double (sum / count and the product each correctly rounded, as NumPy's float64).
+// With a unit ratio max is q itself and the average rne(sum / count) in integers, which equals
+// the double result (a quotient that is not a tie lies >= 1 / (2 count) from one). FULL: the
+// full window's count, known at compile time (0 if not), so that its division is a multiply.
+template <int FULL>
+__device__ __forceinline__ signed char finish_q(int acc, int count, bool avg, const Params& p) {
+    if (count == 0) return 0;
+    if (p.unit) {
+        if (!avg) return static_cast<signed char>(acc);
+        return saturate8(FULL > 0 && count == FULL ? rne_div(acc, FULL) : rne_div(acc, count));
+    }
+    const double v = avg ? static_cast<double>(acc) / static_cast<double>(count)
+                         : static_cast<double>(acc);
+    const double scaled = v * p.ratio;
+    // saturate in double first: the int conversion of a huge value is not defined to clamp
+    return saturate8(__double2int_rn(fmin(fmax(scaled, -256.0), 256.0)));
+}
+__device__ __forceinline__ signed char finish(signed char, int acc, int count, bool avg,
+                                              const Params& p) {
+    return finish_q<0>(acc, count, avg, p);
 }
 
 // In-bounds extent of a window [start, start + k) within [0, n).
@@ -180,12 +237,22 @@ __device__ __forceinline__ void pool_body(const T* __restrict__ x, T* __restrict
         for (int k = 0; k < kOutputs; ++k) {
             if (!valid[k]) continue;
             const int count = extent(ih0[k], kh, p.h) * extent(iw0[k], kw, p.w);
-            y[base + static_cast<long long>(k) * blockDim.x] = finish(T(), acc[k], count, AVG, p.ratio);
+            y[base + static_cast<long long>(k) * blockDim.x] = finish(T(), acc[k], count, AVG, p);
         }
     }
 }
 
 // ---- vector path ----------------------------------------------------------------------------
+
+// finish, with the full window's count known at compile time (INT8 divides by it cheaply).
+template <int FULL, typename T, typename A>
+__device__ __forceinline__ T finish_v(A acc, int count, bool avg, const Params& p) {
+    if constexpr (sizeof(T) == 1) {
+        return finish_q<FULL>(acc, count, avg, p);
+    } else {
+        return finish(T(), acc, count, avg, p);
+    }
+}
 
 // 4 bytes of the max identity (-inf, or -128 for INT8), to fill chunks outside the input.
 __device__ __forceinline__ unsigned max_identity(float) { return 0xff800000u; }
@@ -291,7 +358,7 @@ __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict_
                     }
                     // max needs the count only to tell an empty window (rows == 0)
                     const int cols = KW - (o == 0 ? lclip : 0) - (o == OW - 1 ? rclip : 0);
-                    out.e[o] = finish(T(), acc, AVG ? rows * cols : rows, AVG, p.ratio);
+                    out.e[o] = finish_v<KH * KW, T>(acc, AVG ? rows * cols : rows, AVG, p);
                 }
                 T* dst = y + (plane[k] * p.ho + oh) * p.wo + ow0;
                 if (ow0 + OW <= p.wo && (reinterpret_cast<unsigned long long>(dst) % sizeof(out)) == 0) {
@@ -314,19 +381,51 @@ __device__ __forceinline__ void pool_window(const T* __restrict__ x, T* __restri
 }
 
 // The vector path where it applies (32-bit indices only), else the generic one.
-template <typename T, bool AVG>
+template <typename T, bool AVG, bool WIDE>
 __device__ __forceinline__ void pool_small(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
     constexpr int V = 16 / sizeof(T);
     constexpr int U2 = units_stride2<T>(), U1 = units_stride1<T>(), R1 = rows_stride1<T>();
     const bool vec = PP_POOL_VECTOR && pp::is_aligned16(x) && p.w % V == 0 && p.sh == p.sw;
+    const bool more = WIDE && vec && PP_POOL_MORE_WINDOWS;
     if (vec && p.kh == 2 && p.kw == 2 && p.sh == 2 && p.pw == 0)
         pool_vec<T, AVG, 2, 2, 2, 0, 1, U2>(x, y, p);
     else if (vec && p.kh == 3 && p.kw == 3 && p.sh == 2 && p.pw == 1)
         pool_vec<T, AVG, 3, 3, 2, 1, 1, U2>(x, y, p);
     else if (vec && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.pw == 1)
         pool_vec<T, AVG, 3, 3, 1, 1, R1, U1>(x, y, p);
+    else if (more && p.kh == 5 && p.kw == 5 && p.sh == 2 && p.pw == 2)
+        pool_vec<T, AVG, 5, 5, 2, 2, PP_POOL_ROWS_5, PP_POOL_UNITS_5>(x, y, p);
+    else if (more && p.kh == 3 && p.kw == 3 && p.sh == 2 && p.pw == 0)
+        pool_vec<T, AVG, 3, 3, 2, 0, 1, U2>(x, y, p);
+    else if (more && p.kh == 2 && p.kw == 2 && p.sh == 1 && p.pw == 0)
+        pool_vec<T, AVG, 2, 2, 1, 0, R1, U1>(x, y, p);
     else
         pool_window<T, FastDiv, AVG>(x, y, p);
+}
+
+// Both kernels' body: WIDE adds the later vector windows (more registers, so a kernel of its own:
+// a kernel's register count is its most demanding path's, and it sets every path's occupancy).
+template <typename T, bool WIDE>
+__device__ __forceinline__ void pool_entry(const T* __restrict__ x, T* __restrict__ y, long long nc,
+                                           int h, int w, int ho, int wo, int kh, int kw, int sh,
+                                           int sw, int ph, int pw, int mode, float in_scale,
+                                           float out_scale) {
+    if (nc <= 0 || ho <= 0 || wo <= 0) return;
+    Params p;
+    p.nc = nc;
+    p.total = nc * ho * wo;
+    p.h = h; p.w = w; p.ho = ho; p.wo = wo; p.kh = kh; p.kw = kw;
+    p.sh = sh; p.sw = sw; p.ph = ph; p.pw = pw;
+    p.ratio = static_cast<double>(in_scale) / static_cast<double>(out_scale);
+    p.unit = in_scale == out_scale;
+    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
+    if (small) {
+        if (mode == 0) pool_small<T, false, WIDE>(x, y, p);
+        else pool_small<T, true, WIDE>(x, y, p);
+    } else {
+        if (mode == 0) pool_body<T, SlowDiv, false, 0, 0>(x, y, p);
+        else pool_body<T, SlowDiv, true, 0, 0>(x, y, p);
+    }
 }
 
 }  // namespace pp_pool
@@ -335,20 +434,14 @@ template <typename T>
 __global__ void pool2d(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w,
                        int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw, int mode,
                        float in_scale, float out_scale) {
-    using namespace pp_pool;
-    if (nc <= 0 || ho <= 0 || wo <= 0) return;
-    Params p;
-    p.nc = nc;
-    p.total = nc * ho * wo;
-    p.h = h; p.w = w; p.ho = ho; p.wo = wo; p.kh = kh; p.kw = kw;
-    p.sh = sh; p.sw = sw; p.ph = ph; p.pw = pw;
-    p.ratio = __fdiv_rn(in_scale, out_scale);
-    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
-    if (small) {
-        if (mode == 0) pool_small<T, false>(x, y, p);
-        else pool_small<T, true>(x, y, p);
-    } else {
-        if (mode == 0) pool_body<T, SlowDiv, false, 0, 0>(x, y, p);
-        else pool_body<T, SlowDiv, true, 0, 0>(x, y, p);
-    }
+    pp_pool::pool_entry<T, false>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
+                                  out_scale);
+}
+
+template <typename T>
+__global__ void pool2d_wide(const T* __restrict__ x, T* __restrict__ y, long long nc, int h,
+                            int w, int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw,
+                            int mode, float in_scale, float out_scale) {
+    pp_pool::pool_entry<T, true>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
+                                 out_scale);
 }

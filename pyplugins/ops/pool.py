@@ -28,6 +28,7 @@ from ``in_scale`` / ``out_scale``, which are then required. Max pooling takes th
 ``clip(rne(sum / count * in_scale / out_scale), -128, 127)`` (round to nearest even, saturate).
 
 How each TensorRT callback serves this op: ``docs/ops/pool.md``.
+INT8 is exact at every scale ratio (the kernel requantizes as the reference does).
 
 Example (the eager runner needs a GPU)::
 
@@ -57,7 +58,7 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "MODES", "Pool", "output_size"]
+__all__ = ["BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "output_size"]
 
 #: Threads per block of the pool2d launch.
 BLOCK = 256
@@ -66,6 +67,9 @@ _OUTPUTS_PER_THREAD = 4
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
 MODES = {"max": 0, "avg": 1}
 _INT32_MAX = 2**31 - 1
+#: Windows ``(kh, kw, sh, sw, pw)`` that pool.cu's ``pool2d_wide`` kernel has a vector path for
+#: (``pool2d`` has the others; both compute every window, with the same arguments).
+WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -119,6 +123,7 @@ class Pool(Plugin):
                             doc="INT8 output scale, used when TensorRT gives none (0 = unset)")
 
     pool2d = Kernel("pool.cu", "pool2d<{T}>")
+    pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -262,12 +267,14 @@ class Pool(Plugin):
         ho, wo = output_size(h, kh, sh, ph), output_size(w, kw, sw, pw)
         nc = n * c
         ctype = dtypes.ctype_from_trt(x.type)
-        fn = self.pool2d.function(ctype, device)
+        wide = (kh, kw, sh, sw, pw) in WIDE_WINDOWS
+        fn = (self.pool2d_wide if wide else self.pool2d).function(ctype, device)
         total = nc * ho * wo
         blocks = shapes.cdiv(total, BLOCK * _OUTPUTS_PER_THREAD)
         grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if total else 0
         in_scale, out_scale = self.scales
-        return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"pool2d<{ctype}>",
+        name = f"pool2d{'_wide' if wide else ''}<{ctype}>"
+        return Launch(fn, grid=grid, block=BLOCK, device=device, name=name,
                       args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
                             np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
                             np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),

@@ -1,0 +1,438 @@
+"""Build, check and time candidate kernel variants (compile options, launch shapes) on one GPU.
+
+For each case (an op, a dtype and a shape of the benchmark suite's kind) and each variant (compile
+options for the ``.cu`` file's tuning knobs, a block size, a grid rule), it compiles the kernel,
+checks it on fresh random data of a smaller shape of the same row geometry against the op's NumPy
+``reference`` (outputs poisoned first, so unwritten outputs fail), then times it with CUDA events
+on the full shape: batches of launches over rotating input/output sets larger than L2, the median
+batch. The baseline is the faster of ``cudaMemcpyAsync`` and a 16-byte copy kernel moving the
+same bytes (half of read + write each way), timed the same way in the same run. The table's
+``frac`` is copy time / variant time; torch's equivalent is timed where it has one.
+
+Run on the device machine from the repository root (needs CuPy; torch optional)::
+
+    python3 benchmarks/kernel_variants.py                 # every case at 64 MiB
+    python3 benchmarks/kernel_variants.py --only pool --sizes 64M,256M --out $OUT/variants.txt
+
+A variant whose check fails is reported ``FAIL`` with its error and not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyplugins.kernels import Kernel  # noqa: E402
+from pyplugins.launch import POINTER, Launch  # noqa: E402
+from pyplugins.device import resident_blocks  # noqa: E402
+from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
+from pyplugins.ops.circ_pad import CircPad  # noqa: E402
+from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
+from pyplugins.ops.pool import WIDE_WINDOWS, Pool, output_size  # noqa: E402
+from pyplugins.ops.rope import LAYOUTS, RoPE  # noqa: E402
+from pyplugins.testing import assert_close  # noqa: E402
+
+CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}
+
+
+class Variant(NamedTuple):
+    """One candidate: compile options, block size, and a grid rule (work threads -> blocks)."""
+
+    name: str
+    options: Tuple[str, ...] = ()
+    block: int = 256
+    grid: str = "default"  # the op module's rule, or "<k>x" resident blocks, or "full"
+
+
+class Built(NamedTuple):
+    launch: Launch
+    out_shape: Tuple[int, ...]
+
+
+class Case(NamedTuple):
+    """An op at one dtype: its plugin (for the reference), a shape rule and a launch builder."""
+
+    name: str
+    dtype: str
+    plugin: Any
+    shape: Callable[[int], Tuple[int, ...]]         # input bytes -> input shape
+    check_shape: Tuple[int, ...]                    # smaller shape, same row geometry
+    build: Callable[[Variant, Tuple[int, ...]], Built]
+    variants: Tuple[Variant, ...]
+    torch: Optional[Callable[[Any], Any]] = None    # torch tensor -> torch result
+    kernel: Tuple[str, str] = ("", "")              # (source, expression) the variants compile
+
+
+def _grid(rule: str, needed_blocks: int, default: int, fn: Any, block: int) -> int:
+    if rule == "default":
+        return max(1, default)
+    if rule == "full":
+        return max(1, min(needed_blocks, 2**31 - 1))
+    waves = float(rule.rstrip("x"))
+    return max(1, min(needed_blocks, int(waves * resident_blocks(fn, block))))
+
+
+# -- cases ------------------------------------------------------------------------------------------
+
+def _nchw(nbytes: int, itemsize: int, side: int = 512) -> Tuple[int, ...]:
+    n = nbytes // itemsize
+    return (1, n // (side * side), side, side)
+
+
+def _narrow(nbytes: int, itemsize: int) -> Tuple[int, ...]:
+    n = nbytes // itemsize
+    return (1, n // (8 * 512), 512, 8)
+
+
+def leaky_case(dtype: str) -> Case:
+    plugin = LeakyReLU(neg_slope=0.01)
+    itemsize = np.dtype(dtype).itemsize
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        vecs = int(next((o.split("=")[1] for o in v.options if "LEAKY_RELU_VECS" in o), 1))
+        fn = Kernel("leaky_relu.cu", "leaky_relu<{T}>", options=v.options).function(CTYPES[dtype])
+        n = math.prod(shape)
+        needed = -(-n // ((16 // itemsize) * v.block * vecs))
+        grid = _grid(v.grid, needed, needed, fn, v.block)
+        return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, np.int64(n),
+                                                               np.float32(0.01))), shape)
+
+    variants = tuple(Variant(f"vecs{u} b{b}", (f"-DLEAKY_RELU_VECS={u}",), b)
+                     for u in (1, 2, 4) for b in (256, 512, 1024))
+    variants = (Variant("default", (), 512),) + variants + (Variant("vecs1 b512 4x", (), 512, "4x"),)
+
+    def torch_fn(t: Any) -> Any:
+        import torch.nn.functional as F
+        return F.leaky_relu(t, 0.01)
+
+    return Case(f"LeakyReLU {dtype}", dtype, plugin, lambda b: (b // itemsize // 1024, 1024),
+                (257, 1024), build, variants, torch_fn, ("leaky_relu.cu", "leaky_relu<{T}>"))
+
+
+def circ_pad_case(dtype: str, narrow: bool) -> Case:
+    pads = [1, 1, 1, 1]
+    plugin = CircPad(pads=pads)
+    itemsize = np.dtype(dtype).itemsize
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        fn = Kernel("circ_pad.cu", "circ_pad<{T}>", options=v.options).function(CTYPES[dtype])
+        plan = circ_pad_op.launch_plan(shape, pads, itemsize)
+        needed = -(-plan.threads // v.block)
+        default = min(needed, 4 * resident_blocks(fn, v.block))
+        grid = _grid(v.grid, needed, default, fn, v.block)
+        return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, plan.params)),
+                     plan.out_shape)
+
+    variants = (
+        Variant("default (4x)"), Variant("grid 1x", grid="1x"), Variant("grid 2x", grid="2x"),
+        Variant("grid 8x", grid="8x"), Variant("grid 16x", grid="16x"),
+        Variant("grid full", grid="full"),
+        Variant("tile 8K", ("-DCIRC_PAD_TILE_OUT=8192",)),
+        Variant("tile 32K", ("-DCIRC_PAD_TILE_OUT=32768",)),
+        Variant("tile 32K 16x", ("-DCIRC_PAD_TILE_OUT=32768",), grid="16x"),
+        Variant("no pipeline", ("-DCIRC_PAD_PIPELINE=0",)),
+        Variant("strips only", ("-DCIRC_PAD_STAGE_BYTES=0",)),
+        Variant("strips unroll4", ("-DCIRC_PAD_STAGE_BYTES=0", "-DCIRC_PAD_UNROLL=4")),
+        Variant("block 512", (), 512),
+    )
+
+    def torch_fn(t: Any) -> Any:
+        import torch.nn.functional as F
+        return F.pad(t, pads, mode="circular")
+
+    if narrow:
+        return Case(f"CircPad-narrow {dtype}", dtype, plugin, lambda b: _narrow(b, itemsize),
+                    (1, 7, 512, 8), build, variants, torch_fn, ("circ_pad.cu", "circ_pad<{T}>"))
+    return Case(f"CircPad {dtype}", dtype, plugin, lambda b: _nchw(b, itemsize),
+                (1, 3, 512, 512), build, variants, torch_fn, ("circ_pad.cu", "circ_pad<{T}>"))
+
+
+def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case:
+    fields = dict(mode=mode, kernel=[kernel, kernel], stride=[stride, stride],
+                  padding=[pad, pad], in_scale=1.0, out_scale=1.0)
+    plugin = Pool(**fields)
+    itemsize = np.dtype(dtype).itemsize
+    wide_window = (kernel, kernel, stride, stride, pad) in WIDE_WINDOWS
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        expr = "pool2d_wide<{T}>" if wide_window else "pool2d<{T}>"
+        fn = Kernel("pool.cu", expr, options=v.options).function(CTYPES[dtype])
+        n, c, h, w = shape
+        ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
+        total = n * c * ho * wo
+        needed = -(-total // (v.block * 4))
+        default = min(needed, resident_blocks(fn, v.block))
+        grid = _grid(v.grid, needed, default, fn, v.block)
+        args = (POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
+                np.int32(wo), np.int32(kernel), np.int32(kernel), np.int32(stride),
+                np.int32(stride), np.int32(pad), np.int32(pad), np.int32(mode == "avg"),
+                np.float32(1.0), np.float32(1.0))
+        return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
+
+    if kernel == 5:
+        variants = (Variant("default (rows2 u1)"), Variant("rows1", ("-DPP_POOL_ROWS_5=1",)),
+                    Variant("rows3", ("-DPP_POOL_ROWS_5=3",)),
+                    Variant("rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2")),
+                    Variant("rows2 2x", grid="2x"), Variant("rows2 b128", (), 128),
+                    Variant("generic (old)", ("-DPP_POOL_MORE_WINDOWS=0",)))
+    else:
+        variants = (Variant("default"), Variant("units_s2 1", ("-DPP_POOL_UNITS_S2=1",)),
+                    Variant("units_s2 2", ("-DPP_POOL_UNITS_S2=2",)),
+                    Variant("units_s2 4", ("-DPP_POOL_UNITS_S2=4",)),
+                    Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
+                    Variant("block 128", (), 128), Variant("block 512", (), 512))
+
+    def torch_fn(t: Any) -> Any:
+        import torch.nn.functional as F
+        if mode == "max":
+            return F.max_pool2d(t, kernel, stride, pad)
+        return F.avg_pool2d(t, kernel, stride, pad, count_include_pad=False)
+
+    label = f"Pool-{mode}-{kernel}x{kernel}s{stride} {dtype}"
+    check_shape = (1, 5, 130 if kernel == 5 else 128, 512)
+    return Case(label, dtype, plugin, lambda b: _nchw(b, itemsize), check_shape, build, variants,
+                None if dtype == "int8" else torch_fn,
+                ("pool.cu", "pool2d_wide<{T}>" if wide_window else "pool2d<{T}>"))
+
+
+def rope_case(dtype: str) -> Case:
+    plugin = RoPE(rotary_dim=128, theta=10000.0, layout="neox", position_offset=0)
+    itemsize = np.dtype(dtype).itemsize
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        fn = Kernel("rope.cu", "rope<{T}>", options=v.options).function(CTYPES[dtype])
+        b, s, heads, head_dim = shape
+        hp = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_HEADS" in o),
+                      16 if itemsize == 4 else 8))
+        items = b * s * -(-heads // hp) * -(-head_dim * itemsize // 16)
+        needed = -(-items // v.block)
+        default = min(needed, resident_blocks(fn, v.block))
+        grid = _grid(v.grid, needed, default, fn, v.block)
+        args = (POINTER, POINTER, POINTER, np.int64(b * s), np.int32(s), np.int32(heads),
+                np.int32(head_dim), np.int32(128), np.int32(LAYOUTS["neox"]), np.int32(0),
+                np.float32(10000.0))
+        return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
+
+    variants = (Variant("default"), Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
+                Variant("grid full", grid="full"),
+                Variant("heads 16", ("-DPP_ROPE_HEADS=16",)),
+                Variant("heads 4", ("-DPP_ROPE_HEADS=4",)),
+                Variant("batch 1", ("-DPP_ROPE_BATCH=1",)),
+                Variant("batch 4", ("-DPP_ROPE_BATCH=4",)),
+                Variant("heads 16 batch 4", ("-DPP_ROPE_HEADS=16", "-DPP_ROPE_BATCH=4")),
+                Variant("block 128", (), 128), Variant("block 128 2x", (), 128, "2x"))
+    per_pos = 8 * 128
+    return Case(f"RoPE {dtype}", dtype, plugin,
+                lambda nb: (1, nb // itemsize // per_pos, 8, 128), (2, 100, 8, 128), build,
+                variants, None, ("rope.cu", "rope<{T}>"))
+
+
+def all_cases() -> List[Case]:
+    cases: List[Case] = []
+    for dt in ("float32", "float16"):
+        cases.append(leaky_case(dt))
+    for dt in ("float32", "float16"):
+        cases += [circ_pad_case(dt, False), circ_pad_case(dt, True)]
+    cases += [rope_case("float16"), rope_case("float32")]
+    for dt in ("int8", "float32", "float16"):
+        for mode in ("avg", "max"):
+            cases.append(pool_case(dt, mode, 2, 2, 0))
+            cases.append(pool_case(dt, mode, 5, 2, 2))
+    return cases
+
+
+def _compile_one(job: Tuple[str, str, Tuple[str, ...], str]) -> str:
+    source, expr, options, ctype = job
+    try:
+        Kernel(source, expr, options=options).function(ctype)
+        return ""
+    except Exception as exc:  # reported; the variant then fails its check with the same error
+        return f"{source} {expr} {ctype} {options}: {str(exc).splitlines()[0][:120]}"
+
+
+def precompile(cases: Sequence[Case], workers: int) -> None:
+    """Compile every variant's kernel in parallel processes, filling CuPy's on-disk cache, so that
+    the timing process only loads them (NVRTC takes seconds per pool.cu variant)."""
+    import concurrent.futures
+    import multiprocessing
+    jobs = sorted({(c.kernel[0], c.kernel[1], v.options, CTYPES[c.dtype])
+                   for c in cases for v in c.variants})
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for err in pool.map(_compile_one, jobs):
+            if err:
+                print(f"# compile failed: {err}", file=sys.stderr)
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+def random_input(cp: Any, shape: Tuple[int, ...], dtype: str, seed: int) -> Any:
+    rng = cp.random.default_rng(seed)
+    if dtype == "int8":
+        return rng.integers(-128, 128, size=shape).astype(cp.int8)
+    return rng.standard_normal(size=shape, dtype=cp.float32).astype(dtype)
+
+
+def check(cp: Any, case: Case, v: Variant, seed: int) -> None:
+    x = random_input(cp, case.check_shape, case.dtype, seed)
+    built = case.build(v, case.check_shape)
+    y = cp.empty(built.out_shape, dtype=case.dtype)
+    y.view(cp.uint8).fill(0xA5)  # poison
+    built.launch(cp.cuda.get_current_stream().ptr, *_ptrs(case, x, y))
+    cp.cuda.get_current_stream().synchronize()
+    expected = case.plugin.reference(cp.asnumpy(x))[0]
+    got = cp.asnumpy(y)
+    if case.dtype == "int8":
+        bad = np.flatnonzero(got != expected)
+        if bad.size:
+            raise AssertionError(f"{bad.size} int8 outputs differ, first at {bad[0]}: "
+                                 f"{got.flat[bad[0]]} != {expected.flat[bad[0]]}")
+    elif "CircPad" in case.name:
+        if not np.array_equal(got.view(np.uint8), expected.view(np.uint8)):
+            raise AssertionError("CircPad output differs from np.pad(mode='wrap')")
+    else:
+        assert_close(got, expected, np.dtype(case.dtype), what=case.name)
+
+
+def _ptrs(case: Case, x: Any, y: Any) -> Tuple[int, ...]:
+    if case.name.startswith("RoPE"):
+        return (x.data.ptr, 0, y.data.ptr)
+    return (x.data.ptr, y.data.ptr)
+
+
+def time_batches(cp: Any, run: Callable[[int], None], sets: int, reps: int = 30,
+                 batch: int = 10) -> float:
+    """Median milliseconds per call: `reps` batches of `batch` calls cycling over `sets`."""
+    stream = cp.cuda.get_current_stream()
+    for i in range(3 * sets):
+        run(i % sets)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    k = 0
+    for _ in range(reps):
+        start.record(stream)
+        for _ in range(batch):
+            run(k % sets)
+            k += 1
+        stop.record(stream)
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / batch)
+    return float(np.median(times))
+
+
+_COPY_SRC = r"""
+extern "C" __global__ void copy16(const uint4* __restrict__ x, uint4* __restrict__ y, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (; i < n; i += step) y[i] = x[i];
+}
+"""
+
+
+def copy_ms(cp: Any, nbytes: int, sets: int) -> Tuple[float, str]:
+    """Fastest of cudaMemcpyAsync and a 16-byte copy kernel moving nbytes (read nbytes, write
+    nbytes), over rotating buffers."""
+    nbytes = (nbytes + 15) // 16 * 16
+    srcs = [cp.empty(nbytes, cp.uint8) for _ in range(sets)]
+    dsts = [cp.empty(nbytes, cp.uint8) for _ in range(sets)]
+    for s in srcs:
+        s.fill(7)
+    stream = cp.cuda.get_current_stream()
+    kind = cp.cuda.runtime.memcpyDeviceToDevice
+    t_memcpy = time_batches(cp, lambda i: cp.cuda.runtime.memcpyAsync(
+        dsts[i].data.ptr, srcs[i].data.ptr, nbytes, kind, stream.ptr), sets)
+    fn = cp.RawKernel(_COPY_SRC, "copy16")
+    n16 = nbytes // 16
+    grid = min(-(-n16 // 512), 2**31 - 1)
+    t_kernel = time_batches(cp, lambda i: fn((grid,), (512,), (srcs[i], dsts[i], np.int64(n16))),
+                            sets)
+    del srcs, dsts
+    return (t_memcpy, "memcpy") if t_memcpy <= t_kernel else (t_kernel, "copy kernel")
+
+
+def run_case(cp: Any, case: Case, nbytes: int, l2: int, torch: Any, log: Any) -> List[str]:
+    shape = case.shape(nbytes)
+    rows: List[str] = []
+    first = case.build(case.variants[0], shape)
+    in_bytes = math.prod(shape) * np.dtype(case.dtype).itemsize
+    out_bytes = math.prod(first.out_shape) * np.dtype(case.dtype).itemsize
+    moved = in_bytes + out_bytes
+    sets = max(2, -(-3 * l2 // moved))
+    base_ms, base_kind = copy_ms(cp, moved // 2, sets)
+    xs = [random_input(cp, shape, case.dtype, 100 + i) for i in range(sets)]
+    ys = [cp.empty(first.out_shape, dtype=case.dtype) for _ in range(sets)]
+    label = f"{case.name} {nbytes >> 20}MiB"
+    print(f"# {label}: input {shape}, output {first.out_shape}, moved {moved / 2**20:.1f} MiB, "
+          f"copy {base_ms * 1e3:.1f} us ({base_kind}), {sets} buffer sets", file=log, flush=True)
+    for i, v in enumerate(case.variants):
+        try:
+            check(cp, case, v, seed=int(time.time_ns() % 2**31) + i)
+            built = case.build(v, shape)
+            stream = cp.cuda.get_current_stream().ptr
+            ms = time_batches(cp, lambda k: built.launch(stream, *_ptrs(case, xs[k], ys[k])),
+                              sets)
+            grid = built.launch.grid[0]
+            rows.append(f"{label:34s} {v.name:22s} {ms * 1e3:9.1f} us  {base_ms / ms:5.2f}"
+                        f"  grid {grid}")
+        except Exception as exc:  # a failing variant is reported, the others still run
+            rows.append(f"{label:34s} {v.name:22s}      FAIL  {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:90]}")
+        print(rows[-1], file=log, flush=True)
+    if torch is not None and case.torch is not None:
+        try:
+            ts = [torch.as_tensor(x, device="cuda") for x in xs]
+            tms = time_batches(cp, lambda k: case.torch(ts[k]), sets)
+            rows.append(f"{label:34s} {'torch':22s} {tms * 1e3:9.1f} us  {base_ms / tms:5.2f}")
+        except Exception as exc:
+            rows.append(f"{label:34s} {'torch':22s}      FAIL  {type(exc).__name__}: {exc}"[:160])
+        print(rows[-1], file=log, flush=True)
+    del xs, ys
+    cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="64M", help="input sizes, comma separated (64M, 256M)")
+    ap.add_argument("--only", default="", help="comma-separated substrings of case names")
+    ap.add_argument("--out", default="", help="also write the full log to this file")
+    ap.add_argument("--jobs", type=int, default=12, help="parallel compile processes")
+    args = ap.parse_args(argv)
+    import cupy as cp
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            torch = None
+    except ImportError:
+        torch = None
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    l2 = int(props["l2CacheSize"])
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    log = open(args.out, "w") if args.out else sys.stderr
+    print(f"# {name}, {props['multiProcessorCount']} SMs, L2 {l2 >> 20} MiB; frac = copy time "
+          f"/ variant time (same bytes)", file=log, flush=True)
+    sizes = [int(s.rstrip("M")) << 20 for s in args.sizes.split(",")]
+    only = [s.lower() for s in args.only.split(",") if s]
+    cases = [c for c in all_cases() if not only or any(s in c.name.lower() for s in only)]
+    t0 = time.time()
+    precompile(cases, args.jobs)
+    print(f"# compiled in {time.time() - t0:.0f} s", file=log, flush=True)
+    table: List[str] = []
+    for case in cases:
+        for nb in sizes:
+            table += run_case(cp, case, nb, l2, torch, log)
+    print(f"\n# {name}: case, variant, time, fraction of copy bandwidth, grid")
+    print("\n".join(table))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
