@@ -307,3 +307,18 @@ def test_driver_keeps_the_fastest_tactic_and_runs_both_contexts(monkeypatch):
     attached = [e.result for e in calls.of("attach_to_context")]
     assert [e.args[0] for e in calls.of("set_tactic") if any(e.obj is a for a in attached)] == [7, 7]
     assert sum(any(e.obj is a for a in attached) for e in calls.of("enqueue")) == 2
+
+
+def test_onnx_shape_input_indices_route_node_inputs():
+    from onnx import helper
+
+    from pyplugins.emulator import onnx_import
+
+    node = helper.make_node("PPTestV3Scale", ["x", "n"], ["y"], name="scale_node", scale=2.0,
+                            tensorrt_plugin_shape_input_indices=[1])
+    imported = onnx_import.import_node(node)
+    assert imported.shape_input_indices == (1,)
+    assert imported.split_inputs(list(node.input)) == (["x"], ["n"])
+    assert [f.name for f in imported.fc] == ["scale"]  # not a field the creator lists
+    plain = onnx_import.import_node(helper.make_node("PPTestV3Scale", ["x"], ["y"]))
+    assert plain.shape_input_indices == ()

@@ -112,3 +112,20 @@ def test_trace_labels_v3_objects_and_phases():
     assert "build: tactics" in text and "runtime: context 1" in text
     assert "set_tactic(tactic=2) -> 0" in text
     assert "create_plugin(name='plugin_node', fc={scale=[3.0]}, phase=RUNTIME) -> P" in text
+
+
+def test_cli_check_takes_shape_inputs_and_reports_v3_defects():
+    from pyplugins import cli
+
+    module = str(PLUGINS / "v3_scale.py")
+    ok = cli.main(["check", module, "--plugin", "PPTestV3Scale", "--input", "2x8:float32",
+                   "--shape-input", "5", "--attr", "scale=2.0", "--device", "cpu"])
+    bad = cli.main(["check", module, "--plugin", "PPTestV3BadTactics", "--input", "2x8:float32",
+                    "--attr", "scale=2.0", "--device", "cpu"])
+    assert (ok, bad) == (0, 1)
+
+
+def test_shape_inputs_are_refused_for_v2_creators():
+    _fresh.import_module(str(PLUGINS / "elementwise.py"))
+    with pytest.raises(ValueError, match="IPluginV3 features"):
+        lifecycle.run("PPTestAxpy", ["2x3:float32", "2x3:float32"], shape_inputs=[(2,)])
