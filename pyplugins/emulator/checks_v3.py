@@ -24,9 +24,10 @@ import numpy as np
 from pyplugins.emulator.checks import Recorder, Violation, clone_violations
 from pyplugins.emulator.enums import PluginFieldType
 from pyplugins.emulator.plugin_field import PluginField
+from pyplugins.testing import TOLERANCES
 
-__all__ = ["V3Recorder", "fields_differ", "fields_violations", "rebuild_violations",
-           "tactic_violations"]
+__all__ = ["V3Recorder", "alias_violations", "fields_differ", "fields_violations",
+           "rebuild_violations", "same_arrays", "tactic_output_violations", "tactic_violations"]
 
 __doctest_globals__ = {"np": np, "PluginField": PluginField, "PluginFieldType": PluginFieldType}
 
@@ -46,6 +47,57 @@ def tactic_violations(tactics: Sequence[int]) -> List[Violation]:
                f"tactics must be unique, or TensorRT times one twice and cannot tell them apart")
         found.append(Violation("tactics_invalid", msg, "get_valid_tactics"))
     return found
+
+
+def same_arrays(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same shape and values (NaN equal to NaN)."""
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal within pyplugins.testing's tolerance for the dtype (exact where it has none)."""
+    tol = TOLERANCES.get(a.dtype)
+    if a.shape != b.shape or tol is None or a.dtype.kind != "f":
+        return same_arrays(a, b)
+    return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol.rtol,
+                            atol=tol.atol, equal_nan=True))
+
+
+def tactic_output_violations(chosen: Sequence[np.ndarray], other: Sequence[np.ndarray],
+                             chosen_tactic: int, tactic: int) -> List[Violation]:
+    """Two tactics of one format combination must compute the same outputs (GPU)."""
+    for j, (a, b) in enumerate(zip(chosen, other)):
+        if not _close(a, b):
+            msg = (f"output {j} with tactic {tactic} differs from output {j} with the chosen "
+                   f"tactic {chosen_tactic} for the same inputs: a tactic must compute the same "
+                   f"function (TensorRT may pick either; the choice depends on timing)")
+            return [Violation("tactic_outputs_differ", msg, "enqueue")]
+    return []
+
+
+def alias_violations(asked: Dict[int, int], in_types: Sequence[Any],
+                     in_shapes: Sequence[Sequence[int]], out_types: Sequence[Any],
+                     out_shapes: Sequence[Sequence[int]]) -> Tuple[Dict[int, int], List[Violation]]:
+    """The valid aliases among ``get_aliased_input``'s answers (output -> input, -1 = none),
+    and a violation per invalid one: no such input, or another type or shape [infer: TensorRT
+    writes the output into the input's buffer, so they must match]."""
+    aliases, found = {}, []
+    for j, k in asked.items():
+        if k == -1:
+            continue
+        problem = None
+        if not 0 <= k < len(in_types):
+            problem = f"input {k} does not exist ({len(in_types)} inputs)"
+        elif in_types[k] != out_types[j] or tuple(in_shapes[k]) != tuple(out_shapes[j]):
+            problem = (f"input {k} is {tuple(in_shapes[k])} {in_types[k].name} but output {j} is "
+                       f"{tuple(out_shapes[j])} {out_types[j].name}; an aliased output is written "
+                       f"in place, so both must have one type and shape")
+        if problem:
+            found.append(Violation("aliasing", f"get_aliased_input({j}) returned {k}: {problem}",
+                                   "get_aliased_input"))
+        else:
+            aliases[j] = k
+    return aliases, found
 
 
 def _field_value(field: PluginField) -> Any:

@@ -9,7 +9,9 @@ configured and asked for tactics; every (combination, tactic) candidate gets ``s
 timed ``enqueue``: the fastest is kept. ``get_fields_to_serialize`` (twice: it must be
 deterministic) makes the engine. At runtime Pr = ``create_plugin(name, fields, RUNTIME)``, and
 each of two execution contexts gets ``attach_to_context`` -> Pc, ``set_tactic(chosen)``,
-``on_shape_change`` at opt and ``enqueue`` (GPU). TensorRT-owned objects are destroyed.
+``on_shape_change`` at opt and ``enqueue`` (GPU); on a GPU one more context per other tactic of
+the kept combination checks that every tactic computes the same outputs. TensorRT-owned objects
+are destroyed.
 :func:`pyplugins.emulator.lifecycle.run` picks this driver when the creator is an
 ``IPluginCreatorV3One``; the inputs, tensors, format search, buffers and report are V2's.
 
@@ -22,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-
-import numpy as np
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from pyplugins import dtypes
@@ -32,8 +32,9 @@ from pyplugins.emulator import buffers, runtime_enqueue, runtime_v3, size_tensor
 from pyplugins.emulator import trampoline_v3 as tv3
 from pyplugins.emulator.bases_v3 import IPluginResourceContext
 from pyplugins.emulator.checks import Recorder, Violation
-from pyplugins.emulator.checks_v3 import (V3Recorder, fields_violations, rebuild_violations,
-                                          tactic_violations)
+from pyplugins.emulator.checks_v3 import (V3Recorder, alias_violations, fields_violations,
+                                          rebuild_violations, same_arrays,
+                                          tactic_output_violations, tactic_violations)
 from pyplugins.emulator.dims import DimsExprs
 from pyplugins.emulator.enums import PluginCapabilityType as Cap
 from pyplugins.emulator.enums import TensorRTPhase
@@ -221,23 +222,10 @@ class DriverV3:
         feature; invalid ones are reported and dropped."""
         if not self.aliased_io:
             return {}
-        aliases = {}
-        for j, t in enumerate(self.out_types):
-            k = tv3.get_aliased_input(build, j)
-            if k == -1:
-                continue
-            problem = None
-            if not 0 <= k < self.n_in:
-                problem = f"input {k} does not exist ({self.n_in} inputs)"
-            elif self.in_types[k] != t or self.specs[k].opt != self.out_dims["opt"][j]:
-                problem = (f"input {k} is {self.specs[k].opt} {self.in_types[k].name} but output "
-                           f"{j} is {self.out_dims['opt'][j]} {t.name} [infer: TensorRT needs "
-                           f"the same type and shape to write in place]")
-            if problem:
-                self._violations.append(Violation("aliasing", f"get_aliased_input({j}) returned "
-                                                  f"{k}: {problem}", "get_aliased_input"))
-            else:
-                aliases[j] = k
+        asked = {j: tv3.get_aliased_input(build, j) for j in range(len(self.out_types))}
+        aliases, found = alias_violations(asked, self.in_types, [s.opt for s in self.specs],
+                                          self.out_types, self.out_dims["opt"])
+        self._violations += found
         return aliases
 
     def tactics(self, build: Any, combo: Combo) -> Optional[List[int]]:
@@ -262,11 +250,13 @@ class DriverV3:
         best: Optional[Tuple[Combo, int]] = None
         best_ms = math.inf
         self.timings: List[Tuple[int, float]] = []
-        for n, combo in enumerate(combos):
+        self.tactics_of: List[Tuple[Combo, List[int]]] = []
+        for combo in combos:
             tactics = self.tactics(build, combo)
             if tactics is None:
                 return None
             timing = self.cp is not None and (len(combos) > 1 or len(tactics) > 1)
+            self.tactics_of.append((combo, tactics))
             for tactic in tactics:
                 best = best or (combo, tactic)
                 tv3.set_tactic(rt, tactic)
@@ -314,10 +304,12 @@ class DriverV3:
             outputs = []
             for index in range(CONTEXTS):
                 with self.step(f"runtime: context {index}"):
-                    outputs.append(self.context(caps[Cap.RUNTIME], index))
+                    outputs.append(self.context(caps[Cap.RUNTIME], index, self.tactic))
+            if outputs[0] is not None:
+                self.compare_tactics(caps[Cap.RUNTIME], outputs[0])
             ran = [o for o in outputs if o is not None]
             if len(ran) == CONTEXTS and any(
-                    any(not _same(a, b) for a, b in zip(ran[0], other)) for other in ran[1:]):
+                    any(not same_arrays(a, b) for a, b in zip(ran[0], other)) for other in ran[1:]):
                 self._violations.append(Violation(
                     "attach_shares_state", "two execution contexts gave different outputs for "
                     "the same inputs: the plugins attach_to_context made share or lose state",
@@ -325,7 +317,19 @@ class DriverV3:
         finally:
             tv3.destroy(pr)
 
-    def context(self, runtime: Any, index: int) -> Optional[list]:
+    def compare_tactics(self, runtime: Any, chosen: list) -> None:
+        """GPU: run the kept combination's other tactics in one more context each and compare
+        their outputs with the chosen tactic's: tactics are alternative implementations of one
+        function, so they must agree (within pyplugins.testing's tolerances)."""
+        others = [t for combo, tactics in self.tactics_of if combo == self.combo
+                  for t in tactics if t != self.tactic]
+        for n, tactic in enumerate(others):
+            with self.step(f"runtime: tactic {tactic}"):
+                got = self.context(runtime, CONTEXTS + n, tactic)
+            if got is not None:
+                self._violations += tactic_output_violations(chosen, got, self.tactic, tactic)
+
+    def context(self, runtime: Any, index: int, tactic: int) -> Optional[list]:
         """One execution context: attach, then set the chosen tactic, shapes at opt and enqueue,
         each on the object ``get_capability_interface(RUNTIME)`` gives at that moment [infer]:
         a plugin that hands out a new runtime object per call shows it here."""
@@ -337,7 +341,7 @@ class DriverV3:
         try:
             if self.capabilities(pc, (Cap.CORE, Cap.RUNTIME)) is None:
                 return None
-            tv3.set_tactic(tv3.get_capability_interface(pc, Cap.RUNTIME), self.tactic)
+            tv3.set_tactic(tv3.get_capability_interface(pc, Cap.RUNTIME), tactic)
             in_desc, out_desc = self.tensors.plain(self.combo, "opt")
             tv3.on_shape_change(tv3.get_capability_interface(pc, Cap.RUNTIME), in_desc, out_desc)
             rt = tv3.get_capability_interface(pc, Cap.RUNTIME)
@@ -375,8 +379,4 @@ class DriverV3:
             self.report.outputs = self.host_outputs = outcome.host_outputs
             self.report.output_shapes = [o.shape for o in outcome.host_outputs]
         return outcome.host_outputs if outcome.ran else None
-
-
-def _same(a: Any, b: Any) -> bool:
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 

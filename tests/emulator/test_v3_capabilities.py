@@ -85,7 +85,8 @@ def test_tactics_are_timed_and_the_fastest_is_chosen():
     # tactic 2 (offered first) launches its kernel 64 times; only timing can prefer tactic 1
     set_tactics = [(e.obj, e.args[0]) for e in calls.of("set_tactic")]
     attached = [e.result for e in calls.of("attach_to_context")]
-    assert [t for obj, t in set_tactics if any(obj is a for a in attached)] == [1, 1]
+    # both contexts get the fastest (1); one more context runs 2 to compare outputs
+    assert [t for obj, t in set_tactics if any(obj is a for a in attached)] == [1, 1, 2]
     build_enqueues = [e for e in calls.of("enqueue") if e.obj not in attached]
     assert len(build_enqueues) == 2 * 6  # two tactics, a warm-up and five timed each
 
@@ -250,10 +251,13 @@ class _HostScale(emulator.IPluginV3, emulator.IPluginV3OneCore, emulator.IPlugin
     def on_shape_change(self, inp, out):
         self.n = int(np.prod(tuple(inp[0].dims)))
 
+    FACTORS = {3: 2, 7: 2}
+
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
         mem = _HostRun.memory
         if inputs[0] in mem:
-            mem[outputs[0]].view(np.float32)[:self.n] = 2 * mem[inputs[0]].view(np.float32)[:self.n]
+            x = mem[inputs[0]].view(np.float32)[:self.n]
+            mem[outputs[0]].view(np.float32)[:self.n] = self.FACTORS[self.tactic] * x
 
     def attach_to_context(self, context):
         return self.clone()
@@ -262,51 +266,73 @@ class _HostScale(emulator.IPluginV3, emulator.IPluginV3OneCore, emulator.IPlugin
         return emulator.PluginFieldCollection([])
 
     def clone(self):
-        return _HostScale()
+        return type(self)()
 
 
 class _HostScaleCreator(emulator.IPluginCreatorV3One):
-    def __init__(self):
+    def __init__(self, plugin=_HostScale):
         emulator.IPluginCreatorV3One.__init__(self)
+        self.plugin = plugin
         self.name, self.plugin_version = "PPTestHostScale", "1"
         self.field_names = emulator.PluginFieldCollection([])
 
     def create_plugin(self, name, fc, phase):
-        return _HostScale()
+        return self.plugin()
 
 
-def test_driver_keeps_the_fastest_tactic_and_runs_both_contexts(monkeypatch):
-    """The GPU path of DriverV3 with the device replaced: a fake timer makes tactic 7 faster."""
+def _fake_device(monkeypatch, timed=None, order=None):
     from pyplugins.emulator import buffers, runtime_v3
 
     monkeypatch.setattr(buffers, "cupy_or_reason", lambda: (object(), None))
     monkeypatch.setattr(buffers, "DeviceRun", _HostRun)
-    timed = []
 
     def fake_time(in_bytes, out_bytes, workspace, aliases, enqueue):
+        """Tactic 7 'runs' faster when the test tracks tactics, else all are equal."""
         assert enqueue([0x1], [0x2], 0, 0) == 0
-        tactic = timed_plugin[0].tactic
-        timed.append(tactic)
-        return 0, {3: 2.0, 7: 1.0}[tactic]
+        if order is None:
+            return 0, 1.0
+        timed.append(order[0].tactic)
+        return 0, {3: 2.0, 7: 1.0}[order[0].tactic]
 
-    timed_plugin = []
     monkeypatch.setattr(runtime_v3, "time_enqueue", fake_time)
-    monkeypatch.setattr(_HostScale, "set_tactic",
-                        lambda self, t: (setattr(self, "tactic", t), timed_plugin.insert(0, self)))
-    x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    creator, registry = _HostScaleCreator(), emulator.get_plugin_registry()
+
+
+def _run_registered(creator, x):
+    registry = emulator.get_plugin_registry()
     assert registry.register_creator(creator, "")
     try:
-        with Calls() as calls:
-            report = lifecycle.run(creator, [x], check_capture=False)
+        return lifecycle.run(creator, [x], check_capture=False)
     finally:
         registry.deregister_creator(creator)
+
+
+def test_tactics_computing_different_functions_are_reported(monkeypatch):
+    class Differs(_HostScale):
+        FACTORS = {3: 3, 7: 2}
+
+    _fake_device(monkeypatch)
+    report = _run_registered(_HostScaleCreator(Differs), np.ones((2, 3), np.float32))
+    assert report.checks() == ["tactic_outputs_differ"], report.format()
+    assert "tactic 7 differs" in report.violations[0].message  # equal times: 3 kept
+
+
+def test_driver_keeps_the_fastest_tactic_and_runs_both_contexts(monkeypatch):
+    """The GPU path of DriverV3 with the device replaced: a fake timer makes tactic 7 faster."""
+    timed, order = [], []
+    _fake_device(monkeypatch, timed, order)
+    monkeypatch.setattr(_HostScale, "set_tactic",
+                        lambda self, t: (setattr(self, "tactic", t), order.insert(0, self)))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with Calls() as calls:
+        report = _run_registered(_HostScaleCreator(), x)
     assert report.ok, report.format()
     assert timed == [3, 7] and report.enqueue_ran
     np.testing.assert_array_equal(report.outputs[0], 2 * x)
     attached = [e.result for e in calls.of("attach_to_context")]
-    assert [e.args[0] for e in calls.of("set_tactic") if any(e.obj is a for a in attached)] == [7, 7]
-    assert sum(any(e.obj is a for a in attached) for e in calls.of("enqueue")) == 2
+    # two contexts with the chosen tactic 7, then one more comparing tactic 3's outputs
+    assert [e.args[0] for e in calls.of("set_tactic")
+            if any(e.obj is a for a in attached)] == [7, 7, 3]
+    assert sum(any(e.obj is a for a in attached) for e in calls.of("enqueue")) == 3
 
 
 def test_onnx_shape_input_indices_route_node_inputs():
