@@ -63,21 +63,21 @@ def to_str(value: Any, what: str) -> str:
     return value
 
 
-class _Unpicklable:
+class Unpicklable:
     """pybind11 instances: ``copy.copy``, ``copy.deepcopy`` and ``pickle`` raise TypeError (§12)."""
 
     __slots__ = ()
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         for klass in type(self).__mro__:
-            if klass is _Unpicklable or klass.__module__ == __name__:
+            if klass is Unpicklable or klass.__module__ == __name__:
                 break
             if "__reduce__" in vars(klass) or "__reduce_ex__" in vars(klass):
                 return object.__reduce_ex__(self, protocol)  # the subclass pickles itself
         idioms.refuse("copy", TypeError(f"cannot pickle '{type(self).__name__}' object"))
 
 
-def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
+def str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
     def getter(self: Any) -> Optional[str]:
         value = getattr(self, slot, None)
         if value is None and print_unset:
@@ -91,7 +91,7 @@ def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False
     return property(getter, setter, doc=doc)
 
 
-class IPluginV2(_Unpicklable, metaclass=_BindingMeta):
+class IPluginV2(Unpicklable, metaclass=_BindingMeta):
     """``trt.IPluginV2``: the C++ base class (no Python constructor; subclass
     :class:`IPluginV2DynamicExt`)."""
 
@@ -145,11 +145,11 @@ class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
     def num_outputs(self, value: int) -> None:
         object.__setattr__(self, "_pp_num_outputs", to_int(value, "num_outputs"))
 
-    plugin_type = _str_property("_pp_type", "plugin_type",
+    plugin_type = str_property("_pp_type", "plugin_type",
                                 "The plugin's type name (C++ getPluginType).", print_unset=True)
-    plugin_version = _str_property("_pp_version", "plugin_version",
+    plugin_version = str_property("_pp_version", "plugin_version",
                                    "The plugin's version string.", print_unset=True)
-    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+    plugin_namespace = str_property("_pp_namespace", "plugin_namespace",
                                      "The plugin's namespace.", print_unset=True)
 
     @property
@@ -170,7 +170,7 @@ class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
         return trampoline.get_serialization_size(self)
 
 
-class IPluginCreatorInterface(_Unpicklable, metaclass=_BindingMeta):
+class IPluginCreatorInterface(Unpicklable, metaclass=_BindingMeta):
     """``trt.IPluginCreatorInterface``: the common base of creator classes (10.0+)."""
 
     __slots__ = ("_pp_base_initialized", "_pp_name", "_pp_version", "_pp_namespace",
@@ -191,11 +191,11 @@ class IPluginCreator(IPluginCreatorInterface):
     def __init__(self) -> None:
         IPluginCreatorInterface.__init__(self)
 
-    name = _str_property("_pp_name", "name", "The plugin type this creator makes.",
+    name = str_property("_pp_name", "name", "The plugin type this creator makes.",
                          print_unset=True)
-    plugin_version = _str_property("_pp_version", "plugin_version",
+    plugin_version = str_property("_pp_version", "plugin_version",
                                    "The plugin version this creator makes.", print_unset=True)
-    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+    plugin_namespace = str_property("_pp_namespace", "plugin_namespace",
                                      "The creator's namespace.", print_unset=True)
 
     @property
