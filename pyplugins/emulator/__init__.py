@@ -82,6 +82,10 @@ def __getattr__(name: str) -> Any:
         from pyplugins.emulator import bases_v3
 
         return bases_v3.IPluginV3OneBuildV2
+    if name == "IPluginV3OneBuildV2":  # before 10.3 the name does not exist
+        msg = (f"module 'tensorrt' (pyplugins emulator, TensorRT {emulated_version()[0]}."
+               f"{emulated_version()[1]}) has no attribute {name!r}")
+        raise AttributeError(msg)
     if name.startswith("__"):
         msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
         raise AttributeError(msg)

@@ -49,13 +49,12 @@ class _StandIn:
         raise _needs(type(self)._pp_public)
 
 
-# -- IPluginV3 and QDP: names exist, use raises (a later change implements IPluginV3) ----------
-#: The V3 plugin classes; replace these stand-ins when IPluginV3 is emulated.
+# -- plugin interfaces the emulator does not drive: names exist, use raises ------------------------
+#: IPluginV3One* and IPluginCreatorV3One are emulated (bases_v3.py); the Quick interfaces that
+#: ``tensorrt.plugin`` (QDP) generates and ``IPluginResource`` are not.
 V3_NAMES = frozenset({
-    "IPluginV3", "IPluginV3OneCore", "IPluginV3OneBuild", "IPluginV3OneBuildV2",
-    "IPluginV3OneRuntime", "IPluginCapability", "IPluginCreatorV3One", "IPluginCreatorV3Quick",
-    "IPluginV3QuickCore", "IPluginV3QuickBuild", "IPluginV3QuickAOTBuild",
-    "IPluginV3QuickRuntime", "IPluginResource", "IPluginResourceContext",
+    "IPluginCreatorV3Quick", "IPluginV3QuickCore", "IPluginV3QuickBuild",
+    "IPluginV3QuickAOTBuild", "IPluginV3QuickRuntime", "IPluginResource",
 })
 
 
@@ -64,8 +63,9 @@ class _V3StandIn(_StandIn):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         name = type(self)._pp_public
-        msg = (f"{name} is not emulated yet: the emulator drives IPluginV2DynamicExt plugins "
-               f"(IPluginV3 support is planned); {name} needs TensorRT for now")
+        msg = (f"{name} is not emulated: the emulator drives IPluginV2DynamicExt and IPluginV3One "
+               f"plugins, not tensorrt.plugin's Quick interfaces or plugin resources; {name} "
+               "needs TensorRT")
         raise NeedsTensorRT(msg)
 # -- end of the V3 section ----------------------------------------------------------------------
 

@@ -88,15 +88,16 @@ def test_functions_raise_when_called_not_when_named():
         fn()
 
 
-def test_v3_names_exist_and_raise_on_use():
-    class Plugin(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuild,
-                 trt.IPluginV3OneRuntime):
-        def __init__(self):
-            trt.IPluginV3.__init__(self)
+def test_v3_one_classes_are_emulated_and_quick_ones_raise_on_use():
+    assert trt.IPluginV3.__module__ == "pyplugins.emulator.bases_v3"
+    assert trt.IPluginCreatorV3One.__module__ == "pyplugins.emulator.bases_v3"
 
-    with pytest.raises(surface.NeedsTensorRT, match="IPluginV3 is not emulated yet"):
-        Plugin()
-    assert {"IPluginV3", "IPluginCreatorV3One", "IPluginResource"} <= surface.V3_NAMES
+    class Quick(trt.IPluginV3QuickCore):
+        pass
+
+    with pytest.raises(surface.NeedsTensorRT, match="IPluginV3QuickCore is not emulated"):
+        Quick()
+    assert {"IPluginV3QuickCore", "IPluginResource"} <= surface.V3_NAMES
     assert surface.V3_NAMES <= set(surface.names(10))
 
 
