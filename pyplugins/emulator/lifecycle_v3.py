@@ -16,8 +16,16 @@ are destroyed.
 ``IPluginCreatorV3One``; the inputs, tensors, format search, buffers and report are V2's.
 
 Example:
+    >>> from pyplugins import emulator as trt
+    >>> class Creator(trt.IPluginCreatorV3One):
+    ...     def __init__(self):
+    ...         trt.IPluginCreatorV3One.__init__(self)
+    ...         self.name, self.plugin_version = "Broken", "1"
+    ...     def create_plugin(self, name, fc, phase):
+    ...         return None   # TensorRT gets nullptr
     >>> from pyplugins.emulator import lifecycle
-    >>> report = lifecycle.run("NoSuchV3", ["2x3:float32"])  # doctest: +SKIP
+    >>> lifecycle.run(Creator(), ["2x3:float32"], device="cpu").checks()
+    ['lifecycle']
 """
 
 from __future__ import annotations
@@ -162,6 +170,10 @@ class DriverV3:
         self.declared = builder.declared
         self._violations += size_tensors.declaration_violations(
             self.declared, self.out_exprs, self.out_types)
+        for j, sizes in size_tensors.size_outputs_of(self.out_exprs).items():
+            self.report.warnings.append(
+                f"output {j}'s shape depends on size tensor output(s) {sizes}: it is allocated "
+                f"and shown at the declared upper bound until enqueue writes the real extent")
         self.out_dims, bad = output_dims(self.out_exprs, self.specs)
         self.tensors = PluginTensors(self.specs, self.out_dims)
         self.report.output_shapes = list(self.out_dims["opt"])

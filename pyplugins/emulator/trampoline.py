@@ -262,8 +262,7 @@ def invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
     return event.result
 
 
-def as_instance(kind: type) -> Callable[[Any], Any]:
-    """An ``interpret`` for :func:`invoke`: accept only instances of ``kind`` (no bool for int)."""
+def _as(kind: type) -> Callable[[Any], Any]:
     def interpret(value: Any) -> Any:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise TypeError(value)
@@ -322,8 +321,9 @@ def identity(plugin: IPluginV2DynamicExt) -> tuple:
 
 def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
     """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
-    return invoke(plugin, "get_output_datatype", (index, [fresh(t) for t in input_types]), required=True,
-                   default=None, fallback=DataType.FLOAT, interpret=as_instance(DataType),
+    return invoke(plugin, "get_output_datatype", (index, [fresh(t) for t in input_types]),
+                  required=True, default=None, fallback=DataType.FLOAT,
+                  interpret=_as(DataType),
                    as_type="nvinfer1::DataType")
 
 
@@ -331,7 +331,7 @@ def get_output_dimensions(plugin: Any, index: int, inputs: Sequence[DimsExprs],
                           builder: IExprBuilder) -> DimsExprs:
     """C++ ``getOutputDimensions``; an empty ``DimsExprs`` on failure."""
     return invoke(plugin, "get_output_dimensions", (index, list(inputs), builder), required=True,
-                   default=None, fallback=DimsExprs(), interpret=as_instance(DimsExprs),
+                   default=None, fallback=DimsExprs(), interpret=_as(DimsExprs),
                    as_type="nvinfer1::DimsExprs")
 
 
@@ -407,7 +407,7 @@ def get_serialization_size(plugin: Any) -> int:
 def clone(plugin: Any) -> Optional[IPluginV2DynamicExt]:
     """C++ ``clone``: the new plugin (held until ``destroy``), or None on failure."""
     result = invoke(plugin, "clone", (), required=True, default=None, fallback=None,
-                     interpret=as_instance(IPluginV2DynamicExt),
+                     interpret=_as(IPluginV2DynamicExt),
                      as_type="nvinfer1::IPluginV2DynamicExt")
     if result is not None:
         held[id(result)] = result
@@ -425,7 +425,7 @@ def destroy(plugin: Any) -> None:
 def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Optional[Any]:
     """C++ ``createPlugin(name, fc)``; the plugin (held until ``destroy``) or None."""
     result = invoke(creator, "create_plugin", (name, fc), required=True, default=None,
-                     fallback=None, interpret=as_instance(IPluginV2DynamicExt),
+                     fallback=None, interpret=_as(IPluginV2DynamicExt),
                      as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result
@@ -435,7 +435,7 @@ def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Option
 def deserialize_plugin(creator: Any, name: str, data: bytes) -> Optional[Any]:
     """C++ ``deserializePlugin(name, data, length)`` with ``data`` as ``bytes``; plugin or None."""
     result = invoke(creator, "deserialize_plugin", (name, bytes(data)), required=True,
-                     default=None, fallback=None, interpret=as_instance(IPluginV2DynamicExt),
+                     default=None, fallback=None, interpret=_as(IPluginV2DynamicExt),
                      as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result

@@ -16,8 +16,10 @@ Example:
     >>> class R(trt.IPluginV3OneRuntime):
     ...     def __init__(self):
     ...         trt.IPluginV3OneRuntime.__init__(self)
-    >>> trampoline_v3.set_tactic(R(), 1)  # doctest: +SKIP
-    -1
+    ...     def set_tactic(self, tactic):
+    ...         raise ValueError(f"no tactic {tactic}")   # C++ prints [ERROR] ... to fd 2
+    >>> trampoline_v3.set_tactic(R(), 1), trampoline_v3.get_valid_tactics(R())
+    (-1, [])
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorRTPha
 from pyplugins.emulator.plugin_field import (PluginField, PluginFieldCollection,
                                              PluginFieldCollection_)
 from pyplugins.emulator.registry import emulated_version
-from pyplugins.emulator.trampoline import as_bool, as_instance, as_size_t, held, invoke
+from pyplugins.emulator.trampoline import as_bool, as_size_t, held, invoke
 
 class _Failed:
     """The fallback of a status method whose Python call raised: C++ returns -1."""
@@ -98,6 +100,16 @@ def _list_of(kind: type) -> Any:
     return interpret
 
 
+def _pointer(kind: type) -> Any:
+    """pybind11's cast to ``T*`` (convert mode): an instance of ``kind``, or None -> nullptr
+    without an error line (``type_caster_generic`` accepts None for pointers)."""
+    def interpret(value: Any) -> Any:
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(value)
+        return value
+    return interpret
+
+
 def _as_fields(value: Any) -> PluginFieldCollection:
     """``PluginFieldCollection`` or any sequence of ``PluginField`` (bind_vector converts)."""
     if isinstance(value, PluginFieldCollection):
@@ -112,13 +124,13 @@ def get_capability_interface(plugin: Any, kind: PluginCapabilityType) -> Optiona
     call raised or returned an object that is not of the capability's class."""
     klass, as_type = _CAPABILITY[kind]
     return invoke(plugin, "get_capability_interface", (crossing(kind),), required=True,
-                  default=None, fallback=None, interpret=as_instance(klass), as_type=as_type)
+                  default=None, fallback=None, interpret=_pointer(klass), as_type=as_type)
 
 
 def clone(plugin: Any) -> Optional[IPluginV3]:
     """C++ ``IPluginV3::clone``: the new plugin (held until destroyed), or None."""
     result = invoke(plugin, "clone", (), required=True, default=None, fallback=None,
-                    interpret=as_instance(IPluginV3), as_type="nvinfer1::IPluginV3")
+                    interpret=_pointer(IPluginV3), as_type="nvinfer1::IPluginV3")
     if result is not None:
         held[id(result)] = result
     return result
@@ -277,7 +289,7 @@ def enqueue(runtime: Any, input_desc: Sequence[PluginTensorDesc],
 def attach_to_context(runtime: Any, context: IPluginResourceContext) -> Optional[IPluginV3]:
     """C++ ``attachToContext``: the plugin for that context (held until destroyed), or None."""
     result = invoke(runtime, "attach_to_context", (context,), required=True, default=None,
-                    fallback=None, interpret=as_instance(IPluginV3), as_type="nvinfer1::IPluginV3")
+                    fallback=None, interpret=_pointer(IPluginV3), as_type="nvinfer1::IPluginV3")
     if result is not None:
         held[id(result)] = result
     return result
@@ -297,7 +309,7 @@ def create_plugin(creator: Any, name: str, fields: Sequence[PluginField],
     """C++ ``createPlugin(name, fc, phase)``: the plugin (held until destroyed), or None."""
     fc = PluginFieldCollection_(fields)
     result = invoke(creator, "create_plugin", (name, fc, crossing(phase)), required=True,
-                    default=None, fallback=None, interpret=as_instance(IPluginV3),
+                    default=None, fallback=None, interpret=_pointer(IPluginV3),
                     as_type="IPluginV3*")
     if result is not None:
         held[id(result)] = result

@@ -43,6 +43,8 @@ def test_size_tensor_outputs_are_allocated_at_the_upper_bound():
         report = lifecycle.run("PPTestV3NonZero", ["3x4:float32"])
     assert report.ok, report.format()
     assert report.output_shapes == [(12, 2), ()]
+    assert any("output 0's shape depends on size tensor output(s) [1]" in w
+               for w in report.warnings)
     assert [t.name for t in report.output_dtypes] == ["INT32", "INT64"]
 
 
