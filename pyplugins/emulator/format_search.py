@@ -2,7 +2,7 @@
 
 TensorRT asks ``supports_format_combination(pos, in_out, num_inputs)`` tensor by tensor, depth
 first: ``in_out[:pos]`` hold what it already chose, ``in_out[pos]`` the candidate, and the entries
-after ``pos`` are junk (§2.1), here :class:`~pyplugins.emulator.checks.PoisonedDesc` objects that
+after ``pos`` are junk (§2.1), here :class:`~pyplugins.emulator.checks.beyond_pos.PoisonedDesc` objects that
 report a read. Each tensor is offered its declared type first, then :data:`TYPE_TABLE`, in its
 declared format first, then :data:`FORMAT_TABLE` (rank >= 3) or LINEAR. In a strongly typed
 network only the combinations that keep the declared input types and ``get_output_datatype``'s
@@ -32,9 +32,11 @@ from typing import List, Optional, Sequence, Tuple
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginV2DynamicExt
-from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.beyond_pos import PoisonedDesc, PoisonProbe
+from pyplugins.emulator.checks.formats import unusable_violations
 from pyplugins.emulator.enums import DataType, TensorFormat
-from pyplugins.emulator.pybind_checks import v2_types
+from pyplugins.emulator.checks.pybind import v2_types
 from pyplugins.emulator.tensors import Combo, PluginTensors
 
 __all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
@@ -115,34 +117,7 @@ def choose_formats(combos: Sequence[Combo], tried: Sequence[Tried], want: Sequen
         The usable combinations (None when there are none: the strongly typed build fails) and,
         when there are none, why: an ``output_mismatch`` or a ``format`` violation.
     """
-    violations: List[Violation] = []
     typed = [c for c in combos if [t for t, _ in c] == list(want)]
     if typed:
-        return typed, violations
-    names = [t.name for t in want]
-    same_inputs = [c for c in combos if [t for t, _ in c[:n_in]] == list(want[:n_in])]
-    if same_inputs:
-        combo = same_inputs[0]
-        for j, (t, _) in enumerate(combo[n_in:]):
-            if t is not want[n_in + j]:
-                msg = (f"supports_format_combination accepts output {j} as {t.name} for "
-                       f"inputs {names[:n_in]}, but get_output_datatype({j}, ...) "
-                       f"returned {want[n_in + j].name}: in a strongly typed network the "
-                       f"output keeps get_output_datatype's type, which the plugin refuses, "
-                       f"so the build fails. Make both agree.")
-                violations.append(Violation("output_mismatch", msg,
-                                            "supports_format_combination"))
-                break
-    else:
-        accepted = ", ".join(str([f"{t.name}/{f.name}" for t, f in c]) for c in combos[:4])
-        refused = [(pos, cand) for pos, prefix, cand, ok in tried
-                   if not ok and cand[0] is want[pos]
-                   and [t for t, _ in prefix] == list(want[:pos])][:1]
-        where = (f"; it refused in_out[{refused[0][0]}] = {refused[0][1][0].name}/"
-                 f"{refused[0][1][1].name}" if refused else "")
-        msg = (f"no format combination keeps the network's types {names} (inputs as "
-               f"declared, outputs from get_output_datatype): {len(tried)} "
-               f"supports_format_combination calls{where}; accepted combinations: "
-               f"{accepted or 'none'}. The strongly typed build fails.")
-        violations.append(Violation("format", msg, "supports_format_combination"))
-    return None, violations
+        return typed, []
+    return None, unusable_violations(combos, tried, want, n_in)

@@ -24,12 +24,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins.emulator import buffers, checks, trampoline
-from pyplugins.emulator.checks import Recorder, Violation, output_violations
+from pyplugins.emulator import buffers, trampoline
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.capture import capture_violation
+from pyplugins.emulator.checks.outputs import written_outputs
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
 
-__all__ = ["EnqueueOutcome", "capture_violation", "enqueue_and_check", "input_arrays"]
+__all__ = ["EnqueueOutcome", "enqueue_and_check", "input_arrays"]
 
 
 def _np_dtype(t: DataType) -> Optional[np.dtype]:
@@ -112,11 +115,12 @@ def enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arrays: List[A
     def call(i: List[int], o: List[int], w: int, s: int) -> int:
         return trampoline.enqueue(plugin, in_desc, out_desc, i, o, w, s)
 
+    def step(name: str) -> None:
+        recorder.step = name
+
     try:
         run = buffers.DeviceRun(arrays, metas, workspace)
-        recorder.step = "enqueue"
-        status = run.call(call)
-        raw = run.read_raw()
+        raw, found = written_outputs(run, call, metas, step)
     except Exception as err:
         recorder.step = "runtime"
         outcome.violations.append(Violation(
@@ -124,70 +128,14 @@ def enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arrays: List[A
             f"{buffers.cuda_error_text(err)} (the CUDA context may be unusable now)",
             "enqueue"))
         return outcome
-    recorder.step = "runtime"
-    if status != 0:
+    if raw is None:
         return outcome  # the [ERROR] line is reported as a callback_error
     outcome.ran = True
-    raw_alt: List[Any] = [None] * len(raw)
-    if any(checks.poisoned_elements(buf, shape, dt).size
-           for (shape, dt), buf in zip(metas, raw)):
-        # Some outputs hold the poison: unwritten, or a legitimate value equal to it (int8
-        # -91). Run again on the second pattern; only elements holding both are unwritten.
-        if run.call(call, alt=True) == 0:
-            raw_alt = run.read_raw()
-    for i, ((shape, dt), buf, alt) in enumerate(zip(metas, raw, raw_alt)):
-        outcome.violations.extend(output_violations(i, buf, shape, dt, raw_alt=alt))
+    outcome.violations.extend(found)
     outcome.host_outputs = run.outputs()
     outcome.outputs = run.outputs(on_device=True) if keep_on_device else outcome.host_outputs
     if check_capture:
-        found = capture_violation(run, call, raw, recorder)
-        if found is not None:
-            outcome.violations.append(found)
+        unsafe = capture_violation(run, call, raw, recorder)
+        if unsafe is not None:
+            outcome.violations.append(unsafe)
     return outcome
-
-
-def capture_violation(run: buffers.DeviceRun, call: buffers.EnqueueFn, eager: List[np.ndarray],
-                      recorder: Recorder) -> Optional[Violation]:
-    """Capture ``call`` on ``run``'s stream, replay the graph, compare with the eager outputs.
-
-    Args:
-        run: the buffers the eager ``enqueue`` used.
-        call: that ``enqueue``, through the trampoline.
-        eager: the raw output buffers (guards included) after the eager run.
-        recorder: the run's recorder (errors raised during the capture are read from it).
-
-    Returns:
-        A ``capture_unsafe`` violation listing every problem, or None.
-    """
-    recorder.step = "capture"
-    try:
-        outcome = run.capture(call)
-    except Exception as err:
-        outcome = buffers.CaptureOutcome(status=-1, errors=[buffers.cuda_error_text(err)])
-    recorder.step = "runtime"
-    problems = []
-    if outcome.allocations:
-        problems.append(f"enqueue allocated device memory while the stream was captured "
-                        f"({len(outcome.allocations)} allocation(s), "
-                        f"{sum(outcome.allocations)} bytes through CuPy): the graph would "
-                        f"replay into memory it does not own")
-    raised = [e[1] for e in recorder.errors if e[2] == "capture"]
-    if outcome.status != 0 or raised:
-        problems.append("enqueue raised while the stream was captured: "
-                        + (" | ".join(raised) or "(no message)"))
-    problems.extend(outcome.errors)
-    if not problems and outcome.replay is not None:
-        differ = [i for i, (a, b) in enumerate(zip(eager, outcome.replay))
-                  if not np.array_equal(a, b)]
-        if differ:
-            problems.append(f"replaying the captured graph left output(s) {differ} different "
-                            f"from the eager run: work enqueue launched outside the given "
-                            f"stream (the legacy default stream, another stream) is not in "
-                            f"the graph")
-    if problems:
-        msg = ("enqueue is not CUDA-graph capture safe: " + "; ".join(problems) + ". Launch "
-               "only on the stream TensorRT passes (cp.cuda.ExternalStream(stream)); allocate "
-               "in configure_plugin/initialize; never synchronize or copy to the host in "
-               "enqueue (§9).")
-        return Violation("capture_unsafe", msg, "enqueue")
-    return None

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, checks, lifecycle
-from pyplugins.emulator.checks import Violation
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator import _fresh, lifecycle
+from pyplugins.emulator.checks import CHECKS, Violation, beyond_pos, clones, outputs, serialization
+from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()
 
@@ -134,34 +134,34 @@ def test_fresh_process_infers_module_from_creator():
 
 def test_output_violations_guard_and_unwritten():
     shape, dt = (2, 3), np.dtype(np.float16)
-    raw = np.frombuffer(checks.poison_pattern(dt, 6 + checks.GUARD_BYTES // 2), np.uint8).copy()
+    raw = np.frombuffer(outputs.poison_pattern(dt, 6 + outputs.GUARD_BYTES // 2), np.uint8).copy()
     body = raw[:12].view(np.float16)
     body[:] = 1.0
-    assert checks.output_violations(0, raw, shape, dt) == []
-    assert np.isnan(np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0])
-    body[4] = np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0]
-    (under,) = checks.output_violations(0, raw, shape, dt)
+    assert outputs.output_violations(0, raw, shape, dt) == []
+    assert np.isnan(np.frombuffer(outputs.poison_pattern(dt, 1), np.float16)[0])
+    body[4] = np.frombuffer(outputs.poison_pattern(dt, 1), np.float16)[0]
+    (under,) = outputs.output_violations(0, raw, shape, dt)
     assert "left 1 of 6" in under.message and "(1, 1)" in under.message
     body[4] = 2.0
     raw[12:14] = 0
-    (over,) = checks.output_violations(1, raw, shape, dt)
+    (over,) = outputs.output_violations(1, raw, shape, dt)
     assert "past the end of output 1" in over.message and over.check == "output_mismatch"
 
 
 def test_int_poison_is_a_byte_pattern():
-    assert checks.poison_pattern(np.int32, 2) == b"\xa5" * 8
-    raw = np.frombuffer(checks.poison_pattern(np.int32, 4 + 64), np.uint8).copy()
+    assert outputs.poison_pattern(np.int32, 2) == b"\xa5" * 8
+    raw = np.frombuffer(outputs.poison_pattern(np.int32, 4 + 64), np.uint8).copy()
     raw[:16] = 0
-    assert checks.output_violations(0, raw, (4,), np.int32) == []
+    assert outputs.output_violations(0, raw, (4,), np.int32) == []
 
 
 def test_serialization_violations():
-    assert checks.serialization_violations([b"ab", b"ab", b"ab"], 2, b"ab") == []
-    (v,) = checks.serialization_violations([b"ab", b"ac"], 2, b"ab")
+    assert serialization.serialization_violations([b"ab", b"ab", b"ab"], 2, b"ab") == []
+    (v,) = serialization.serialization_violations([b"ab", b"ac"], 2, b"ab")
     assert v.check == "serialize_nondeterministic" and "byte 1" in v.message
-    (v,) = checks.serialization_violations([b"ab"], 5, b"ab")
+    (v,) = serialization.serialization_violations([b"ab"], 5, b"ab")
     assert v.check == "serialize" and "read past the end" in v.message
-    (v,) = checks.serialization_violations([None], 0, None)
+    (v,) = serialization.serialization_violations([None], 0, None)
     assert v.check == "serialize"
 
 
@@ -176,15 +176,15 @@ def test_clone_violations_immutable_values_pass():
     for i, value in enumerate(shared):
         setattr(a, f"v{i}", value)
         setattr(b, f"v{i}", value)
-    assert checks.clone_violations(a, b) == []
+    assert clones.clone_violations(a, b) == []
     a.t = b.t = (1, [2])
-    (v,) = checks.clone_violations(a, b)
+    (v,) = clones.clone_violations(a, b)
     assert "'t'" in v.message
 
 
 def test_poisoned_desc_records_only_beyond_pos_while_armed():
-    probe = checks.PoisonProbe()
-    desc = checks.PoisonedDesc(2, probe)
+    probe = beyond_pos.PoisonProbe()
+    desc = beyond_pos.PoisonedDesc(2, probe)
     assert isinstance(desc, emulator.PluginTensorDesc)
     desc.type  # not armed: nobody's call
     probe.arm(1)
@@ -200,7 +200,7 @@ def test_every_check_is_documented():
     for name in ("in_out_beyond_pos", "clone_shares_state", "serialize_nondeterministic",
                  "enqueue_unconfigured", "output_mismatch", "capture_unsafe", "fresh_process",
                  "callback_error", "shape", "format"):
-        assert name in checks.CHECKS
+        assert name in CHECKS
 
 
 # -- GPU checks ---------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_output_holding_the_poison_value_is_not_unwritten_when_the_second_run_di
     """int8 -91 is 0xA5, the first poison byte: a correct kernel may write it."""
     import numpy as np
 
-    from pyplugins.emulator.checks import output_violations, poison_pattern
+    from pyplugins.emulator.checks.outputs import output_violations, poison_pattern
 
     shape, dt = (4,), np.int8
     values = np.array([-91, 3, -91, 7], dtype=np.int8).view(np.uint8)

@@ -11,7 +11,7 @@ import pytest
 from pyplugins import emulator
 from pyplugins._config import override
 from pyplugins.emulator import DataType, TensorFormat, _fresh, lifecycle, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()  # `import tensorrt` in the plugin modules gives the emulator
 
