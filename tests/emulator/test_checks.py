@@ -47,7 +47,24 @@ def test_clone_shares_state():
     assert report.checks() == ["clone_shares_state"], report.format()
     named = " ".join(messages(report, "clone_shares_state"))
     assert "'scales'" in named and "'table'" in named and "'name'" not in named
-    assert "P0" in named and "P1" in named  # every clone is checked: P0->P1, P1->P2, Pd->Pc
+    # the builder's clone P2 wrote what P1 holds; the context's clone P4 what the engine's P3 holds
+    assert "P2 SharedPlugin's configure_plugin()" in named and "with P1 SharedPlugin" in named
+    assert "P3->P4" in named
+
+
+def test_clone_sharing_unchanged_state_passes_as_the_samples_do():
+    load("clone_sample_style")
+    report = run("PPTestCloneSampleStyle", "2x3x4x4:float32")
+    assert report.ok, report.format()
+
+
+def test_clone_sharing_a_list_configure_appends_to_fails():
+    load("clone_sample_style")
+    report = run("PPTestCloneAppends", "2x3x4x4:float32")
+    assert report.checks() == ["clone_shares_state"], report.format()
+    (message,) = messages(report, "clone_shares_state")
+    assert "configure_plugin() changed attribute 'seen' (a builtins.list)" in message
+    assert "'pads'" not in message and "'X_shape'" not in message
 
 
 def test_clone_returning_self():
@@ -165,21 +182,50 @@ def test_serialization_violations():
     assert v.check == "serialize"
 
 
-def test_clone_violations_immutable_values_pass():
+def test_shared_state_reports_only_what_changes():
+    class Obj:
+        pass
+
+    a, b = Obj(), Obj()
+    shared = (1, "s", (2.0, None), np.float32(1), emulator.DataType.HALF, np.dtype("f4"))
+    for i, value in enumerate(shared):
+        setattr(a, f"v{i}", value)
+        setattr(b, f"v{i}", value)
+    frozen = np.arange(3)
+    frozen.flags.writeable = False
+    a.frozen = b.frozen = frozen
+    a.never = b.never = [1, 2]  # shared, never written
+    a.t = b.t = (1, [2])  # a tuple holding a list
+    a.table = b.table = np.zeros(4)
+    a.view = b.table[1:]  # another view of the same memory
+    watch = clones.SharedState()
+    watch.track(a, "P1 Obj", b, "P2 Obj")
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+    b.never = [3]  # assigning a new object changes nothing shared
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+    b.t[1].append(3)
+    (v,) = watch.changes(b, "configure_plugin", lambda o: None)
+    assert "P2 Obj's configure_plugin() changed attribute 't[1]'" in v.message
+    assert "with P1 Obj" in v.message
+    a.view[0] = 5  # through a view: the memory b.table reads
+    (v,) = watch.changes(a, "enqueue", lambda o: None)
+    assert "P1 Obj's enqueue() changed attribute" in v.message and "P2 Obj" in v.message
+    watch.release(a)  # destroyed: nobody else sees b's changes
+    b.t[1].append(4)
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+
+
+def test_clone_violations_check_the_clone_itself():
     class Obj:
         pass
 
     a, b = Obj(), Obj()
     a._pp_num_outputs = b._pp_num_outputs = 1
     a._pp_type = b._pp_type = "X"
-    shared = (1, "s", (2.0, None), np.float32(1), emulator.DataType.HALF, np.dtype("f4"))
-    for i, value in enumerate(shared):
-        setattr(a, f"v{i}", value)
-        setattr(b, f"v{i}", value)
-    assert clones.clone_violations(a, b) == []
     a.t = b.t = (1, [2])
-    (v,) = clones.clone_violations(a, b)
-    assert "'t'" in v.message
+    assert clones.clone_violations(a, b) == []
+    (v,) = clones.clone_violations(a, a)
+    assert "source object itself" in v.message
 
 
 def test_poisoned_desc_records_only_beyond_pos_while_armed():

@@ -40,8 +40,9 @@ __all__ = ["CHECKS", "Violation"]
 CHECKS: Dict[str, str] = {
     "in_out_beyond_pos": "supports_format_combination read in_out entries after pos, which "
                          "TensorRT has not chosen yet (their contents are junk; §2.1)",
-    "clone_shares_state": "clone() returned an object that shares mutable state with its source, "
-                          "is its source, or lacks the identity properties (§1.2, §10.2)",
+    "clone_shares_state": "a clone and its source share a mutable object that one of them then "
+                          "changed in place while the other held it, or clone() returned its "
+                          "source or an object lacking the identity properties (§1.2, §10.2)",
     "serialize_nondeterministic": "serialize() returned different bytes across the 2-3 calls "
                                   "TensorRT makes for one serialization (§4.1)",
     "enqueue_unconfigured": "enqueue reached an object whose configure_plugin never ran or raised "

@@ -19,10 +19,13 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from pyplugins.emulator.checks import Violation
-from pyplugins.emulator.checks.clones import clone_violations
+from pyplugins.emulator.checks.clones import SharedState, clone_violations
+
+_LABEL = re.compile(r"\b[PC]\d+\b")
 
 __all__ = ["Recorder"]
 
@@ -47,6 +50,7 @@ class Recorder:
         self._labels: Dict[int, Tuple[Any, str]] = {}
         self._counts = {"P": 0, "C": 0}
         self._clone_seen: Dict[str, Tuple[Violation, str, List[str]]] = {}
+        self.shared = SharedState()
         self._configured: Dict[int, Tuple[Any, bool]] = {}
         self._serialized: Dict[int, List[Optional[bytes]]] = {}
 
@@ -74,21 +78,36 @@ class Recorder:
         elif event.method == "serialize":
             self._serialized.setdefault(id(event.obj), []).append(
                 event.result if isinstance(event.result, bytes) else None)
+        if self.step != "capture":  # reading device arrays would break the capture
+            for found in self.shared.changes(event.obj, event.method, self._known_label):
+                labels = sorted(_LABEL.findall(found.message)[:2], key=lambda t: int(t[1:]))
+                self._note(found, _LABEL.sub("", found.message), "->".join(labels))
+        if event.method == "destroy":
+            self.shared.release(event.obj)
+
+    def _known_label(self, obj: Any) -> Optional[str]:
+        entry = self._labels.get(id(obj))
+        return entry[1] if entry is not None and entry[0] is obj else None
 
     def _clone_check(self, source: Any, clone: Any) -> None:
-        """Check a clone; the same problem at a later clone is noted on the first violation."""
+        """Check a clone and watch what it shares with its source."""
         site = f"{self.label(source).split()[0]}->{self.label(clone).split()[0]}"
         text = f"clone() of {self.label(source)} (giving {self.label(clone)})"
         for found in clone_violations(source, clone, text):
-            key = found.message.replace(text, "")
-            if key not in self._clone_seen:
-                self._clone_seen[key] = (found, found.message, [site])
-                self.violations.append(found)
-                continue
-            first, message, sites = self._clone_seen[key]
-            if site not in sites:
-                sites.append(site)
-                first.message = f"{message} [also at clone {', '.join(sites[1:])}]"
+            self._note(found, found.message.replace(text, ""), site)
+        if clone is not source:
+            self.shared.track(source, self.label(source), clone, self.label(clone))
+
+    def _note(self, found: Violation, key: str, site: str) -> None:
+        """Keep ``found``; the same problem (``key``) at a later site is noted on the first."""
+        if key not in self._clone_seen:
+            self._clone_seen[key] = (found, found.message, [site])
+            self.violations.append(found)
+            return
+        first, message, sites = self._clone_seen[key]
+        if site not in sites:
+            sites.append(site)
+            first.message = f"{message} [also at clone {', '.join(sites[1:])}]"
 
     def configured(self, obj: Any) -> Optional[bool]:
         """True if the last ``configure_plugin`` on ``obj`` succeeded, False if it raised, None
