@@ -39,13 +39,17 @@ from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.checks.pybind import v2_types
 from pyplugins.emulator.tensors import Combo, PluginTensors
 
-__all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
+__all__ = ["FORMAT_TABLE", "MAX_CALLS", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
 
 #: Types offered to supports_format_combination after the declared one (those NumPy can hold).
 TYPE_TABLE = (DataType.FLOAT, DataType.HALF, DataType.INT8, DataType.INT32, DataType.INT64,
               DataType.BOOL, DataType.UINT8)
 #: Formats offered to tensors of rank >= 3 after the declared one (rank < 3: LINEAR only).
 FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, TensorFormat.HWC)
+
+#: The emulator's own bound on supports_format_combination calls in one search, so that a plugin
+#: accepting every prefix but few whole combinations cannot make the search run for hours.
+MAX_CALLS = 20000
 
 #: One supports_format_combination call: (pos, the prefix chosen before it, candidate, answer).
 Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat], bool]
@@ -61,8 +65,9 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
         declared: the declared types, inputs then outputs (get_output_datatype's for outputs).
 
     Returns:
-        The accepted combinations in the order found, every call made (at most
-        ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``), and the reads of ``in_out`` entries
+        The accepted combinations in the order found (at most
+        ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``: TensorRT stops after 100 combinations
+        *found*, NvInferRuntime.h:441-476), every call made (at most :data:`MAX_CALLS`), and the reads of ``in_out`` entries
         after ``pos`` (``in_out_beyond_pos`` violations).
     """
     n_in, n = tensors.n_in, len(declared)
@@ -78,7 +83,7 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
 
     def search(pos: int, prefix: Combo) -> None:
         for cand in candidates[pos]:
-            if len(tried) >= limit:
+            if len(combos) >= limit or len(tried) >= MAX_CALLS:
                 return
             in_out = ([tensors.desc(k, prefix[k], tensors.net_dims(k)) for k in range(pos)]
                       + [tensors.desc(pos, cand, tensors.net_dims(pos))]

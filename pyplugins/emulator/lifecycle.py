@@ -202,7 +202,7 @@ class _Driver:
             if timed is None:
                 self.report.skipped = "the build failed: no usable format combination"
                 return False
-            self.combo = timed[0]
+            self.combo, self.accepted = timed[0], timed
             trampoline.configure_plugin(p2, *self.tensors.dynamic(self.combo, build=True))
             trampoline.get_workspace_size(p2, *self.tensors.plain(self.combo, "max"))
             if trampoline.initialize(p2) != 0:
@@ -306,6 +306,12 @@ class _Driver:
                     workspace, self.recorder)
                 self.violations += outcome.violations
                 self.report.enqueue_ran, self.report.outputs = outcome.ran, outcome.outputs
+            if self.host_outputs is not None or self.cp is None:  # every accepted combination
+                found, notes = runtime_enqueue.format_runs(
+                    pc, self.tensors, self.accepted, arrays or [], self.host_outputs or [],
+                    self.combo, self.recorder, gpu=self.host_outputs is not None)
+                self.violations += found
+                self.report.notes += notes
             if self.fresh:
                 with self.phase("fresh-process"):
                     module = self.plugin_module or _fresh.module_of(self.creator)

@@ -5,7 +5,9 @@ buffers from :class:`~pyplugins.emulator.buffers.DeviceRun`: outputs poisoned an
 checks see elements left unwritten and writes past the end (a second run on another poison
 pattern tells an unwritten element from one that legitimately holds the first). With
 ``check_capture`` the same ``enqueue`` is then captured into a CUDA graph and replayed, as an
-application capturing ``execute_async_v3`` would (§9).
+application capturing ``execute_async_v3`` would (§9). :func:`format_runs` then runs ``enqueue``
+once on each other accepted format combination (the builder picks one by timing, §12), with the
+inputs laid out in its formats, and compares the outputs with the LINEAR run's.
 
 Example:
     >>> from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
@@ -27,12 +29,14 @@ import numpy as np
 from pyplugins.emulator import buffers, trampoline
 from pyplugins.emulator.checks import Violation
 from pyplugins.emulator.checks.capture import capture_violation
+from pyplugins.emulator.checks.formats import combo_label, format_mismatch, runs_note
 from pyplugins.emulator.checks.outputs import written_outputs
 from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.layouts import from_format, runnable, to_format
 from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
 
-__all__ = ["EnqueueOutcome", "enqueue_and_check", "input_arrays"]
+__all__ = ["EnqueueOutcome", "enqueue_and_check", "format_runs", "input_arrays"]
 
 
 def _np_dtype(t: DataType) -> Optional[np.dtype]:
@@ -139,3 +143,83 @@ def enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arrays: List[A
         if unsafe is not None:
             outcome.violations.append(unsafe)
     return outcome
+
+
+def _host(array: Any) -> np.ndarray:
+    return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) \
+        else np.asarray(array)
+
+
+def format_runs(plugin: Any, tensors: Any, combos: Sequence[Sequence[Tuple[DataType,
+                TensorFormat]]], arrays: Sequence[Any], baseline: Sequence[np.ndarray],
+                baseline_combo: Sequence[Tuple[DataType, TensorFormat]],
+                recorder: Recorder, gpu: bool) -> Tuple[List[Violation], List[str]]:
+    """Run ``enqueue`` once per accepted combination other than the baseline's, and compare.
+
+    Each run configures ``plugin`` for the combination (execution phase, opt), lays each input
+    out in its format (:func:`pyplugins.emulator.layouts.to_format`, channels zero-padded),
+    gives every output a buffer of its padded size, reads the outputs back to LINEAR and
+    compares them with ``baseline`` (:func:`~pyplugins.emulator.checks.formats.format_mismatch`).
+    The plugin is configured for ``baseline_combo`` again at the end.
+
+    Args:
+        plugin: the execution context's plugin.
+        tensors: the run's :class:`~pyplugins.emulator.tensors.PluginTensors`.
+        combos: the accepted combinations with the network's types (the baseline's included).
+        arrays: the input data (LINEAR).
+        baseline, baseline_combo: the outputs of the run on ``baseline_combo`` and that combo.
+        recorder: the run's recorder.
+        gpu: whether a GPU is usable (without one, nothing runs and the note says so).
+
+    Returns:
+        ``format_unimplemented`` and ``device_error`` violations, and at most one note for the
+        report listing the combinations run and those not run, with why.
+    """
+    others = [list(c) for c in combos if list(c) != list(baseline_combo)]
+    if not others:
+        return [], []
+    if not gpu:
+        return [], [runs_note([], [f"{combo_label(c)} (no GPU)" for c in others])]
+    found: List[Violation] = []
+    ran, not_run = [], []
+    n_in, base_label = tensors.n_in, combo_label(baseline_combo)
+    host = [_host(a) for a in arrays]
+    for combo in others:
+        label = combo_label(combo)
+        ranks = [len(tensors.profile(k, "opt")) for k in range(len(combo))]
+        if not all(runnable(f, r) for (_, f), r in zip(combo, ranks)):
+            not_run.append(f"{label} (a format the emulator cannot lay out: DLA)")
+            continue
+        trampoline.configure_plugin(plugin, *tensors.dynamic(combo, build=False))
+        in_desc, out_desc = tensors.plain(combo, "opt")
+        workspace = max(trampoline.get_workspace_size(plugin, in_desc, out_desc), 0)
+        laid = [to_format(a, combo[k][1]) for k, a in enumerate(host)]
+        shapes = [tensors.profile(n_in + j, "opt") for j in range(len(combo) - n_in)]
+        metas = [((buffers.padded_volume(shape, fmt),), _np_dtype(t))
+                 for shape, (t, fmt) in zip(shapes, combo[n_in:])]
+
+        def call(i: List[int], o: List[int], w: int, s: int, d: Any = (in_desc, out_desc)) -> int:
+            return trampoline.enqueue(plugin, d[0], d[1], i, o, w, s)
+
+        try:
+            run = buffers.DeviceRun(laid, metas, workspace)
+            recorder.step = "enqueue"
+            status = run.call(call)
+            flat = run.outputs() if status == 0 else None
+        except Exception as err:
+            found.append(Violation("device_error", f"enqueue on format combination {label} "
+                                   f"failed on the device: {buffers.cuda_error_text(err)}",
+                                   "enqueue"))
+            break
+        finally:
+            recorder.step = "runtime"
+        if flat is None:
+            not_run.append(f"{label} (enqueue failed: see errors)")
+            continue
+        ran.append(label)
+        outs = [from_format(f, shape, fmt) for f, shape, (_, fmt) in zip(flat, shapes, combo[n_in:])]
+        mismatch = format_mismatch(label, base_label, baseline, outs)
+        if mismatch is not None:
+            found.append(mismatch)
+    trampoline.configure_plugin(plugin, *tensors.dynamic(list(baseline_combo), build=False))
+    return found, [runs_note([base_label] + ran, not_run)]
