@@ -79,7 +79,7 @@ def run(imported: Any, specs: Sequence[Any], *, device: str, trace: bool) -> Any
     callback timeline (``trace``) and the lifecycle's report.
 
     Returns:
-        The :class:`pyplugins.emulator.lifecycle.LifecycleReport`; ``report.ok`` is False (and
+        The :class:`pyplugins.emulator.lifecycle_report.LifecycleReport`; ``report.ok`` is False (and
         ``FAILED`` printed) when the lifecycle found a problem.
     """
     from pyplugins.emulator import lifecycle

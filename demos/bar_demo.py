@@ -61,13 +61,13 @@ def main(argv: Any = None) -> int:
 
     import pyplugins.ops.bar  # noqa: F401 - registers BarPlugin's creator
     from pyplugins.ops.bar import BarPlugin
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     dtype = np.dtype(args.dtype)
     imported = _common.import_node(make_model(dtype).graph.node[0])
     a, b = make_inputs(dtype)
-    specs = [lifecycle.TensorSpec((-1, *TRAILING), dtype, min=(lo, *TRAILING),
-                                  max=(hi, *TRAILING), data=x)
+    specs = [TensorSpec((-1, *TRAILING), dtype, min=(lo, *TRAILING),
+                        max=(hi, *TRAILING), data=x)
              for (lo, _, hi), x in ((A_PROFILE, a), (B_PROFILE, b))]
     print(f"inputs a {a.shape}, b {b.shape} {dtype}")
     report = _common.run(imported, specs, device=args.device, trace=args.trace)

@@ -40,15 +40,15 @@ def main(argv: Any = None) -> int:
 
     import pyplugins.ops.circ_pad  # noqa: F401 - registers the CircPad creator
     from pyplugins.ops.circ_pad import CircPad
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     imported = _common.import_node(make_node())
     rng = np.random.default_rng(0)
     checked, skipped = 0, ""
     for i, shape in enumerate(RUN_SHAPES):
         x = rng.standard_normal(shape).astype(args.dtype)
-        spec = lifecycle.TensorSpec(NETWORK_SHAPE, x.dtype, min=PROFILE_MIN, max=PROFILE_MAX,
-                                    data=x)
+        spec = TensorSpec(NETWORK_SHAPE, x.dtype, min=PROFILE_MIN, max=PROFILE_MAX,
+                          data=x)
         print(f"\ninput {shape} {x.dtype}")
         report = _common.run(imported, [spec], device=args.device, trace=args.trace and i == 0)
         if not report.ok:

@@ -37,7 +37,7 @@ def main(argv: Any = None) -> int:
 
     import pyplugins.ops.leaky_relu  # noqa: F401 - registers the LReLU_TRT creator
     from pyplugins.ops.leaky_relu import LeakyReLU
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     x = np.random.default_rng(0).standard_normal(SHAPE).astype(args.dtype)
     checked, skipped = 0, ""
@@ -45,8 +45,8 @@ def main(argv: Any = None) -> int:
         imported = _common.import_node(
             make_node(name, attribute, slope),
             warning_note=" (harmless: the slope has two accepted names)")
-        report = _common.run(imported, [lifecycle.TensorSpec(SHAPE, x.dtype, data=x)],
-                             device=args.device, trace=args.trace and i == 0)
+        report = _common.run(imported, [TensorSpec(SHAPE, x.dtype, data=x)],
+                   device=args.device, trace=args.trace and i == 0)
         if not report.ok:
             return 1
         if not report.enqueue_ran:

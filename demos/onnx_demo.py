@@ -61,13 +61,14 @@ def reference(x: np.ndarray) -> np.ndarray:
 def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
     """Import each node as the ONNX parser would and drive it through the emulated lifecycle."""
     from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.emulator.specs import TensorSpec
     from pyplugins.testing import assert_close
 
     value = x
     ran_kernels = True
     for node in model.graph.node:
         imported = onnx_import.import_node(node)
-        spec = lifecycle.TensorSpec(shape=value.shape, dtype=value.dtype, data=value)
+        spec = TensorSpec(shape=value.shape, dtype=value.dtype, data=value)
         report = lifecycle.run(imported.creator, [spec], imported.fc, node_name=imported.name,
                                device=device, trace=trace)
         print(f"[{node.op_type}] node {imported.name!r}: creator {':'.join(imported.key)}, "

@@ -58,14 +58,14 @@ def main(argv: Any = None) -> int:
     import pyplugins.ops.pool  # noqa: F401 - registers the Pool creator
     from pyplugins.ops.pool import Pool
     from pyplugins.testing import TOLERANCES
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     dtype = np.dtype(args.dtype)
     imported = _common.import_node(make_node(args.mode, dtype))
     x = make_input(dtype)
-    spec = lifecycle.TensorSpec((-1, 3, -1, -1), dtype, min=PROFILE[0], opt=PROFILE[1],
-                                max=PROFILE[2], data=x,
-                                scale=IN_SCALE if dtype == np.int8 else -1.0)
+    spec = TensorSpec((-1, 3, -1, -1), dtype, min=PROFILE[0], opt=PROFILE[1],
+                      max=PROFILE[2], data=x,
+                      scale=IN_SCALE if dtype == np.int8 else -1.0)
     report = _common.run(imported, [spec], device=args.device, trace=args.trace)
     if not report.ok:
         return 1

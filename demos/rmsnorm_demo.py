@@ -53,7 +53,7 @@ def main(argv: Any = None) -> int:
     import pyplugins.ops.rmsnorm  # noqa: F401 - registers RMSNorm's creator
     from pyplugins.ops.rmsnorm import RMSNorm
     from pyplugins.testing import TOLERANCES
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     dtype = np.dtype(args.dtype)
     imported = _common.import_node(make_model(dtype).graph.node[0])
@@ -61,9 +61,9 @@ def main(argv: Any = None) -> int:
     (lo_b, lo_s), (batch, seq), (hi_b, hi_s) = PROFILE
     x = (rng.standard_normal((batch, seq, HIDDEN)) * 4).astype(dtype)
     weight = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(dtype)
-    specs = [lifecycle.TensorSpec((-1, -1, HIDDEN), dtype, min=(lo_b, lo_s, HIDDEN),
-                                  max=(hi_b, hi_s, HIDDEN), data=x),
-             lifecycle.TensorSpec((HIDDEN,), dtype, data=weight)]
+    specs = [TensorSpec((-1, -1, HIDDEN), dtype, min=(lo_b, lo_s, HIDDEN),
+                        max=(hi_b, hi_s, HIDDEN), data=x),
+             TensorSpec((HIDDEN,), dtype, data=weight)]
     print(f"x {x.shape} and weight {weight.shape} {dtype}")
     report = _common.run(imported, specs, device=args.device, trace=args.trace)
     if not report.ok:

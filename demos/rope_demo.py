@@ -48,17 +48,17 @@ def run_node(node: Any, x: np.ndarray, positions: Optional[np.ndarray], layout: 
     """Import and run one node: True when the output matches NumPy, False for a wrong output
     or a lifecycle problem, None when the kernels did not run (nothing numeric to check)."""
     from pyplugins.ops.rope import RoPE
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     print()
     imported = _common.import_node(node)
     (b0, s0), (b2, s2) = PROFILE[0], PROFILE[2]
-    specs = [lifecycle.TensorSpec((-1, -1, HEADS, HEAD_DIM), x.dtype,
-                                  min=(b0, s0, HEADS, HEAD_DIM), opt=x.shape,
-                                  max=(b2, s2, HEADS, HEAD_DIM), data=x)]
+    specs = [TensorSpec((-1, -1, HEADS, HEAD_DIM), x.dtype,
+                        min=(b0, s0, HEADS, HEAD_DIM), opt=x.shape,
+                        max=(b2, s2, HEADS, HEAD_DIM), data=x)]
     if positions is not None:
-        specs.append(lifecycle.TensorSpec((-1, -1), np.int32, min=PROFILE[0], opt=PROFILE[1],
-                                          max=PROFILE[2], data=positions))
+        specs.append(TensorSpec((-1, -1), np.int32, min=PROFILE[0], opt=PROFILE[1],
+                                max=PROFILE[2], data=positions))
     report = _common.run(imported, specs, device=device, trace=trace)
     if not report.ok:
         return False

@@ -51,7 +51,7 @@ def main(argv: Any = None) -> int:
 
     import pyplugins.ops.seq_repeat  # noqa: F401 - registers SeqRepeat's creator
     from pyplugins.ops.seq_repeat import SeqRepeat
-    from pyplugins.emulator import lifecycle
+    from pyplugins.emulator.specs import TensorSpec
 
     dtype = np.dtype(args.dtype)
     imported = _common.import_node(make_model(dtype, args.factor).graph.node[0])
@@ -61,8 +61,8 @@ def main(argv: Any = None) -> int:
     x = (rng.standard_normal(shape) * 20 if dtype.kind == "f" else
          rng.integers(-64, 64, shape)).astype(dtype)
     lo, _, hi = SEQ_PROFILE
-    spec = lifecycle.TensorSpec((BATCH, -1, HIDDEN), dtype, min=(BATCH, lo, HIDDEN),
-                                max=(BATCH, hi, HIDDEN), data=x)
+    spec = TensorSpec((BATCH, -1, HIDDEN), dtype, min=(BATCH, lo, HIDDEN),
+                      max=(BATCH, hi, HIDDEN), data=x)
     print(f"input x {x.shape} {dtype}; the sequence profile {lo}..{hi} gives output lengths "
           f"{lo * args.factor}..{hi * args.factor}")
     report = _common.run(imported, [spec], device=args.device, trace=args.trace)

@@ -75,7 +75,7 @@ def _dtype(text: str, spec: str) -> Any:
 
 
 def parse_input(text: str) -> Dict[str, Any]:
-    """``SHAPE:DTYPE`` -> ``dict(shape, dtype, min, opt, max)`` for ``lifecycle.TensorSpec``.
+    """``SHAPE:DTYPE`` -> ``dict(shape, dtype, min, opt, max)`` for ``TensorSpec``.
 
     A static dim is an int; a dynamic dim is ``min-opt-max`` and becomes -1 in ``shape`` with the
     profile in ``min``/``opt``/``max`` (which are None when every dim is static).
@@ -441,8 +441,9 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
     creator = _find_creator(registry, args.plugin, new)
     _warn_unknown_attrs(creator, attrs)
     from pyplugins.emulator import lifecycle  # noqa: PLC0415
+    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
-    inputs = [lifecycle.TensorSpec(**spec) for spec in specs]
+    inputs = [TensorSpec(**spec) for spec in specs]
     try:
         report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
                                fresh_process=args.fresh_process, plugin_module=module_ref,

@@ -77,8 +77,9 @@ def run(plugin_class: Any, *arrays: Any, **fields: Any) -> Any:
     _fields.values_from_python(schema, fields, plugin_class.name)
 
     from pyplugins.emulator import lifecycle  # noqa: PLC0415 - heavy, and only needed here
+    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
-    specs = [_spec(i, a, lifecycle.TensorSpec, label) for i, a in enumerate(arrays)]
+    specs = [_spec(i, a, TensorSpec, label) for i, a in enumerate(arrays)]
     on_device = any(_is_cupy(a) for a in arrays)
     report = lifecycle.run(creator, specs, dict(fields), keep_on_device=on_device)
     if not report.ok:

@@ -218,7 +218,7 @@ class Unlaunchable:
     """
 
     __slots__ = ("why",)
-    __pp_immutable__ = True  # clones may share it (the lifecycle's clone check knows)
+    __pp_shared__ = True  # immutable: clones may share it (plugin.clone and the clone check know)
 
     def __init__(self, why: str) -> None:
         self.why = why

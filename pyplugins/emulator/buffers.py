@@ -1,7 +1,7 @@
 """Device memory for the lifecycle driver's ``enqueue`` calls, and CUDA-graph capture of one.
 
 Everything is allocated before ``enqueue`` runs (``enqueue`` must be capture-safe, so the driver
-is too). Each output buffer is followed by :data:`~pyplugins.emulator.checks.GUARD_BYTES` of
+is too). Each output buffer is followed by :data:`~pyplugins.emulator.checks.outputs.GUARD_BYTES` of
 poison and the outputs themselves start poisoned, so that the checks can see writes past the end
 and elements left unwritten. The stream handed to ``enqueue`` is a new, non-default CuPy stream.
 CuPy is imported only when a GPU is used.
@@ -22,7 +22,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyplugins.device import import_cupy, no_device_reason
-from pyplugins.emulator.checks import GUARD_BYTES, poison_pattern
+from pyplugins.emulator.checks.outputs import GUARD_BYTES, poison_pattern
 from pyplugins.emulator.enums import TensorFormat
 
 __all__ = ["CaptureOutcome", "DeviceRun", "cuda_error_text", "cupy_or_reason", "padded_volume",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
-from pyplugins.emulator import idioms
+from pyplugins.emulator.checks import idioms
 from pyplugins.emulator.enums import DimensionOperation
 
 MAX_DIMS = 8

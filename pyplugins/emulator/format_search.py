@@ -2,7 +2,7 @@
 
 TensorRT asks ``supports_format_combination(pos, in_out, num_inputs)`` tensor by tensor, depth
 first: ``in_out[:pos]`` hold what it already chose, ``in_out[pos]`` the candidate, and the entries
-after ``pos`` are junk (§2.1), here :class:`~pyplugins.emulator.checks.PoisonedDesc` objects that
+after ``pos`` are junk (§2.1), here :class:`~pyplugins.emulator.checks.beyond_pos.PoisonedDesc` objects that
 report a read. Each tensor is offered its declared type first, then :data:`TYPE_TABLE`, in its
 declared format first, then :data:`FORMAT_TABLE` (rank >= 3) or LINEAR. In a strongly typed
 network only the combinations that keep the declared input types and ``get_output_datatype``'s
@@ -32,19 +32,25 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginV2DynamicExt
-from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.beyond_pos import PoisonedDesc, PoisonProbe
+from pyplugins.emulator.checks.formats import unusable_violations
 from pyplugins.emulator.descs import DynamicPluginTensorDesc
 from pyplugins.emulator.enums import DataType, TensorFormat
-from pyplugins.emulator.pybind_checks import v2_types
+from pyplugins.emulator.checks.pybind import v2_types
 from pyplugins.emulator.tensors import Combo, PluginTensors
 
-__all__ = ["FORMAT_TABLE", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
+__all__ = ["FORMAT_TABLE", "MAX_CALLS", "TYPE_TABLE", "Tried", "choose_formats", "search_formats"]
 
 #: Types offered to supports_format_combination after the declared one (those NumPy can hold).
 TYPE_TABLE = (DataType.FLOAT, DataType.HALF, DataType.INT8, DataType.INT32, DataType.INT64,
               DataType.BOOL, DataType.UINT8)
 #: Formats offered to tensors of rank >= 3 after the declared one (rank < 3: LINEAR only).
 FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, TensorFormat.HWC)
+
+#: The emulator's own bound on supports_format_combination calls in one search, so that a plugin
+#: accepting every prefix but few whole combinations cannot make the search run for hours.
+MAX_CALLS = 20000
 
 #: One supports_format_combination call: (pos, the prefix chosen before it, candidate, answer).
 Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat], bool]
@@ -64,8 +70,9 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
         dynamic: offer ``DynamicPluginTensorDesc`` entries (V3) instead of ``PluginTensorDesc``.
 
     Returns:
-        The accepted combinations in the order found, every call made (at most
-        ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``), and the reads of ``in_out`` entries
+        The accepted combinations in the order found (at most
+        ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``: TensorRT stops after 100 combinations
+        *found*, NvInferRuntime.h:441-476), every call made (at most :data:`MAX_CALLS`), and the reads of ``in_out`` entries
         after ``pos`` (``in_out_beyond_pos`` violations).
     """
     n_in, n = tensors.n_in, len(declared)
@@ -88,7 +95,7 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
 
     def search(pos: int, prefix: Combo) -> None:
         for cand in candidates[pos]:
-            if len(tried) >= limit:
+            if len(combos) >= limit or len(tried) >= MAX_CALLS:
                 return
             in_out = ([desc(k, prefix[k]) for k in range(pos)] + [desc(pos, cand)]
                       + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
@@ -126,34 +133,7 @@ def choose_formats(combos: Sequence[Combo], tried: Sequence[Tried], want: Sequen
         The usable combinations (None when there are none: the strongly typed build fails) and,
         when there are none, why: an ``output_mismatch`` or a ``format`` violation.
     """
-    violations: List[Violation] = []
     typed = [c for c in combos if [t for t, _ in c] == list(want)]
     if typed:
-        return typed, violations
-    names = [t.name for t in want]
-    same_inputs = [c for c in combos if [t for t, _ in c[:n_in]] == list(want[:n_in])]
-    if same_inputs:
-        combo = same_inputs[0]
-        for j, (t, _) in enumerate(combo[n_in:]):
-            if t is not want[n_in + j]:
-                msg = (f"supports_format_combination accepts output {j} as {t.name} for "
-                       f"inputs {names[:n_in]}, but get_output_datatype({j}, ...) "
-                       f"returned {want[n_in + j].name}: in a strongly typed network the "
-                       f"output keeps get_output_datatype's type, which the plugin refuses, "
-                       f"so the build fails. Make both agree.")
-                violations.append(Violation("output_mismatch", msg,
-                                            "supports_format_combination"))
-                break
-    else:
-        accepted = ", ".join(str([f"{t.name}/{f.name}" for t, f in c]) for c in combos[:4])
-        refused = [(pos, cand) for pos, prefix, cand, ok in tried
-                   if not ok and cand[0] is want[pos]
-                   and [t for t, _ in prefix] == list(want[:pos])][:1]
-        where = (f"; it refused in_out[{refused[0][0]}] = {refused[0][1][0].name}/"
-                 f"{refused[0][1][1].name}" if refused else "")
-        msg = (f"no format combination keeps the network's types {names} (inputs as "
-               f"declared, outputs from get_output_datatype): {len(tried)} "
-               f"supports_format_combination calls{where}; accepted combinations: "
-               f"{accepted or 'none'}. The strongly typed build fails.")
-        violations.append(Violation("format", msg, "supports_format_combination"))
-    return None, violations
+        return typed, []
+    return None, unusable_violations(combos, tried, want, n_in)

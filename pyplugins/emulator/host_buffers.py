@@ -3,13 +3,14 @@
 When no GPU is usable and ``numba.cuda`` is the simulator (see :mod:`pyplugins.numba_launch`),
 the lifecycle driver still runs the execution context's ``enqueue`` for a plugin whose kernels are
 numba kernels. TensorRT's integer pointers are then the addresses of host NumPy buffers, laid out
-as on the GPU: each output is followed by :data:`~pyplugins.emulator.checks.GUARD_BYTES` of poison
+as on the GPU: each output is followed by :data:`~pyplugins.emulator.checks.outputs.GUARD_BYTES` of poison
 and starts poisoned, so the same output checks apply (unwritten elements, writes past the end; a
 second run on the other poison pattern tells an unwritten element from one that holds it). The
 outputs are then compared with the plugin's ``reference(*inputs)`` when it has one. CUDA-graph
 capture is not checked here (the simulator has no streams or graphs).
 
 Example:
+    >>> import ctypes
     >>> import numpy as np
     >>> run = HostRun([np.arange(3, dtype=np.float32)], [((3,), np.float32)], 0)
     >>> def copy(i, o, w, s):
@@ -23,18 +24,18 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
 from pyplugins import dtypes
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.buffers import EnqueueFn
-from pyplugins.emulator.checks import (GUARD_BYTES, Recorder, Violation, output_violations,
-                                       poison_pattern, poisoned_elements)
+from pyplugins.emulator.checks.outputs import (GUARD_BYTES, poison_pattern, reference_violation,
+                                               written_outputs)
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.enums import DataType
 from pyplugins.emulator.runtime_enqueue import EnqueueOutcome
 
@@ -124,50 +125,20 @@ def simulated_enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arra
     def call(i: List[int], o: List[int], w: int, s: int) -> int:
         return trampoline.enqueue(plugin, in_desc, out_desc, i, o, w, s)
 
+    def step(name: str) -> None:
+        recorder.step = name
+
     run = HostRun(arrays, metas, workspace)
-    recorder.step = "enqueue"
-    status = run.call(call)
-    recorder.step = "runtime"
-    if status != 0:
+    raw, found = written_outputs(run, call, metas, step)
+    if raw is None:
         return outcome, notes
     outcome.ran = True
-    raw = run.read_raw()
-    raw_alt: List[Any] = [None] * len(raw)
-    if any(poisoned_elements(buf, shape, dt).size for (shape, dt), buf in zip(metas, raw)):
-        recorder.step = "enqueue"
-        if run.call(call, alt=True) == 0:
-            raw_alt = run.read_raw()
-        recorder.step = "runtime"
-    for i, ((shape, dt), buf, alt) in enumerate(zip(metas, raw, raw_alt)):
-        outcome.violations.extend(output_violations(i, buf, shape, dt, raw_alt=alt))
+    outcome.violations.extend(found)
     outcome.host_outputs = outcome.outputs = run.outputs()
-    found = reference_violation(plugin, arrays, outcome.host_outputs)
-    if found is not None:
-        outcome.violations.append(found)
+    mismatch = reference_violation(plugin, arrays, outcome.host_outputs, SIMULATED)
+    if mismatch is not None:
+        outcome.violations.append(mismatch)
     elif callable(getattr(plugin, "reference", None)):
         notes.append("the outputs matched the plugin's reference() within the tolerances of "
                      "pyplugins.testing.TOLERANCES")
     return outcome, notes
-
-
-def reference_violation(plugin: Any, inputs: Sequence[np.ndarray],
-                        outputs: Sequence[np.ndarray]) -> Optional[Violation]:
-    """Compare ``outputs`` with ``plugin.reference(*inputs)`` when the plugin has one."""
-    ref = getattr(plugin, "reference", None)
-    if not callable(ref):
-        return None
-    from pyplugins.testing import assert_close  # noqa: PLC0415 - the one tolerance table
-
-    try:
-        expected = ref(*inputs)
-        expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-        if len(expected) != len(outputs):
-            msg = (f"reference() returned {len(expected)} array(s) for {len(outputs)} "
-                   f"output(s)")
-            raise AssertionError(msg)
-        for i, (got, want) in enumerate(zip(outputs, expected)):
-            assert_close(got, np.asarray(want), got.dtype, what=f"output {i}")
-    except Exception as err:
-        return Violation("reference_mismatch", f"enqueue's outputs differ from the plugin's "
-                         f"reference ({SIMULATED}): {err}", "enqueue")
-    return None

@@ -5,7 +5,7 @@ P1 = ``add_plugin_v2``'s clone, P2 = the builder's clone, Pd = deserialized, Pc 
 context's clone), through the trampoline (:mod:`pyplugins.emulator.trampoline`), so every call
 has TensorRT's arguments, error channel and fallbacks. The network is strongly typed (always so in
 11.x; pyplugins builds strongly typed networks on 10.x too): inputs keep their declared types and
-outputs the types ``get_output_datatype`` returned. Along the way it runs the checks of
+outputs the types ``get_output_datatype`` returned. Along the way it calls the checks of
 :mod:`pyplugins.emulator.checks` and reports what it found in a :class:`LifecycleReport`; a
 misbehaving plugin never makes :func:`run` raise. Without a GPU everything up to ``enqueue`` runs,
 and no input data is made (it would never be read). Each run is isolated: the trampoline's
@@ -15,9 +15,9 @@ are bounded (``knobs.max_tensor_bytes``, ``knobs.max_outputs``) and a limit hit 
 This module is the order of TensorRT's calls; the pieces live beside it: the inputs
 (:mod:`~pyplugins.emulator.specs`), the tensors' shapes and descriptors
 (:mod:`~pyplugins.emulator.tensors`), the builder's format search
-(:mod:`~pyplugins.emulator.format_search`), the runtime ``enqueue`` and its checks
-(:mod:`~pyplugins.emulator.runtime_enqueue`), the fresh-process check
-(:mod:`~pyplugins.emulator._fresh`) and the report
+(:mod:`~pyplugins.emulator.format_search`), the runtime ``enqueue``
+(:mod:`~pyplugins.emulator.runtime_enqueue`), the checks (:mod:`~pyplugins.emulator.checks`, one
+module per concern) and the report
 (:mod:`~pyplugins.emulator.lifecycle_report`).
 
 Example:
@@ -35,11 +35,14 @@ import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
-from pyplugins.emulator import (_fresh, buffers, discovery, host_buffers, pybind_checks,
-                                runtime_enqueue, trampoline)
+from pyplugins.emulator import (_fresh, buffers, discovery, host_buffers, runtime_enqueue,
+                                trampoline)
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.bases_v3 import IPluginCreatorV3One
-from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
+from pyplugins.emulator.checks import Violation, pybind
+from pyplugins.emulator.checks.fresh_process import fresh_violations
+from pyplugins.emulator.checks.recorder import Recorder
+from pyplugins.emulator.checks.serialization import serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import choose_formats, search_formats
@@ -49,7 +52,7 @@ from pyplugins.emulator.lifecycle_v3 import DriverV3
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
-__all__ = ["LifecycleReport", "TensorSpec", "Violation", "run"]
+__all__ = ["run"]
 
 _MAX_TIMED = 8
 
@@ -157,7 +160,7 @@ class _Driver:
         self.in_types = [s.datatype for s in self.specs]
         self.out_types = [trampoline.get_output_data_type(p1, i, self.in_types)
                           for i in range(n_out)]
-        self.violations += pybind_checks.output_type_identity_violations(p1, self.in_types,
+        self.violations += pybind.output_type_identity_violations(p1, self.in_types,
                                                                          self.out_types)
         self.out_exprs = []
         for i in range(n_out):
@@ -194,14 +197,14 @@ class _Driver:
         try:
             want = self.in_types + self.out_types
             combos, tried, found = search_formats(p2, self.tensors, want)
-            found += pybind_checks.enum_identity_violations(p2, self.tensors, tried, self.n_in)
-            found += pybind_checks.v2_type_violations(want, self.n_in)
+            found += pybind.enum_identity_violations(p2, self.tensors, tried, self.n_in)
+            found += pybind.v2_type_violations(want, self.n_in)
             timed, refused = choose_formats(combos, tried, want, self.n_in)
             self.violations += found + refused
             if timed is None:
                 self.report.skipped = "the build failed: no usable format combination"
                 return False
-            self.combo = timed[0]
+            self.combo, self.accepted = timed[0], timed
             trampoline.configure_plugin(p2, *self.tensors.dynamic(self.combo, build=True))
             trampoline.get_workspace_size(p2, *self.tensors.plain(self.combo, "max"))
             if trampoline.initialize(p2) != 0:
@@ -305,10 +308,16 @@ class _Driver:
                     workspace, self.recorder)
                 self.violations += outcome.violations
                 self.report.enqueue_ran, self.report.outputs = outcome.ran, outcome.outputs
+            if self.host_outputs is not None or self.cp is None:  # every accepted combination
+                found, notes = runtime_enqueue.format_runs(
+                    pc, self.tensors, self.accepted, arrays or [], self.host_outputs or [],
+                    self.combo, self.recorder, gpu=self.host_outputs is not None)
+                self.violations += found
+                self.report.notes += notes
             if self.fresh:
                 with self.phase("fresh-process"):
                     module = self.plugin_module or _fresh.module_of(self.creator)
-                    self.violations += _fresh.fresh_violations(
+                    self.violations += fresh_violations(
                         module, self.identity, self.node_name, self.engine, ins, outs, arrays,
                         self.host_outputs)
         finally:
@@ -414,7 +423,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         from pyplugins.emulator.trace import Trace
 
         tracer = report.trace = Trace()
-    pybind_checks.idiom_violations()  # forget idioms noted outside this run
+    pybind.idiom_violations()  # forget idioms noted outside this run
     if (shape_inputs or aliased_io) and not isinstance(creator, IPluginCreatorV3One):
         msg = (f"shape_inputs and aliased_io are IPluginV3 features; {type(creator).__name__} "
                f"makes V2 plugins")
@@ -447,11 +456,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if not report.enqueue_ran and report.skipped is None and cp is None:
         report.skipped = reason
     report.violations = driver.violations + recorder.violations
-    report.violations += pybind_checks.idiom_violations()
+    report.violations += pybind.idiom_violations()
     report.violations += discovery.unbound_global_violations(creator)
-    for method, line, step, label in recorder.errors:
-        report.errors.append(line)
-        if step != "capture":
-            report.violations.append(Violation("callback_error", f"{label} ({step}): {line}",
-                                               method))
+    report.errors = [line for _, line, _, _ in recorder.errors]
+    report.violations += recorder.error_violations()
     return report

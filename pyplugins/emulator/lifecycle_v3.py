@@ -39,8 +39,9 @@ from pyplugins._config import knobs
 from pyplugins.emulator import buffers, runtime_enqueue, runtime_v3, size_tensors, trampoline
 from pyplugins.emulator import trampoline_v3 as tv3
 from pyplugins.emulator.bases_v3 import IPluginResourceContext
-from pyplugins.emulator.checks import Recorder, Violation
-from pyplugins.emulator.checks_v3 import (V3Recorder, alias_violations, fields_violations,
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.recorder import Recorder
+from pyplugins.emulator.checks.v3 import (V3Recorder, alias_violations, fields_violations,
                                           rebuild_violations, same_arrays,
                                           tactic_output_violations, tactic_violations)
 from pyplugins.emulator.dims import DimsExprs

@@ -5,7 +5,9 @@ buffers from :class:`~pyplugins.emulator.buffers.DeviceRun`: outputs poisoned an
 checks see elements left unwritten and writes past the end (a second run on another poison
 pattern tells an unwritten element from one that legitimately holds the first). With
 ``check_capture`` the same ``enqueue`` is then captured into a CUDA graph and replayed, as an
-application capturing ``execute_async_v3`` would (§9).
+application capturing ``execute_async_v3`` would (§9). :func:`format_runs` then runs ``enqueue``
+once on each other accepted format combination (the builder picks one by timing, §12), with the
+inputs laid out in its formats, and compares the outputs with the LINEAR run's.
 
 Example:
     >>> from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
@@ -24,12 +26,17 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins.emulator import buffers, checks, trampoline
-from pyplugins.emulator.checks import Recorder, Violation, output_violations
+from pyplugins.emulator import buffers, trampoline
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.capture import capture_violation
+from pyplugins.emulator.checks.formats import combo_label, format_mismatch, runs_note
+from pyplugins.emulator.checks.outputs import written_outputs
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.enums import DataType, TensorFormat
+from pyplugins.emulator.layouts import from_format, runnable, to_format
 from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
 
-__all__ = ["EnqueueOutcome", "capture_violation", "enqueue_and_check", "input_arrays"]
+__all__ = ["EnqueueOutcome", "enqueue_and_check", "format_runs", "input_arrays"]
 
 
 def _np_dtype(t: DataType) -> Optional[np.dtype]:
@@ -112,11 +119,12 @@ def enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arrays: List[A
     def call(i: List[int], o: List[int], w: int, s: int) -> int:
         return trampoline.enqueue(plugin, in_desc, out_desc, i, o, w, s)
 
+    def step(name: str) -> None:
+        recorder.step = name
+
     try:
         run = buffers.DeviceRun(arrays, metas, workspace)
-        recorder.step = "enqueue"
-        status = run.call(call)
-        raw = run.read_raw()
+        raw, found = written_outputs(run, call, metas, step)
     except Exception as err:
         recorder.step = "runtime"
         outcome.violations.append(Violation(
@@ -124,70 +132,94 @@ def enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arrays: List[A
             f"{buffers.cuda_error_text(err)} (the CUDA context may be unusable now)",
             "enqueue"))
         return outcome
-    recorder.step = "runtime"
-    if status != 0:
+    if raw is None:
         return outcome  # the [ERROR] line is reported as a callback_error
     outcome.ran = True
-    raw_alt: List[Any] = [None] * len(raw)
-    if any(checks.poisoned_elements(buf, shape, dt).size
-           for (shape, dt), buf in zip(metas, raw)):
-        # Some outputs hold the poison: unwritten, or a legitimate value equal to it (int8
-        # -91). Run again on the second pattern; only elements holding both are unwritten.
-        if run.call(call, alt=True) == 0:
-            raw_alt = run.read_raw()
-    for i, ((shape, dt), buf, alt) in enumerate(zip(metas, raw, raw_alt)):
-        outcome.violations.extend(output_violations(i, buf, shape, dt, raw_alt=alt))
+    outcome.violations.extend(found)
     outcome.host_outputs = run.outputs()
     outcome.outputs = run.outputs(on_device=True) if keep_on_device else outcome.host_outputs
     if check_capture:
-        found = capture_violation(run, call, raw, recorder)
-        if found is not None:
-            outcome.violations.append(found)
+        unsafe = capture_violation(run, call, raw, recorder)
+        if unsafe is not None:
+            outcome.violations.append(unsafe)
     return outcome
 
 
-def capture_violation(run: buffers.DeviceRun, call: buffers.EnqueueFn, eager: List[np.ndarray],
-                      recorder: Recorder) -> Optional[Violation]:
-    """Capture ``call`` on ``run``'s stream, replay the graph, compare with the eager outputs.
+def _host(array: Any) -> np.ndarray:
+    return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) \
+        else np.asarray(array)
+
+
+def format_runs(plugin: Any, tensors: Any, combos: Sequence[Sequence[Tuple[DataType,
+                TensorFormat]]], arrays: Sequence[Any], baseline: Sequence[np.ndarray],
+                baseline_combo: Sequence[Tuple[DataType, TensorFormat]],
+                recorder: Recorder, gpu: bool) -> Tuple[List[Violation], List[str]]:
+    """Run ``enqueue`` once per accepted combination other than the baseline's, and compare.
+
+    Each run configures ``plugin`` for the combination (execution phase, opt), lays each input
+    out in its format (:func:`pyplugins.emulator.layouts.to_format`, channels zero-padded),
+    gives every output a buffer of its padded size, reads the outputs back to LINEAR and
+    compares them with ``baseline`` (:func:`~pyplugins.emulator.checks.formats.format_mismatch`).
+    The plugin is configured for ``baseline_combo`` again at the end.
 
     Args:
-        run: the buffers the eager ``enqueue`` used.
-        call: that ``enqueue``, through the trampoline.
-        eager: the raw output buffers (guards included) after the eager run.
-        recorder: the run's recorder (errors raised during the capture are read from it).
+        plugin: the execution context's plugin.
+        tensors: the run's :class:`~pyplugins.emulator.tensors.PluginTensors`.
+        combos: the accepted combinations with the network's types (the baseline's included).
+        arrays: the input data (LINEAR).
+        baseline, baseline_combo: the outputs of the run on ``baseline_combo`` and that combo.
+        recorder: the run's recorder.
+        gpu: whether a GPU is usable (without one, nothing runs and the note says so).
 
     Returns:
-        A ``capture_unsafe`` violation listing every problem, or None.
+        ``format_unimplemented`` and ``device_error`` violations, and at most one note for the
+        report listing the combinations run and those not run, with why.
     """
-    recorder.step = "capture"
-    try:
-        outcome = run.capture(call)
-    except Exception as err:
-        outcome = buffers.CaptureOutcome(status=-1, errors=[buffers.cuda_error_text(err)])
-    recorder.step = "runtime"
-    problems = []
-    if outcome.allocations:
-        problems.append(f"enqueue allocated device memory while the stream was captured "
-                        f"({len(outcome.allocations)} allocation(s), "
-                        f"{sum(outcome.allocations)} bytes through CuPy): the graph would "
-                        f"replay into memory it does not own")
-    raised = [e[1] for e in recorder.errors if e[2] == "capture"]
-    if outcome.status != 0 or raised:
-        problems.append("enqueue raised while the stream was captured: "
-                        + (" | ".join(raised) or "(no message)"))
-    problems.extend(outcome.errors)
-    if not problems and outcome.replay is not None:
-        differ = [i for i, (a, b) in enumerate(zip(eager, outcome.replay))
-                  if not np.array_equal(a, b)]
-        if differ:
-            problems.append(f"replaying the captured graph left output(s) {differ} different "
-                            f"from the eager run: work enqueue launched outside the given "
-                            f"stream (the legacy default stream, another stream) is not in "
-                            f"the graph")
-    if problems:
-        msg = ("enqueue is not CUDA-graph capture safe: " + "; ".join(problems) + ". Launch "
-               "only on the stream TensorRT passes (cp.cuda.ExternalStream(stream)); allocate "
-               "in configure_plugin/initialize; never synchronize or copy to the host in "
-               "enqueue (§9).")
-        return Violation("capture_unsafe", msg, "enqueue")
-    return None
+    others = [list(c) for c in combos if list(c) != list(baseline_combo)]
+    if not others:
+        return [], []
+    if not gpu:
+        return [], [runs_note([], [f"{combo_label(c)} (no GPU)" for c in others])]
+    found: List[Violation] = []
+    ran, not_run = [], []
+    n_in, base_label = tensors.n_in, combo_label(baseline_combo)
+    host = [_host(a) for a in arrays]
+    for combo in others:
+        label = combo_label(combo)
+        ranks = [len(tensors.profile(k, "opt")) for k in range(len(combo))]
+        if not all(runnable(f, r) for (_, f), r in zip(combo, ranks)):
+            not_run.append(f"{label} (a format the emulator cannot lay out: DLA)")
+            continue
+        trampoline.configure_plugin(plugin, *tensors.dynamic(combo, build=False))
+        in_desc, out_desc = tensors.plain(combo, "opt")
+        workspace = max(trampoline.get_workspace_size(plugin, in_desc, out_desc), 0)
+        laid = [to_format(a, combo[k][1]) for k, a in enumerate(host)]
+        shapes = [tensors.profile(n_in + j, "opt") for j in range(len(combo) - n_in)]
+        metas = [((buffers.padded_volume(shape, fmt),), _np_dtype(t))
+                 for shape, (t, fmt) in zip(shapes, combo[n_in:])]
+
+        def call(i: List[int], o: List[int], w: int, s: int, d: Any = (in_desc, out_desc)) -> int:
+            return trampoline.enqueue(plugin, d[0], d[1], i, o, w, s)
+
+        try:
+            run = buffers.DeviceRun(laid, metas, workspace)
+            recorder.step = "enqueue"
+            status = run.call(call)
+            flat = run.outputs() if status == 0 else None
+        except Exception as err:
+            found.append(Violation("device_error", f"enqueue on format combination {label} "
+                                   f"failed on the device: {buffers.cuda_error_text(err)}",
+                                   "enqueue"))
+            break
+        finally:
+            recorder.step = "runtime"
+        if flat is None:
+            not_run.append(f"{label} (enqueue failed: see errors)")
+            continue
+        ran.append(label)
+        outs = [from_format(f, shape, fmt) for f, shape, (_, fmt) in zip(flat, shapes, combo[n_in:])]
+        mismatch = format_mismatch(label, base_label, baseline, outs)
+        if mismatch is not None:
+            found.append(mismatch)
+    trampoline.configure_plugin(plugin, *tensors.dynamic(list(baseline_combo), build=False))
+    return found, [runs_note([base_label] + ran, not_run)]

@@ -22,7 +22,9 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 import numpy as np
 
 from pyplugins.emulator import buffers
-from pyplugins.emulator.checks import Recorder, Violation, output_violations, poisoned_elements
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.outputs import output_violations, poisoned_elements
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.runtime_enqueue import EnqueueOutcome, capture_violation
 from pyplugins.emulator.size_tensors import value_violations
 

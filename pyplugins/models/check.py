@@ -111,7 +111,7 @@ def _dims(ttype: Any) -> List[Any]:
 
 
 def _spec(name: str, ttype: Any, ranges: Mapping[str, Range]) -> Any:
-    from pyplugins.emulator.lifecycle import TensorSpec  # noqa: PLC0415
+    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
     onnx = require("onnx", "pyplugins check MODEL.onnx")
 
     if ttype is None or not ttype.HasField("shape"):

@@ -172,6 +172,7 @@ class ModelRunner:
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
         from pyplugins.emulator import lifecycle, onnx_import  # noqa: PLC0415
+        from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
         label = f"plugin node {node.name or 'node_of_' + node.output[0]!r} ({node.op_type})"
         try:
@@ -180,7 +181,7 @@ class ModelRunner:
             msg = (f"{label}: {err} Pass the module that registers it with plugins=[...] "
                    "(--plugins on the command line).")
             raise ModelRunError(msg) from err
-        specs = [lifecycle.TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
+        specs = [TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
         report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
                                device=self.device)
         if not report.ok:

@@ -21,8 +21,9 @@ How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.emulator.specs import TensorSpec
     >>> from pyplugins.ops.seq_repeat import SeqRepeat
-    >>> spec = lifecycle.TensorSpec((2, -1, 4), "float16", min=(2, 1, 4), opt=(2, 5, 4),
+    >>> spec = TensorSpec((2, -1, 4), "float16", min=(2, 1, 4), opt=(2, 5, 4),
     ...                             max=(2, 9, 4))
     >>> report = lifecycle.run(SeqRepeat.creator, [spec], {"factor": 3}, device="cpu")
     >>> report.ok, report.output_shapes

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, checks, lifecycle
-from pyplugins.emulator.checks import Violation
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator import _fresh, lifecycle
+from pyplugins.emulator.checks import CHECKS, Violation, beyond_pos, clones, outputs, serialization
+from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()
 
@@ -47,7 +47,24 @@ def test_clone_shares_state():
     assert report.checks() == ["clone_shares_state"], report.format()
     named = " ".join(messages(report, "clone_shares_state"))
     assert "'scales'" in named and "'table'" in named and "'name'" not in named
-    assert "P0" in named and "P1" in named  # every clone is checked: P0->P1, P1->P2, Pd->Pc
+    # the builder's clone P2 wrote what P1 holds; the context's clone P4 what the engine's P3 holds
+    assert "P2 SharedPlugin's configure_plugin()" in named and "with P1 SharedPlugin" in named
+    assert "P3->P4" in named
+
+
+def test_clone_sharing_unchanged_state_passes_as_the_samples_do():
+    load("clone_sample_style")
+    report = run("PPTestCloneSampleStyle", "2x3x4x4:float32")
+    assert report.ok, report.format()
+
+
+def test_clone_sharing_a_list_configure_appends_to_fails():
+    load("clone_sample_style")
+    report = run("PPTestCloneAppends", "2x3x4x4:float32")
+    assert report.checks() == ["clone_shares_state"], report.format()
+    (message,) = messages(report, "clone_shares_state")
+    assert "configure_plugin() changed attribute 'seen' (a builtins.list)" in message
+    assert "'pads'" not in message and "'X_shape'" not in message
 
 
 def test_clone_returning_self():
@@ -134,57 +151,86 @@ def test_fresh_process_infers_module_from_creator():
 
 def test_output_violations_guard_and_unwritten():
     shape, dt = (2, 3), np.dtype(np.float16)
-    raw = np.frombuffer(checks.poison_pattern(dt, 6 + checks.GUARD_BYTES // 2), np.uint8).copy()
+    raw = np.frombuffer(outputs.poison_pattern(dt, 6 + outputs.GUARD_BYTES // 2), np.uint8).copy()
     body = raw[:12].view(np.float16)
     body[:] = 1.0
-    assert checks.output_violations(0, raw, shape, dt) == []
-    assert np.isnan(np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0])
-    body[4] = np.frombuffer(checks.poison_pattern(dt, 1), np.float16)[0]
-    (under,) = checks.output_violations(0, raw, shape, dt)
+    assert outputs.output_violations(0, raw, shape, dt) == []
+    assert np.isnan(np.frombuffer(outputs.poison_pattern(dt, 1), np.float16)[0])
+    body[4] = np.frombuffer(outputs.poison_pattern(dt, 1), np.float16)[0]
+    (under,) = outputs.output_violations(0, raw, shape, dt)
     assert "left 1 of 6" in under.message and "(1, 1)" in under.message
     body[4] = 2.0
     raw[12:14] = 0
-    (over,) = checks.output_violations(1, raw, shape, dt)
+    (over,) = outputs.output_violations(1, raw, shape, dt)
     assert "past the end of output 1" in over.message and over.check == "output_mismatch"
 
 
 def test_int_poison_is_a_byte_pattern():
-    assert checks.poison_pattern(np.int32, 2) == b"\xa5" * 8
-    raw = np.frombuffer(checks.poison_pattern(np.int32, 4 + 64), np.uint8).copy()
+    assert outputs.poison_pattern(np.int32, 2) == b"\xa5" * 8
+    raw = np.frombuffer(outputs.poison_pattern(np.int32, 4 + 64), np.uint8).copy()
     raw[:16] = 0
-    assert checks.output_violations(0, raw, (4,), np.int32) == []
+    assert outputs.output_violations(0, raw, (4,), np.int32) == []
 
 
 def test_serialization_violations():
-    assert checks.serialization_violations([b"ab", b"ab", b"ab"], 2, b"ab") == []
-    (v,) = checks.serialization_violations([b"ab", b"ac"], 2, b"ab")
+    assert serialization.serialization_violations([b"ab", b"ab", b"ab"], 2, b"ab") == []
+    (v,) = serialization.serialization_violations([b"ab", b"ac"], 2, b"ab")
     assert v.check == "serialize_nondeterministic" and "byte 1" in v.message
-    (v,) = checks.serialization_violations([b"ab"], 5, b"ab")
+    (v,) = serialization.serialization_violations([b"ab"], 5, b"ab")
     assert v.check == "serialize" and "read past the end" in v.message
-    (v,) = checks.serialization_violations([None], 0, None)
+    (v,) = serialization.serialization_violations([None], 0, None)
     assert v.check == "serialize"
 
 
-def test_clone_violations_immutable_values_pass():
+def test_shared_state_reports_only_what_changes():
+    class Obj:
+        pass
+
+    a, b = Obj(), Obj()
+    shared = (1, "s", (2.0, None), np.float32(1), emulator.DataType.HALF, np.dtype("f4"))
+    for i, value in enumerate(shared):
+        setattr(a, f"v{i}", value)
+        setattr(b, f"v{i}", value)
+    frozen = np.arange(3)
+    frozen.flags.writeable = False
+    a.frozen = b.frozen = frozen
+    a.never = b.never = [1, 2]  # shared, never written
+    a.t = b.t = (1, [2])  # a tuple holding a list
+    a.table = b.table = np.zeros(4)
+    a.view = b.table[1:]  # another view of the same memory
+    watch = clones.SharedState()
+    watch.track(a, "P1 Obj", b, "P2 Obj")
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+    b.never = [3]  # assigning a new object changes nothing shared
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+    b.t[1].append(3)
+    (v,) = watch.changes(b, "configure_plugin", lambda o: None)
+    assert "P2 Obj's configure_plugin() changed attribute 't[1]'" in v.message
+    assert "with P1 Obj" in v.message
+    a.view[0] = 5  # through a view: the memory b.table reads
+    (v,) = watch.changes(a, "enqueue", lambda o: None)
+    assert "P1 Obj's enqueue() changed attribute" in v.message and "P2 Obj" in v.message
+    watch.release(a)  # destroyed: nobody else sees b's changes
+    b.t[1].append(4)
+    assert watch.changes(b, "configure_plugin", lambda o: None) == []
+
+
+def test_clone_violations_check_the_clone_itself():
     class Obj:
         pass
 
     a, b = Obj(), Obj()
     a._pp_num_outputs = b._pp_num_outputs = 1
     a._pp_type = b._pp_type = "X"
-    shared = (1, "s", (2.0, None), np.float32(1), emulator.DataType.HALF, np.dtype("f4"))
-    for i, value in enumerate(shared):
-        setattr(a, f"v{i}", value)
-        setattr(b, f"v{i}", value)
-    assert checks.clone_violations(a, b) == []
     a.t = b.t = (1, [2])
-    (v,) = checks.clone_violations(a, b)
-    assert "'t'" in v.message
+    assert clones.clone_violations(a, b) == []
+    (v,) = clones.clone_violations(a, a)
+    assert "source object itself" in v.message
 
 
 def test_poisoned_desc_records_only_beyond_pos_while_armed():
-    probe = checks.PoisonProbe()
-    desc = checks.PoisonedDesc(2, probe)
+    probe = beyond_pos.PoisonProbe()
+    desc = beyond_pos.PoisonedDesc(2, probe)
     assert isinstance(desc, emulator.PluginTensorDesc)
     desc.type  # not armed: nobody's call
     probe.arm(1)
@@ -200,7 +246,7 @@ def test_every_check_is_documented():
     for name in ("in_out_beyond_pos", "clone_shares_state", "serialize_nondeterministic",
                  "enqueue_unconfigured", "output_mismatch", "capture_unsafe", "fresh_process",
                  "callback_error", "shape", "format"):
-        assert name in checks.CHECKS
+        assert name in CHECKS
 
 
 # -- GPU checks ---------------------------------------------------------------------------------------
@@ -263,7 +309,7 @@ def test_output_holding_the_poison_value_is_not_unwritten_when_the_second_run_di
     """int8 -91 is 0xA5, the first poison byte: a correct kernel may write it."""
     import numpy as np
 
-    from pyplugins.emulator.checks import output_violations, poison_pattern
+    from pyplugins.emulator.checks.outputs import output_violations, poison_pattern
 
     shape, dt = (4,), np.int8
     values = np.array([-91, 3, -91, 7], dtype=np.int8).view(np.uint8)

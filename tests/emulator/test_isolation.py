@@ -13,7 +13,7 @@ import pytest
 import pyplugins as pp
 from pyplugins import emulator
 from pyplugins.emulator import _fresh, lifecycle, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import RegistrationError
 
 emulator.install()

@@ -11,7 +11,7 @@ import pytest
 from pyplugins import emulator
 from pyplugins._config import override
 from pyplugins.emulator import DataType, TensorFormat, _fresh, lifecycle, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()  # `import tensorrt` in the plugin modules gives the emulator
 
@@ -187,8 +187,21 @@ def test_format_search_stops_at_limit():
 
     with Calls() as calls:
         report = lifecycle.run(Creator(), ["2x3x4x4:float32", "2x3x4x4:float32"], device="cpu")
-    assert len(calls.of("supports_format_combination")) == trt.IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
     assert report.ok, report.format()
+    # TensorRT stops after 100 combinations *found* (here 100 accepted whole combinations),
+    # not after 100 calls: the calls for the positions before the last come on top.
+    limit = trt.IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
+    sfc = calls.of("supports_format_combination")
+    last = [e for e in sfc if e.args[0] == 2]
+    assert len(last) == limit and len(sfc) > limit
+    from pyplugins.emulator.format_search import search_formats
+    from pyplugins.emulator.specs import TensorSpec
+    from pyplugins.emulator.tensors import PluginTensors
+
+    specs = [TensorSpec.parse("2x3x4x4:float32")] * 2
+    tensors = PluginTensors(specs, {"net": [(2, 3, 4, 4)]})
+    combos, tried, _ = search_formats(Anything(), tensors, [DataType.FLOAT] * 3)
+    assert len(combos) == limit and len(tried) == len(sfc)
 
 
 def test_strongly_typed_build_fails_clearly():

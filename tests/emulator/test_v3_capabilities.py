@@ -133,7 +133,7 @@ class _HostRun:
     memory = {}
 
     def __init__(self, inputs, outputs, workspace):
-        from pyplugins.emulator.checks import GUARD_BYTES, poison_pattern
+        from pyplugins.emulator.checks.outputs import GUARD_BYTES, poison_pattern
 
         self.cp = type("cp", (), {"asnumpy": staticmethod(np.asarray)})
         self.inputs = [np.array(a) for a in inputs]

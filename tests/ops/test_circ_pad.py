@@ -16,7 +16,7 @@ from pyplugins import formats
 from pyplugins._config import override
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.kernels import instantiations
 from pyplugins.ops.circ_pad import BLOCK, PARAMS_DTYPE, CircPad, launch_plan, pad_widths

@@ -13,7 +13,7 @@ import pyplugins.trt as trt
 from pyplugins import formats
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.ops.leaky_relu import BLOCK, NVIDIA_FIELD_NAME, LeakyReLU, grid_size
 from pyplugins.testing import assert_close

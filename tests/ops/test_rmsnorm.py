@@ -10,7 +10,7 @@ import pytest
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.rmsnorm import RMSNorm
 from pyplugins.testing import assert_close

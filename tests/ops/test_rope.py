@@ -10,6 +10,7 @@ import pytest
 import pyplugins.trt as trt
 from pyplugins._config import override
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.emulator.descs import PluginTensorDesc
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.errors import FieldError, LaunchError, ShapeError
@@ -19,7 +20,7 @@ from pyplugins.testing import assert_close
 
 from .support import check_cli, dyn, keep_registered, run_demo
 
-TS = lifecycle.TensorSpec
+TS = TensorSpec
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
 LINEAR, HWC8 = trt.TensorFormat.LINEAR, trt.TensorFormat.HWC8
 

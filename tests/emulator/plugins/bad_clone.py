@@ -1,6 +1,7 @@
 """Broken on purpose (test fixture): three ways to get clone() wrong.
 
-- PPTestCloneShared: ``__dict__.update`` only, so the clone shares the source's list and array;
+- PPTestCloneShared: ``__dict__.update`` only, so the clone shares the source's list and array,
+  and its configure_plugin then changes both in place: the source sees the change;
 - PPTestCloneSelf: returns ``self``;
 - PPTestCloneNoInit: builds the clone with ``__new__``, skipping ``__init__``, so the identity
   properties (held in C++) are missing.
@@ -49,6 +50,10 @@ class _Base(trt.IPluginV2DynamicExt):
 
 class SharedPlugin(_Base):
     TYPE = "PPTestCloneShared"
+
+    def configure_plugin(self, inp, out):
+        self.scales.append(float(inp[0].desc.dims[-1]))  # changes the list the source holds
+        self.table[0] = len(self.scales)  # and the array
 
     def clone(self):
         cloned = SharedPlugin()

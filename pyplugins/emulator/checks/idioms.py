@@ -2,9 +2,9 @@
 
 The emulator's stand-ins raise what pybind11 raises when plugin code copies or pickles a plugin,
 compares ``Dims`` with ``Dims``, hashes a ``Dims`` or reads ``fc[-1]``, and note the idiom here;
-:func:`pyplugins.emulator.pybind_checks.idiom_violations` turns the notes into violations that say
-what TensorRT does and how to write it instead. This module imports nothing from the emulator so
-that every stand-in can use it.
+:func:`pyplugins.emulator.checks.pybind.idiom_violations` turns the notes into violations that say
+what TensorRT does and how to write it instead. This module imports nothing from the emulator (its
+package only defines the registry) so that every stand-in can use it.
 
 Example:
     >>> _ = take()  # forget earlier notes

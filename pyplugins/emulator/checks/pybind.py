@@ -1,4 +1,4 @@
-"""Checks for plugin code that works on plain Python objects but not through pybind11 (§12).
+"""The ``pybind`` checks: plugin code that works on plain Python objects but not through pybind11 (§12).
 
 TensorRT hands plugins pybind11 objects: every enum value a new object, ``Dims`` comparable only
 with a list or tuple and unhashable, plugins and creators that cannot be copied or pickled, and
@@ -10,7 +10,7 @@ reproduces all of that, so such a plugin fails here as it would in TensorRT; the
   second time with the enum class attributes themselves (what ``is`` needs) and report where its
   answer changes: the plugin compares enums with ``is``;
 - :func:`idiom_violations` reports the refused idioms the stand-ins noted
-  (:mod:`pyplugins.emulator.idioms`);
+  (:mod:`pyplugins.emulator.checks.idioms`);
 - :func:`v2_types` and :func:`v2_type_violations` keep BOOL and UINT8 away from V2 plugins.
 
 Example:
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence
 
-from pyplugins.emulator import enums, idioms, trampoline
-from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
+from pyplugins.emulator import enums, trampoline
+from pyplugins.emulator.checks import Violation, idioms
+from pyplugins.emulator.checks.beyond_pos import PoisonedDesc, PoisonProbe
 from pyplugins.emulator.enums import DataType
 
 __all__ = ["CHECK", "enum_identity_violations", "idiom_violations",
@@ -112,7 +113,7 @@ def output_type_identity_violations(plugin: Any, in_types: Sequence[DataType],
 
 
 def idiom_violations() -> List[Violation]:
-    """The refused idioms noted since the last call (see :mod:`pyplugins.emulator.idioms`),
+    """The refused idioms noted since the last call (see :mod:`pyplugins.emulator.checks.idioms`),
     one violation each, and forget them."""
     found = []
     for idiom in idioms.take():

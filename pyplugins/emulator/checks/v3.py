@@ -21,7 +21,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins.emulator.checks import Recorder, Violation, clone_violations
+from pyplugins.emulator.checks import Violation
+from pyplugins.emulator.checks.clones import clone_violations
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.enums import PluginFieldType
 from pyplugins.emulator.plugin_field import PluginField
 from pyplugins.testing import TOLERANCES
