@@ -10,6 +10,7 @@ import pytest
 from pyplugins import emulator
 from pyplugins._config import override
 from pyplugins.emulator import _fresh, lifecycle, trampoline
+from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.lifecycle import TensorSpec
 
 emulator.install()
@@ -160,10 +161,10 @@ class _HostRun:
 
 
 def _runtime(monkeypatch, enqueue, arrays, shapes, dtypes, **kwargs):
-    from pyplugins.emulator import buffers, checks, runtime_v3
+    from pyplugins.emulator import buffers, runtime_v3
 
     monkeypatch.setattr(buffers, "DeviceRun", _HostRun)
-    return runtime_v3.runtime_enqueue(enqueue, arrays, shapes, dtypes, 0, checks.Recorder(),
+    return runtime_v3.runtime_enqueue(enqueue, arrays, shapes, dtypes, 0, Recorder(),
                                       check_capture=False, **kwargs)
 
 

@@ -162,6 +162,7 @@ class _Shared:
     obj: Any
     fingerprint: Any
     holders: List[Tuple[Any, str, str]] = field(default_factory=list)  # (object, label, path)
+    via: str = "clone"  # the call that made the objects share it: clone, attach_to_context
 
 
 class SharedState:
@@ -174,8 +175,10 @@ class SharedState:
     def __init__(self) -> None:
         self._shared: Dict[int, _Shared] = {}
 
-    def track(self, source: Any, source_label: str, clone: Any, clone_label: str) -> None:
-        """Note every mutable object reachable from both ``source`` and ``clone``."""
+    def track(self, source: Any, source_label: str, clone: Any, clone_label: str,
+              via: str = "clone") -> None:
+        """Note every mutable object reachable from both ``source`` and ``clone`` (made by the
+        callback ``via``: ``clone``, or V3's ``attach_to_context``)."""
         try:
             src_dict, clone_dict = vars(source), vars(clone)
         except TypeError:
@@ -195,7 +198,7 @@ class SharedState:
                         fingerprint = _fingerprint(obj)
                     except Exception:  # noqa: BLE001 - a value we cannot read: not watched
                         continue
-                    entry = self._shared[key] = _Shared(obj, fingerprint)
+                    entry = self._shared[key] = _Shared(obj, fingerprint, via=via)
                 for holder, label, where in ((source, source_label, mine[key][0]),
                                              (clone, clone_label, path)):
                     if not any(h is holder for h, _, _ in entry.holders):
@@ -233,13 +236,16 @@ class SharedState:
             others = " and ".join(f"{lbl}" for _, lbl, _ in seen)
             if writer is not None:
                 what = (f"{writer[1]}'s {method}() changed attribute {writer[2]!r} (a {kind}) "
-                        f"that it shares with {others} since clone()")
+                        f"that it shares with {others} since {entry.via}()")
             else:
-                what = (f"attribute {seen[0][2]!r} (a {kind}), shared by {others} since clone(), "
-                        f"changed during {method}() of {label(caller) or type(caller).__name__}")
+                what = (f"attribute {seen[0][2]!r} (a {kind}), shared by {others} since "
+                        f"{entry.via}(), changed during {method}() of "
+                        f"{label(caller) or type(caller).__name__}")
             msg = (f"{what}: the change shows in every object holding it, but TensorRT "
-                   f"configures, runs and destroys clones independently. Copy it in clone() "
-                   f"(copy.deepcopy, list(...), arr.copy()), or assign a new object instead of "
-                   f"changing the shared one in place.")
-            found.append(Violation("clone_shares_state", msg, "clone"))
+                   f"configures, runs and destroys clones independently. Copy it in "
+                   f"{entry.via}() (copy.deepcopy, list(...), arr.copy()), or assign a new "
+                   f"object instead of changing the shared one in place.")
+            check = "attach_shares_state" if entry.via == "attach_to_context" else \
+                "clone_shares_state"
+            found.append(Violation(check, msg, entry.via))
         return found

@@ -164,7 +164,7 @@ class V3Recorder:
     """A trampoline listener for the per-object V3 rules; its ``violations`` grow as it sees calls.
 
     Args:
-        recorder: the run's :class:`~pyplugins.emulator.checks.Recorder` (for object labels and
+        recorder: the run's :class:`~pyplugins.emulator.checks.recorder.Recorder` (for object labels and
             the current step).
     """
 
@@ -197,6 +197,9 @@ class V3Recorder:
 
     def _attach_check(self, source: Any, attached: Any) -> None:
         label = f"attach_to_context() of {self.recorder.label(source)}"
+        if attached is not source:  # mutable state both hold: reported when one changes it
+            self.recorder.shared.track(source, self.recorder.label(source), attached,
+                                       self.recorder.label(attached), via="attach_to_context")
         for found in clone_violations(source, attached, label):
             found.check, found.method = "attach_shares_state", "attach_to_context"
             if attached is source:

@@ -7,7 +7,8 @@ flattened and cut to the shape input's first value (``out[:n]``).
 
 Broken on purpose, each under its own name:
 - PPTestV3AttachSelf: ``attach_to_context`` returns ``self``;
-- PPTestV3AttachShared: ``attach_to_context`` returns a clone sharing a list with its source;
+- PPTestV3AttachShared: ``attach_to_context`` returns a clone sharing a list with its source,
+  which ``on_shape_change`` then appends to;
 - PPTestV3BadTactics: ``get_valid_tactics`` returns ``[0, 1, 1]``;
 - PPTestV3FieldsRandom: ``get_fields_to_serialize`` differs on every call;
 - PPTestV3FieldsLossy: ``create_plugin`` reads the field under another name, so ``scale`` is lost;
@@ -146,6 +147,10 @@ class AttachShared(ScalePlugin):
         cloned = self.clone()
         cloned.history = self.history  # the same list: contexts see each other's changes
         return cloned
+
+    def on_shape_change(self, inp, out):
+        super().on_shape_change(inp, out)
+        self.history.append("shape change")  # runtime state, on the list both contexts hold
 
 
 class BadTactics(ScalePlugin):
