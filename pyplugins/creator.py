@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overloa
 
 import pyplugins.trt as trt
 from pyplugins import fields as _fields
+from pyplugins import plugin_v3
 from pyplugins.error_reports import report
 from pyplugins.errors import PluginDefinitionError, RegistrationError
 from pyplugins.plugin import Plugin, missing_methods
@@ -48,11 +49,93 @@ _creators: Dict[Tuple[str, str, str], Any] = {}
 _lock = threading.RLock()
 
 
+#: The interfaces :func:`register` can give a plugin class.
+INTERFACES = ("v2", "v3")
+
+
+def default_interface() -> str:
+    """The interface :func:`register` uses when none is given: ``"v3"`` when the active
+    TensorRT (real or emulated, ``PYPLUGINS_TRT_VERSION``) is 11.0 or newer, else ``"v2"``.
+
+    Why: ``IPluginV2DynamicExt`` is deprecated since 10.0 but still works in 11.1 (protocol
+    §1.1), while an engine stores which interface built it: a V2 engine needs the V2 creator
+    to deserialize. Within 10.x pyplugins keeps V2 so engines built by earlier pyplugins keep
+    loading; engines are rebuilt at a TensorRT major upgrade anyway, so 11.x switches to V3,
+    the interface TensorRT's own samples and ``tensorrt.plugin`` use (see ``docs/v3.md``).
+
+    Example:
+        >>> default_interface() in INTERFACES
+        True
+    """
+    version = str(getattr(trt, "__version__", "0"))
+    try:
+        major = int(version.split(".")[0])
+    except ValueError:
+        major = 0
+    return "v3" if major >= 11 and plugin_v3.v3_available() else "v2"
+
+
+def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
+    """A new, unregistered creator of plugin class ``cls`` for ``interface`` (``"v2"``: an
+    ``IPluginCreator``; ``"v3"``: an ``IPluginCreatorV3One``; None: :func:`default_interface`).
+    :func:`register` registers one; checks and tests drive one directly.
+
+    Raises:
+        PluginDefinitionError: what :func:`register` raises for a bad class or interface.
+    """
+    _check_registrable(cls)
+    chosen = default_interface() if interface is None else interface
+    if chosen not in INTERFACES:
+        msg = f"interface must be one of {', '.join(map(repr, INTERFACES))} (got {interface!r})."
+        raise PluginDefinitionError(msg)
+    if chosen == "v3":
+        return _creator_v3_class(cls, plugin_v3.adapter_class(cls))()
+    plugin_v3.check_v3_attributes(cls)
+    only = plugin_v3.v3_only(cls)
+    if only:
+        msg = (f"plugin {cls.name!r} uses {', '.join(only)}, which IPluginV2DynamicExt cannot "
+               "serve; register it with interface='v3'.")
+        raise PluginDefinitionError(msg)
+    return _creator_class(cls)()
+
+
+def _creator_v3_class(cls: Any, adapter: type) -> type:
+    """A ``trt.IPluginCreatorV3One`` subclass making ``adapter`` (IPluginV3) plugins."""
+    class CreatorV3(trt.IPluginCreatorV3One):
+        plugin_class = cls
+        interface = "v3"
+
+        def __init__(self) -> None:
+            trt.IPluginCreatorV3One.__init__(self)
+            self.name = cls.name
+            self.plugin_version = cls.version
+            self.plugin_namespace = cls.namespace
+            self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
+            self.field_names = self._field_names
+
+        def create_plugin(self, name: str, field_collection: Any, phase: Any) -> Any:
+            try:
+                if phase == trt.TensorRTPhase.RUNTIME:  # fields get_fields_to_serialize wrote
+                    return adapter(plugin_v3.plugin_from_runtime_fields(cls, field_collection, name))
+                return adapter(cls.from_fields(field_collection, name))
+            except Exception as err:
+                report(cls, "create_plugin", (name, _FieldSummary(field_collection), phase),
+                       err, layer=name)
+                raise
+
+    CreatorV3.__name__ = f"{cls.__name__}CreatorV3"
+    CreatorV3.__qualname__ = f"{cls.__qualname__}CreatorV3"
+    CreatorV3.__module__ = cls.__module__
+    CreatorV3.__doc__ = f"TensorRT IPluginCreatorV3One of plugin {cls.name!r} (pp.register)."
+    return CreatorV3
+
+
 def _creator_class(cls: Any) -> type:
     """A ``trt.IPluginCreator`` subclass making ``cls`` instances."""
 
     class Creator(trt.IPluginCreator):
         plugin_class = cls
+        interface = "v2"
 
         def __init__(self) -> None:
             trt.IPluginCreator.__init__(self)
@@ -128,9 +211,8 @@ def _check_registrable(cls: Any) -> None:
         raise PluginDefinitionError(msg)
 
 
-def _register(cls: Any, replace: bool) -> Any:
-    _check_registrable(cls)
-    creator = _creator_class(cls)()
+def _register(cls: Any, replace: bool, interface: Optional[str] = None) -> Any:
+    creator = make_creator(cls, interface)
     with _lock:
         return _register_locked(cls, creator, replace)
 
@@ -177,30 +259,40 @@ def register(cls: P) -> P: ...
 
 
 @overload
-def register(cls: None = None, *, replace: bool = False) -> Callable[[P], P]: ...
+def register(cls: None = None, *, replace: bool = False,
+             interface: Optional[str] = None) -> Callable[[P], P]: ...
 
 
-def register(cls: Optional[P] = None, *, replace: bool = False) -> Union[P, Callable[[P], P]]:
-    """Build, register and attach the ``IPluginCreator`` of a :class:`pyplugins.Plugin` class.
+def register(cls: Optional[P] = None, *, replace: bool = False,
+             interface: Optional[str] = None) -> Union[P, Callable[[P], P]]:
+    """Build, register and attach the creator of a :class:`pyplugins.Plugin` class.
 
-    Use as ``@pp.register`` or ``@pp.register(replace=True)``. Sets ``cls.creator``.
+    Use as ``@pp.register``, ``@pp.register(replace=True)`` or
+    ``@pp.register(interface="v3")``. Sets ``cls.creator``. The same class serves either
+    interface: ``"v2"`` registers an ``IPluginCreator`` whose plugins are ``cls`` instances
+    (``IPluginV2DynamicExt``); ``"v3"`` an ``IPluginCreatorV3One`` whose plugins are
+    ``IPluginV3`` adapters around ``cls`` instances (:mod:`pyplugins.plugin_v3`).
 
     Args:
         cls: the plugin class (when used without parentheses).
         replace: deregister a creator already registered under the same name, version and
             namespace instead of failing.
+        interface: ``"v2"``, ``"v3"``, or None for :func:`default_interface` (V3 on TensorRT
+            11+, V2 on 10.x).
 
     Returns:
         The class itself.
 
     Raises:
-        PluginDefinitionError: not a Plugin subclass, no ``name``, or a required method
-            (``get_output_dimensions``, ``enqueue``) missing.
+        PluginDefinitionError: not a Plugin subclass, no ``name``, a required method
+            (``get_output_dimensions``, ``enqueue``) missing, an unknown interface, V3-only
+            attributes (``shape_inputs``, ``size_tensors``, ``aliases``) with ``"v2"``, or
+            ``"v3"`` where TensorRT has no ``IPluginV3``.
         RegistrationError: the key is taken and ``replace`` is False.
     """
     if cls is None:
-        return lambda c: _register(c, replace)
-    return _register(cls, replace)
+        return lambda c: _register(c, replace, interface)
+    return _register(cls, replace, interface)
 
 
 def unregister(cls: type) -> bool:
@@ -224,4 +316,5 @@ def registered() -> Dict[Tuple[str, str, str], Any]:
         return dict(_creators)
 
 
-__all__ = ["register", "registered", "unregister"]
+__all__ = ["INTERFACES", "default_interface", "make_creator", "register", "registered",
+           "unregister"]

@@ -102,6 +102,7 @@ PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_fo
 _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
                        "creator", "layer_name", "setup", "reference", "field_values", "from_fields",
+                       "tactics", "tactic", "shape_inputs", "size_tensors", "aliases",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
 
 
@@ -143,6 +144,16 @@ class Plugin(trt.IPluginV2DynamicExt):
     creator: ClassVar[Any] = None
     #: The op's NumPy semantics, ``reference(self, *inputs) -> Tuple[np.ndarray, ...]``, or None.
     reference: ClassVar[Any] = None
+    #: IPluginV3 only (see :mod:`pyplugins.plugin_v3`, :mod:`pyplugins.tactics`): named launch
+    #: variants TensorRT times, shape-tensor input count, 0-D size-tensor outputs, in-place
+    #: outputs ``{output: input}``.
+    tactics: ClassVar[Any] = ()
+    shape_inputs: ClassVar[int] = 0
+    size_tensors: ClassVar[Tuple[int, ...]] = ()
+    aliases: ClassVar[Dict[int, int]] = {}
+    #: The tactic chosen for this instance's next launch: a name of ``tactics``, or None for the
+    #: plugin's default (always None as IPluginV2DynamicExt).
+    tactic: Any = None
     __pp_fields__: ClassVar[Dict[str, _fields.Field]] = {}
     __pp_formats__: ClassVar[_formats.Formats]
 
