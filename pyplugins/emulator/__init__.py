@@ -25,6 +25,9 @@ import numpy as np
 
 from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface,
                                       IPluginV2DynamicExt, Logger)
+from pyplugins.emulator.bases_v3 import (IPluginCapability, IPluginCreatorV3One, IPluginResourceContext,
+                                         IPluginV3, IPluginV3OneBuild, IPluginV3OneCore,
+                                         IPluginV3OneRuntime)
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabilityType,
@@ -37,6 +40,8 @@ __pyplugins_emulator__ = True
 __all__ = [
     "DataType", "DimensionOperation", "Dims", "DimsExprs", "DynamicPluginTensorDesc",
     "IDimensionExpr", "IExprBuilder", "ILogger", "IPluginCreator", "IPluginCreatorInterface",
+    "IPluginCapability", "IPluginCreatorV3One", "IPluginResourceContext", "IPluginV3",
+    "IPluginV3OneBuild", "IPluginV3OneCore", "IPluginV3OneRuntime",
     "IPluginRegistry", "IPluginV2DynamicExt", "Logger", "PluginCapabilityType", "PluginField",
     "PluginFieldCollection", "PluginFieldCollection_", "PluginFieldType", "PluginTensorDesc",
     "TensorFormat", "TensorRTPhase", "get_plugin_registry", "install", "nptype", "uninstall",
@@ -66,6 +71,10 @@ def __getattr__(name: str) -> Any:
     if name == "__version__":
         major, minor = emulated_version()
         return f"{major}.{minor}.0"
+    if name == "IPluginV3OneBuildV2" and emulated_version() >= (10, 3):  # added in 10.3 (§7)
+        from pyplugins.emulator import bases_v3
+
+        return bases_v3.IPluginV3OneBuildV2
     msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
     raise AttributeError(msg)
 

@@ -43,7 +43,7 @@ class _BindingMeta(type):
         return obj
 
 
-def _str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
+def str_property(slot: str, public: str, doc: str, *, print_unset: bool = False) -> property:
     def getter(self: Any) -> Optional[str]:
         value = getattr(self, slot, None)
         if value is None and print_unset:
@@ -94,11 +94,11 @@ class IPluginV2DynamicExt(metaclass=_BindingMeta):
             raise TypeError(msg)
         object.__setattr__(self, "_pp_num_outputs", value)
 
-    plugin_type = _str_property("_pp_type", "plugin_type",
+    plugin_type = str_property("_pp_type", "plugin_type",
                                 "The plugin's type name (C++ getPluginType).", print_unset=True)
-    plugin_version = _str_property("_pp_version", "plugin_version",
+    plugin_version = str_property("_pp_version", "plugin_version",
                                    "The plugin's version string.", print_unset=True)
-    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+    plugin_namespace = str_property("_pp_namespace", "plugin_namespace",
                                      "The plugin's namespace.", print_unset=True)
 
     @property
@@ -140,11 +140,11 @@ class IPluginCreator(IPluginCreatorInterface):
     def __init__(self) -> None:
         IPluginCreatorInterface.__init__(self)
 
-    name = _str_property("_pp_name", "name", "The plugin type this creator makes.",
+    name = str_property("_pp_name", "name", "The plugin type this creator makes.",
                          print_unset=True)
-    plugin_version = _str_property("_pp_version", "plugin_version",
+    plugin_version = str_property("_pp_version", "plugin_version",
                                    "The plugin version this creator makes.", print_unset=True)
-    plugin_namespace = _str_property("_pp_namespace", "plugin_namespace",
+    plugin_namespace = str_property("_pp_namespace", "plugin_namespace",
                                      "The creator's namespace.", print_unset=True)
 
     @property

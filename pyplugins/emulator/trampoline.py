@@ -212,7 +212,7 @@ def what(err: BaseException) -> str:
     return text
 
 
-def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
+def invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
             fallback: Any, interpret: Optional[Callable[[Any], Any]] = None,
             as_type: str = "", thrown: bool = False) -> Any:
     """Call ``obj.method(*args)`` the way the trampoline does; never raises."""
@@ -258,7 +258,8 @@ def _invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
     return event.result
 
 
-def _as(kind: type) -> Callable[[Any], Any]:
+def as_instance(kind: type) -> Callable[[Any], Any]:
+    """An ``interpret`` for :func:`invoke`: accept only instances of ``kind`` (no bool for int)."""
     def interpret(value: Any) -> Any:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise TypeError(value)
@@ -266,7 +267,7 @@ def _as(kind: type) -> Callable[[Any], Any]:
     return interpret
 
 
-def _as_size_t(value: Any) -> int:
+def as_size_t(value: Any) -> int:
     """pybind11's ``size_t`` caster: ints and ``__index__`` types, not floats, never negative."""
     if isinstance(value, float):
         raise TypeError(value)
@@ -276,7 +277,7 @@ def _as_size_t(value: Any) -> int:
     return result
 
 
-def _as_bool(value: Any) -> bool:
+def as_bool(value: Any) -> bool:
     """pybind11's ``bool`` caster with conversion: None is False, and any type with ``nb_bool``
     (bool, int, float, NumPy scalars, classes defining ``__bool__``) converts; str/list do not."""
     if value is None:
@@ -317,24 +318,24 @@ def identity(plugin: IPluginV2DynamicExt) -> tuple:
 
 def get_output_data_type(plugin: Any, index: int, input_types: Sequence[DataType]) -> DataType:
     """C++ ``getOutputDataType`` → ``get_output_datatype``; FLOAT on failure (silently wrong)."""
-    return _invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
-                   default=None, fallback=DataType.FLOAT, interpret=_as(DataType),
+    return invoke(plugin, "get_output_datatype", (index, list(input_types)), required=True,
+                   default=None, fallback=DataType.FLOAT, interpret=as_instance(DataType),
                    as_type="nvinfer1::DataType")
 
 
 def get_output_dimensions(plugin: Any, index: int, inputs: Sequence[DimsExprs],
                           builder: IExprBuilder) -> DimsExprs:
     """C++ ``getOutputDimensions``; an empty ``DimsExprs`` on failure."""
-    return _invoke(plugin, "get_output_dimensions", (index, list(inputs), builder), required=True,
-                   default=None, fallback=DimsExprs(), interpret=_as(DimsExprs),
+    return invoke(plugin, "get_output_dimensions", (index, list(inputs), builder), required=True,
+                   default=None, fallback=DimsExprs(), interpret=as_instance(DimsExprs),
                    as_type="nvinfer1::DimsExprs")
 
 
 def supports_format_combination(plugin: Any, pos: int, in_out: Sequence[PluginTensorDesc],
                                 num_inputs: int) -> bool:
     """C++ ``supportsFormatCombination``; False on failure."""
-    return _invoke(plugin, "supports_format_combination", (pos, list(in_out), num_inputs),
-                   required=True, default=False, fallback=False, interpret=_as_bool,
+    return invoke(plugin, "supports_format_combination", (pos, list(in_out), num_inputs),
+                   required=True, default=False, fallback=False, interpret=as_bool,
                    as_type="bool")
 
 
@@ -342,7 +343,7 @@ def configure_plugin(plugin: Any, inputs: Sequence[DynamicPluginTensorDesc],
                      outputs: Sequence[DynamicPluginTensorDesc]) -> None:
     """C++ ``configurePlugin`` (void): caches the input count first; a failure is only printed."""
     object.__setattr__(plugin, "_pp_nb_inputs", len(inputs))
-    _invoke(plugin, "configure_plugin", ([d._copy() for d in inputs],
+    invoke(plugin, "configure_plugin", ([d._copy() for d in inputs],
                                          [d._copy() for d in outputs]),
             required=True, default=None, fallback=None)
 
@@ -350,9 +351,9 @@ def configure_plugin(plugin: Any, inputs: Sequence[DynamicPluginTensorDesc],
 def get_workspace_size(plugin: Any, inputs: Sequence[PluginTensorDesc],
                        outputs: Sequence[PluginTensorDesc]) -> int:
     """C++ ``getWorkspaceSize``; 0 by default and on failure."""
-    return _invoke(plugin, "get_workspace_size", ([d._copy() for d in inputs],
+    return invoke(plugin, "get_workspace_size", ([d._copy() for d in inputs],
                                                   [d._copy() for d in outputs]),
-                   required=False, default=0, fallback=0, interpret=_as_size_t, as_type="size_t")
+                   required=False, default=0, fallback=0, interpret=as_size_t, as_type="size_t")
 
 
 def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
@@ -366,7 +367,7 @@ def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
             [int(p) for p in list(inputs)[:n_in]], [int(p) for p in list(outputs)[:n_out]],
             int(workspace), int(stream))
     failed = object()
-    result = _invoke(plugin, "enqueue", args, required=True, default=None, fallback=failed,
+    result = invoke(plugin, "enqueue", args, required=True, default=None, fallback=failed,
                      thrown=True)
     return -1 if result is failed else 0
 
@@ -374,35 +375,35 @@ def enqueue(plugin: Any, input_desc: Sequence[PluginTensorDesc],
 def initialize(plugin: Any) -> int:
     """C++ ``initialize``; 0, or -1 when the Python call raised."""
     failed = object()
-    result = _invoke(plugin, "initialize", (), required=False, default=None, fallback=failed,
+    result = invoke(plugin, "initialize", (), required=False, default=None, fallback=failed,
                      thrown=True)
     return -1 if result is failed else 0
 
 
 def terminate(plugin: Any) -> None:
     """C++ ``terminate``; a failure is only printed."""
-    _invoke(plugin, "terminate", (), required=False, default=None, fallback=None)
+    invoke(plugin, "terminate", (), required=False, default=None, fallback=None)
 
 
 def serialize(plugin: Any) -> Optional[bytes]:
     """C++ ``serialize``: the bytes written into TensorRT's buffer, or None (buffer unwritten)."""
-    return _invoke(plugin, "serialize", (), required=True, default=None, fallback=None,
+    return invoke(plugin, "serialize", (), required=True, default=None, fallback=None,
                    interpret=_as_bytes, as_type="std::string")
 
 
 def get_serialization_size(plugin: Any) -> int:
     """C++ ``getSerializationSize``: the override, else ``len(serialize())``; 0 on failure."""
     if overridden(plugin, "get_serialization_size") is not None:
-        return _invoke(plugin, "get_serialization_size", (), required=False, default=0,
-                       fallback=0, interpret=_as_size_t, as_type="size_t")
+        return invoke(plugin, "get_serialization_size", (), required=False, default=0,
+                       fallback=0, interpret=as_size_t, as_type="size_t")
     data = serialize(plugin)
     return 0 if data is None else len(data)
 
 
 def clone(plugin: Any) -> Optional[IPluginV2DynamicExt]:
     """C++ ``clone``: the new plugin (held until ``destroy``), or None on failure."""
-    result = _invoke(plugin, "clone", (), required=True, default=None, fallback=None,
-                     interpret=_as(IPluginV2DynamicExt),
+    result = invoke(plugin, "clone", (), required=True, default=None, fallback=None,
+                     interpret=as_instance(IPluginV2DynamicExt),
                      as_type="nvinfer1::IPluginV2DynamicExt")
     if result is not None:
         held[id(result)] = result
@@ -411,7 +412,7 @@ def clone(plugin: Any) -> Optional[IPluginV2DynamicExt]:
 
 def destroy(plugin: Any) -> None:
     """C++ ``destroy``: calls the override, then drops the binding's reference."""
-    _invoke(plugin, "destroy", (), required=False, default=None, fallback=None)
+    invoke(plugin, "destroy", (), required=False, default=None, fallback=None)
     held.pop(id(plugin), None)
 
 
@@ -419,8 +420,8 @@ def destroy(plugin: Any) -> None:
 
 def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Optional[Any]:
     """C++ ``createPlugin(name, fc)``; the plugin (held until ``destroy``) or None."""
-    result = _invoke(creator, "create_plugin", (name, fc), required=True, default=None,
-                     fallback=None, interpret=_as(IPluginV2DynamicExt),
+    result = invoke(creator, "create_plugin", (name, fc), required=True, default=None,
+                     fallback=None, interpret=as_instance(IPluginV2DynamicExt),
                      as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result
@@ -429,8 +430,8 @@ def create_plugin(creator: Any, name: str, fc: PluginFieldCollection_) -> Option
 
 def deserialize_plugin(creator: Any, name: str, data: bytes) -> Optional[Any]:
     """C++ ``deserializePlugin(name, data, length)`` with ``data`` as ``bytes``; plugin or None."""
-    result = _invoke(creator, "deserialize_plugin", (name, bytes(data)), required=True,
-                     default=None, fallback=None, interpret=_as(IPluginV2DynamicExt),
+    result = invoke(creator, "deserialize_plugin", (name, bytes(data)), required=True,
+                     default=None, fallback=None, interpret=as_instance(IPluginV2DynamicExt),
                      as_type="IPluginV2*")
     if result is not None:
         held[id(result)] = result
