@@ -33,6 +33,7 @@ import threading
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
 import pyplugins.trt as trt
+from pyplugins._config import knobs
 from pyplugins import fields as _fields
 from pyplugins import plugin_v3
 from pyplugins.error_reports import report
@@ -53,26 +54,31 @@ _lock = threading.RLock()
 INTERFACES = ("v2", "v3")
 
 
-def default_interface() -> str:
-    """The interface :func:`register` uses when none is given: ``"v3"`` when the active
-    TensorRT (real or emulated, ``PYPLUGINS_TRT_VERSION``) is 11.0 or newer, else ``"v2"``.
+def default_interface(cls: Any = None) -> str:
+    """The interface :func:`register` gives a class that names none.
 
-    Why: ``IPluginV2DynamicExt`` is deprecated since 10.0 but still works in 11.1 (protocol
-    §1.1), while an engine stores which interface built it: a V2 engine needs the V2 creator
-    to deserialize. Within 10.x pyplugins keeps V2 so engines built by earlier pyplugins keep
-    loading; engines are rebuilt at a TensorRT major upgrade anyway, so 11.x switches to V3,
-    the interface TensorRT's own samples and ``tensorrt.plugin`` use (see ``docs/v3.md``).
+    ``PYPLUGINS_INTERFACE=v2|v3`` decides when set. Otherwise (``auto``): ``"v3"`` for a class
+    that uses what only ``IPluginV3`` serves (``shape_inputs``, ``size_tensors``, ``aliases``)
+    or when the active TensorRT no longer binds ``IPluginV2DynamicExt``; else ``"v2"``.
+
+    Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1,
+    §0.15): an engine records the interface its plugin was built with (a V2 layer is rebuilt
+    by the creator's ``deserialize_plugin``, a V3 one by ``create_plugin(phase=RUNTIME)``), so
+    a default that changed under a user would leave engines their deployment cannot load;
+    V2 behaves the same on every supported TensorRT, while V3's binding changed within 10.x
+    (reference handling until 10.4, the serialized-fields pointer until 10.6). Choose V3 with
+    ``interface="v3"`` for tactics, or when deprecation warnings matter (``docs/v3.md``).
 
     Example:
         >>> default_interface() in INTERFACES
         True
     """
-    version = str(getattr(trt, "__version__", "0"))
-    try:
-        major = int(version.split(".")[0])
-    except ValueError:
-        major = 0
-    return "v3" if major >= 11 and plugin_v3.v3_available() else "v2"
+    chosen = knobs.interface
+    if chosen != "auto":
+        return chosen
+    needs_v3 = cls is not None and bool(plugin_v3.v3_only(cls))
+    v2_gone = not hasattr(trt, "IPluginV2DynamicExt")
+    return "v3" if (needs_v3 or v2_gone) and plugin_v3.v3_available() else "v2"
 
 
 def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
@@ -84,7 +90,7 @@ def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
         PluginDefinitionError: what :func:`register` raises for a bad class or interface.
     """
     _check_registrable(cls)
-    chosen = default_interface() if interface is None else interface
+    chosen = default_interface(cls) if interface is None else interface
     if chosen not in INTERFACES:
         msg = f"interface must be one of {', '.join(map(repr, INTERFACES))} (got {interface!r})."
         raise PluginDefinitionError(msg)
@@ -277,8 +283,7 @@ def register(cls: Optional[P] = None, *, replace: bool = False,
         cls: the plugin class (when used without parentheses).
         replace: deregister a creator already registered under the same name, version and
             namespace instead of failing.
-        interface: ``"v2"``, ``"v3"``, or None for :func:`default_interface` (V3 on TensorRT
-            11+, V2 on 10.x).
+        interface: ``"v2"``, ``"v3"``, or None for :func:`default_interface`.
 
     Returns:
         The class itself.
