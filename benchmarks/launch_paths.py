@@ -55,7 +55,7 @@ class TrtCall:
 
     TensorRT's binding copies each C++ ``PluginTensorDesc`` into a new Python object, builds new
     Python lists of descriptors and of int pointers, and looks the override up by name on every
-    call (trt-python-plugin-protocol.md §3, §12); so does this, with the emulator's public
+    call (docs/trt-protocol.md §3, §12); so does this, with the emulator's public
     ``PluginTensorDesc`` and ``Dims``. Taking the GIL is C++-side and not included.
 
     Example:

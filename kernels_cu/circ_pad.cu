@@ -59,13 +59,6 @@
 //              (load16_any), element by element only where it wraps around the input row, and
 //              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
 //              once per row (an odometer over the 7 outer dims).
-//   Measured on H100 (task K3), fraction of a device-to-device copy's bandwidth, fp32 / fp16,
-//   64 MiB and 256 MiB outputs, grid 4 x resident blocks: rows of 128 (126 padded by 1, 1)
-//   0.92 / 0.87 and 0.90 / 0.89 (the strips path alone: 0.78 / 0.65); rows of 129 (126 + 1, 2)
-//   0.82 / 0.76 and 0.86 / 0.85 (was 0.77 / 0.60); rows of 64 0.89 / 0.74; rows of 8 0.68 /
-//   0.31 (tiny rows pay per-row work: locating, and V element copies in step 2); long rows
-//   (strips) 0.83-0.96 and 1-D 0.88-0.94 as before. A grid of 16 x resident blocks measured
-//   0.92 / 0.92 on rows of 128 at 256 MiB, a persistent one (1 x) 0.86 / 0.86.
 //
 // ONNX/sample order of `pads` (the host's business): pads[2i], pads[2i+1] are the before and
 // after pads of dim rank-1-i, the last dim first, like torch.nn.functional.pad.

@@ -15,12 +15,6 @@
 //              (4 floats, 8 halves) with a scalar head and tail; otherwise all of it is scalar.
 //   rounding   the product is rounded once, to T (round to nearest even); NaN stays NaN.
 //
-// Speed (H100, 64 MiB to 1 GiB, CUDA-graph replays): the recommended launch runs at the speed
-// of a device-to-device copy, 0.5-1.5% ahead of torch's F.leaky_relu. Slower in the same runs:
-// the previous launch (a grid capped at 4x the resident blocks, 4 vectors per thread in flight;
-// 3-6% behind torch), 2 to 8 vectors per thread (up to 3%), blocks of 128, 256 or 1024 threads
-// (0.1-1%), and streaming or evict-first cache hints on the loads and stores (none ahead).
-//
 // @instantiate leaky_relu<float>
 // @instantiate leaky_relu<__half>
 // @instantiate leaky_relu<__nv_bfloat16>

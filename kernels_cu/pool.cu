@@ -31,9 +31,7 @@
 //     down the window's rows first, then across. Stride-1 units cover rows_stride1 output rows
 //     (sharing their input rows), stride-2 units one.
 //   - Elsewhere (generic path) each thread computes 4 outputs a blockDim.x apart per trip,
-//     reading x through the caches; overlapping windows re-read inputs from L1/L2. A
-//     shared-memory band variant (block stages rows, then computes) measured slower on an
-//     H100 (0.50 vs 0.85 of copy bandwidth for fp32 2x2/2) and was dropped.
+//     reading x through the caches; overlapping windows re-read inputs from L1/L2.
 //   - 2x2 and 3x3 windows are unrolled at compile time; others loop. Index math is 32-bit
 //     (multiply-shift division) when numel(x) and numel(y) are below 2^31, 64-bit otherwise.
 //
@@ -63,9 +61,7 @@ constexpr int kOutputs = 4;
 #ifndef PP_POOL_VECTOR
 #define PP_POOL_VECTOR 1
 #endif
-// Picked on an H100 (fractions of copy bandwidth): two stride-2 units take half to 78
-// registers, 3 blocks of 256 per SM instead of 4, and measured slower (fp16 3x3/1 0.76 vs 0.80);
-// float (64 registers either way) and int8 (86, set by the generic path) gain from two.
+// Stride-2 units per thread: 1 for half, 2 otherwise (docs/ops/pool.md says why).
 template <typename T> __host__ __device__ constexpr int units_stride2() {
     return PP_POOL_UNITS_S2 > 0 ? PP_POOL_UNITS_S2 : (sizeof(T) == 2 ? 1 : 2);
 }

@@ -47,9 +47,8 @@
 namespace pp_rope {
 
 // Heads per work item (they share the item's angles; 16 for float, 8 for half) and heads whose
-// loads are issued together, a batch ahead of the math. Picked on an H100 against 16 heads for
-// half, batches of 4 without the batch ahead, and heads per item picked at run time to fill
-// the grid. Compile options override them, for tuning (-DPP_ROPE_HEADS=16, -DPP_ROPE_BATCH=4).
+// loads are issued together, a batch ahead of the math (docs/ops/rope.md says how they were
+// chosen). Compile options override them, for tuning (-DPP_ROPE_HEADS=16, -DPP_ROPE_BATCH=4).
 #ifndef PP_ROPE_HEADS
 #define PP_ROPE_HEADS 0
 #endif

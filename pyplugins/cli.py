@@ -61,22 +61,17 @@ def parse_plugin(text: str) -> Tuple[str, str, str]:
     return name, version, namespace
 
 
-def _dtype(text: str, spec: str) -> np.dtype:
+def _dtype(text: str, spec: str) -> Any:
+    """NumPy's dtype where NumPy has one, else the emulator's ``DataType`` (``bfloat16``)."""
     from pyplugins import dtypes  # noqa: PLC0415
+    from pyplugins.emulator.specs import datatype_from_text  # noqa: PLC0415
 
-    name = _DTYPE_ALIASES.get(text.lower(), text.lower())
-    supported = "float32, float16, int8, int32, int64, bool, uint8"
     try:
-        np_dtype = np.dtype(name)
-    except Exception as err:  # TypeError for unknown names, others for odd strings
-        msg = f"--input {spec!r}: unknown dtype {text!r}; use a numpy name: {supported}"
-        raise UsageError(msg) from err
-    try:
-        dtypes.trt_name_from_numpy(np_dtype)
-    except TypeError as err:
-        msg = f"--input {spec!r}: dtype {text!r} has no TensorRT data type; use one of {supported}"
-        raise UsageError(msg) from err
-    return np_dtype
+        datatype = datatype_from_text(_DTYPE_ALIASES.get(text.lower(), text))
+    except ValueError as err:
+        raise UsageError(f"--input {spec!r}: {err}") from err
+    row = dtypes.info(datatype)
+    return row.numpy if row.numpy is not None else datatype
 
 
 def parse_input(text: str) -> Dict[str, Any]:
@@ -294,7 +289,12 @@ def _add_check(subparsers: Any) -> None:
                   "error. With --json, stdout is one JSON object in every case.")]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="MODULE_OR_FILE",
-                   help="dotted module name or path to a .py file that registers the creator")
+                   help="dotted module name or path to a .py file that registers the creator; "
+                        "or MODEL.onnx to check every plugin node of a model "
+                        "(--input NAME=SHAPE:DTYPE then names the model's inputs)")
+    p.add_argument("--plugins", dest="plugin_modules", action="append", default=[],
+                   metavar="MODULE", help="with MODEL.onnx: a plugin module to import first "
+                                          "(the shipped ops always are); repeatable")
     p.add_argument("--plugin", metavar="NAME[:VERSION[:NAMESPACE]]",
                    help="the registered creator to check (default: the only one the module "
                         "registers); VERSION defaults to 1, NAMESPACE to ''")
@@ -339,6 +339,10 @@ def _run_check(args: argparse.Namespace) -> int:
     from pyplugins.emulator import trampoline  # noqa: PLC0415
     from pyplugins.supervise import supervise  # noqa: PLC0415
 
+    if args.target.endswith(".onnx"):
+        from pyplugins.models.commands import run_check_model  # noqa: PLC0415
+
+        return run_check_model(args)
     if not args.inputs:
         msg = (f"give each plugin input with --input {_INPUT_FORM} (repeat it per input, in "
                "order); a check needs the shapes TensorRT would give the plugin")
@@ -409,6 +413,9 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
 
     registry = get_plugin_registry()
     before = {id(c) for c in registry.all_creators}
+    from pyplugins.numba_launch import prefer_simulator  # noqa: PLC0415
+
+    prefer_simulator()  # before the module imports numba: no GPU -> numba's CUDA simulator
     saved = watch.begin("import of the plugin module")
     try:
         module, module_ref = _import_plugin_module(args.target)
@@ -488,7 +495,13 @@ def _json_default(value: Any) -> Any:
 # -- entry point -------------------------------------------------------------------------------------
 
 #: Subcommands: (adds its parser). Further commands (``demo``) register here the same way.
-COMMANDS: List[Callable[[Any], None]] = [_add_check]
+def _add_patterns_dir(subparsers: Any) -> None:
+    from pyplugins.models.commands import add_patterns_dir  # noqa: PLC0415
+
+    add_patterns_dir(subparsers)
+
+
+COMMANDS: List[Callable[[Any], None]] = [_add_check, _add_patterns_dir]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ The generated creator advertises the plugin's fields in ``field_names`` (so the 
 passes the node's attributes of those names), builds plugins in ``create_plugin(name, fc)`` and
 ``deserialize_plugin(name, data)``, and reports a failure (with the plugin and layer names)
 before TensorRT swallows it. Creators and the registry object are held in this module for the
-life of the process (protocol §5.4, §10.1: before TensorRT 10.6 the registry wrapper could be
+life of the process (docs/trt-protocol.md §5.4, §10.1: before TensorRT 10.6 the registry could be
 collected while TensorRT still held the creator's pointer).
 
 Example:

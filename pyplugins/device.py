@@ -25,7 +25,8 @@ import numpy as np
 
 from pyplugins.errors import LaunchError, missing
 
-__all__ = ["device_view", "external_stream", "multiprocessors", "resident_blocks",
+__all__ = ["current_device", "device_view", "external_stream", "function_handle", "import_cupy",
+           "import_driver", "multiprocessors", "no_device_reason", "resident_blocks",
            "usable_device"]
 
 
@@ -44,23 +45,49 @@ def usable_device() -> Optional[int]:
     """
     from pyplugins._config import knobs  # noqa: PLC0415 - read at call time
 
-    if knobs.device == "cpu" or _device_count() < 1:
+    if no_device_reason() is not None:
         return None
-    return _current_device()
+    return current_device()
+
+
+def no_device_reason() -> Optional[str]:
+    """Why kernels cannot run in this process, in plain words, or None when a GPU is usable.
+
+    The sentence says there is no usable CUDA GPU first; what CuPy or CUDA reported (a missing
+    driver, an old driver, no device) follows in parentheses.
+
+    Example:
+        >>> from pyplugins._config import override
+        >>> with override(device="cpu"):
+        ...     no_device_reason()
+        'no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)'
+    """
+    from pyplugins._config import knobs  # noqa: PLC0415 - read at call time
+
+    if knobs.device == "cpu":
+        return "no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)"
+    return _probe()
 
 
 @functools.lru_cache(maxsize=1)
-def _device_count() -> int:
+def _probe() -> Optional[str]:
+    """The no-GPU reason of this process (probed once: the answer does not change)."""
     try:
-        return int(_cupy().cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return 0
+        import cupy  # noqa: PLC0415 - optional, heavy dependency
+    except Exception as err:  # ImportError, or a CUDA library that fails to load
+        return (f"no usable CUDA GPU (CuPy is not importable: {err}; install it with "
+                "pip install 'pyplugins[cuda]')")
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as err:  # no driver, an old driver, no device: all mean "no GPU here"
+        return f"no usable CUDA GPU (CUDA reports: {err})"
+    return None if count > 0 else "no usable CUDA GPU (CUDA reports no device)"
 
 
 @functools.lru_cache(maxsize=None)
 def multiprocessors(device: int) -> int:
     """The number of streaming multiprocessors of ``device`` (to size grid-stride grids)."""
-    runtime = _cupy().cuda.runtime
+    runtime = import_cupy().cuda.runtime
     return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, int(device)))
 
 
@@ -74,11 +101,11 @@ def resident_blocks(function: Any, block: int, shared_mem: int = 0, *,
     Raises:
         MissingDependencyError: CuPy is not installed.
     """
-    cupy = _cupy()
-    dev = _current_device() if device is None else int(device)
-    ptr = _function_ptr(function, dev, "kernel")
+    cupy = import_cupy()
+    dev = current_device() if device is None else int(device)
+    ptr = function_handle(function, dev, "kernel")
     with cupy.cuda.Device(dev):
-        per_sm = _driver().occupancyMaxActiveBlocksPerMultiprocessor(ptr, int(block),
+        per_sm = import_driver().occupancyMaxActiveBlocksPerMultiprocessor(ptr, int(block),
                                                                     int(shared_mem))
         sms = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
     return max(1, int(per_sm) * int(sms))
@@ -98,7 +125,7 @@ def device_view(ptr: int, shape: Sequence[int], dtype: Any, *, device: int) -> A
         dtype: a NumPy dtype (see :func:`pyplugins.dtypes.numpy_from_trt`).
         device: the device that owns the memory.
     """
-    cupy = _cupy()
+    cupy = import_cupy()
     dt = np.dtype(dtype)
     dims = tuple(int(s) for s in shape)
     nbytes = math.prod(dims) * dt.itemsize
@@ -114,13 +141,18 @@ def external_stream(stream: int, *, device: int) -> Any:
     ExternalStream in favour of ``Stream.from_external``, which wants an object with
     ``__cuda_stream__`` rather than a bare handle and a device; the warning is silenced here.)
     """
-    cupy = _cupy()
+    cupy = import_cupy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return cupy.cuda.ExternalStream(int(stream), int(device))
 
 
-def _cupy() -> Any:
+def import_cupy() -> Any:
+    """The ``cupy`` module (imported on first use).
+
+    Raises:
+        MissingDependencyError: CuPy is not installed; the message gives the install command.
+    """
     try:
         import cupy  # noqa: PLC0415 - optional, heavy dependency
     except ImportError as err:
@@ -128,7 +160,12 @@ def _cupy() -> Any:
     return cupy
 
 
-def _driver() -> Any:
+def import_driver() -> Any:
+    """CuPy's Cython binding of the CUDA driver API (``cupy_backends.cuda.api.driver``).
+
+    Raises:
+        MissingDependencyError: CuPy is not installed.
+    """
     try:
         from cupy_backends.cuda.api import driver  # noqa: PLC0415 - optional dependency
     except ImportError as err:
@@ -136,15 +173,31 @@ def _driver() -> Any:
     return driver
 
 
-def _current_device() -> int:
-    return int(_cupy().cuda.runtime.getDevice())
+def current_device() -> int:
+    """The CUDA runtime's current device id (needs CuPy)."""
+    return int(import_cupy().cuda.runtime.getDevice())
 
 
-def _function_ptr(function: Any, device: int, name: str) -> int:
+def function_handle(function: Any, device: int, name: str) -> int:
+    """The ``CUfunction`` handle of ``function`` on ``device``, as an int.
+
+    Args:
+        function: a ``cupy.RawKernel`` (loaded on ``device`` if needed), a
+            ``cupy.cuda.Function``, or a handle int (returned as is).
+        device: the CUDA device id.
+        name: the kernel's name, for the error message.
+
+    Raises:
+        LaunchError: ``function`` is none of those.
+
+    Example:
+        >>> function_handle(0x1234, 0, "k")
+        4660
+    """
     if isinstance(function, (int, np.integer)) and not isinstance(function, bool):
         return int(function)
     if hasattr(function, "kernel"):  # cupy.RawKernel: compiled and loaded per device
-        with _cupy().cuda.Device(device):
+        with import_cupy().cuda.Device(device):
             return int(function.kernel.ptr)
     if hasattr(function, "ptr"):  # cupy.cuda.Function
         return int(function.ptr)

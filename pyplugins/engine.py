@@ -4,7 +4,7 @@ This module needs NVIDIA's TensorRT (``pip install 'pyplugins[trt]'``); the emul
 engines. It is deliberately thin and written to TensorRT's documented Python API (10.x and 11.x,
 strongly typed networks). Plugins must be registered (import their modules) before building and
 before loading, in every process: TensorRT finds a Python plugin's creator by name, version and
-namespace when it deserializes the engine (protocol §2.1).
+namespace when it deserializes the engine (docs/trt-protocol.md §2.1).
 
 Example (needs TensorRT and a GPU)::
 

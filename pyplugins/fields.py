@@ -16,7 +16,7 @@ its own values; clones get deep copies. Assigning (``self.eps = 0.1``) converts 
 Values come from three places, and all are accepted (:mod:`pyplugins.field_readers` reads them;
 :meth:`Field.convert` converts and validates each value once):
 
-- TensorRT's ONNX parser (protocol §4.4): INT/INTS as **int32** arrays, FLOAT(S) as float32,
+- TensorRT's ONNX parser (docs/trt-protocol.md §4.4): INT/INTS as **int32** arrays, FLOAT(S) as float32,
   STRING as CHAR (int8) bytes with a **trailing NUL** (stripped here);
 - QDP-style or hand-made ``PluginField`` lists: INT64, FLOAT64, INT8/INT32 bools;
 - Python callers (``CircPad(pads=[1, 1])``, ``pp.run(CircPad, x, pads=(1, 1))``), including

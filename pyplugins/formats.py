@@ -3,7 +3,7 @@
 TensorRT asks ``supports_format_combination(pos, in_out, num_inputs)`` for one position at a
 time, inputs first then outputs. ``in_out[0..pos-1]`` hold values the plugin already accepted,
 ``in_out[pos]`` is the candidate, and entries **after** ``pos`` are junk that must not be read
-(protocol §2.1). A constraint between two tensors ("the output has the input's type") therefore
+(docs/trt-protocol.md §2.1). A constraint between two tensors ("the output has the input's type") therefore
 has to be checked when TensorRT asks about the *later* of the two. :func:`check` does that for
 you: give it the allowed types and the equalities, it reads only ``in_out[pos]`` and the earlier
 entries a constraint names.

@@ -11,10 +11,8 @@ the device it was built for; plugins rebuild it in ``configure_plugin`` on the d
 TensorRT's buffers (the current device when TensorRT calls ``configure_plugin`` and
 ``enqueue``), and ``enqueue`` must run with that device current.
 
-:func:`device_view` (from :mod:`pyplugins.device`, re-exported here) wraps a pointer as a
-``cupy.ndarray`` for plugins that prefer array code: slower per call than a Launch (it builds
-Python objects per pointer), and the view must not outlive the ``enqueue`` call that received
-the pointer.
+Plugins that prefer array code in ``enqueue`` use :func:`pyplugins.device.device_view`
+instead: slower per call than a Launch (it builds Python objects per pointer).
 
 Example:
     >>> import numpy as np
@@ -36,14 +34,12 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from pyplugins.device import (_cupy, _current_device, _driver, _function_ptr, device_view,
-                              external_stream, multiprocessors, resident_blocks, usable_device)
+from pyplugins.device import (current_device, function_handle, import_cupy, import_driver,
+                              no_device_reason)
 from pyplugins.errors import LaunchError
 
-# Device helpers live in pyplugins.device; they stay importable from here, where plugins use them.
 __all__ = ["MAX_BLOCK", "MAX_GRID", "MAX_THREADS_PER_BLOCK", "POINTER", "ByValue", "Launch",
-           "Unlaunchable", "device_view", "external_stream", "multiprocessors",
-           "resident_blocks", "usable_device"]
+           "Unlaunchable"]
 
 # CUDA's limits on launch dimensions (all compute capabilities pyplugins targets).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -142,13 +138,13 @@ class Launch:
         self._storage, self._params, self._slots, self.layout = _pack(args, self.name)
         self.pointer_count = len(self._slots)
         self._params_ptr = self._params.ctypes.data
-        self.device = _current_device() if device is None else int(device)
+        self.device = current_device() if device is None else int(device)
         self._owner = function
-        self.function_ptr = _function_ptr(function, self.device, self.name)
+        self.function_ptr = function_handle(function, self.device, self.name)
         if self.skips:
             self._go = _no_launch
             return
-        driver = _driver()
+        driver = import_driver()
         _prepare_function(driver, self.function_ptr, self.block, self.shared_mem, self.device,
                           self.name, function)
         # Everything but (stream, kernelParams, extra) is bound now, so a call is one C call.
@@ -209,7 +205,9 @@ class Unlaunchable:
     Calling it raises :class:`LaunchError` with ``why``, so an ``enqueue`` that reaches a plugin
     object without a packed launch fails with the reason instead of an ``AttributeError``.
     A plugin sets it in ``__init__`` and in ``configure_plugin`` whenever no launch can be built
-    (build-phase ``-1`` dims, or no usable GPU: see :func:`usable_device`).
+    (build-phase ``-1`` dims, or no usable GPU: see :func:`pyplugins.device.usable_device`).
+    :class:`pyplugins.Plugin`'s default ``configure_plugin`` does this for plugins with a
+    ``plan`` hook.
 
     Example:
         >>> launch = Unlaunchable("plugin 'CircPad': no configure_plugin with concrete dims yet")
@@ -242,14 +240,21 @@ class Unlaunchable:
 
     @classmethod
     def no_device(cls, plugin: str) -> "Unlaunchable":
-        """For a ``configure_plugin`` that ran where :func:`usable_device` found no GPU.
+        """For a ``configure_plugin`` that ran where no GPU was usable: ``enqueue`` cannot run.
+
+        The message says so plainly, then gives the detail of
+        :func:`pyplugins.device.no_device_reason`.
 
         Example:
-            >>> Unlaunchable.no_device("Pool").why.split(",")[0]
-            "plugin 'Pool': no CUDA device was visible to CuPy when configure_plugin ran"
+            >>> from pyplugins._config import override
+            >>> with override(device="cpu"):
+            ...     print(Unlaunchable.no_device("Pool").why)
+            plugin 'Pool': enqueue cannot run: there was no usable CUDA GPU when configure_plugin ran, so no kernel was compiled; run it on a machine with a CUDA GPU. Detail: no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)
         """
-        return cls(f"plugin {plugin!r}: no CUDA device was visible to CuPy when configure_plugin "
-                   "ran, so no kernel was compiled; run on a GPU.")
+        detail = no_device_reason() or "a GPU became usable only later"
+        return cls(f"plugin {plugin!r}: enqueue cannot run: there was no usable CUDA GPU when "
+                   f"configure_plugin ran, so no kernel was compiled; run it on a machine with a "
+                   f"CUDA GPU. Detail: {detail}")
 
     def __deepcopy__(self, memo: dict) -> "Unlaunchable":
         return self  # immutable
@@ -313,7 +318,7 @@ def _prepare_function(driver: Any, ptr: int, block: tuple[int, ...], shared_mem:
     """Check the block against the kernel's own limit and opt in to large shared memory."""
     if isinstance(function, (int, np.integer)):
         return  # a bare handle: nothing to query without trusting it
-    cupy = _cupy()
+    cupy = import_cupy()
     with cupy.cuda.Device(device):
         try:
             limit = driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ptr)

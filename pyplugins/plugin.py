@@ -7,7 +7,8 @@ A complete plugin (register it with :func:`pyplugins.register`; the kernel is
     import numpy as np
     import pyplugins as pp
     import pyplugins.trt as trt
-    from pyplugins import dtypes, shapes
+    from pyplugins import shapes
+    from pyplugins.dtypes import ctype_from_trt
     from pyplugins.launch import POINTER, Launch
 
     @pp.register
@@ -20,18 +21,12 @@ A complete plugin (register it with :func:`pyplugins.register`; the kernel is
         def get_output_dimensions(self, output_index, inputs, expr_builder):
             return inputs[0]                      # or a list of shapes.Dim / ints
 
-        def configure_plugin(self, inp, out):     # host work only: compile, size, pack
-            desc = inp[0].desc
-            if not shapes.is_concrete(desc.dims):  # build phase: dynamic dims are -1
-                return
-            n = shapes.volume(desc.dims)
-            fn = self.kernel.function(dtypes.ctype_from_trt(desc.type))
-            self.launch = Launch(fn, grid=min(shapes.cdiv(n, 1024), 65535), block=256,
-                                 args=(POINTER, POINTER, np.int64(n),
-                                       np.float32(self.negative_slope)))
-
-        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-            self.launch(stream, inputs[0], outputs[0])   # capture-safe: one driver call
+        def plan(self, inputs, outputs, device):  # concrete dims and a GPU: compile, pack
+            n = shapes.volume(inputs[0].dims)
+            fn = self.kernel.function(ctype_from_trt(inputs[0].type), device)
+            return Launch(fn, grid=min(shapes.cdiv(n, 1024), 65535), block=256, device=device,
+                          args=(POINTER, POINTER, np.int64(n), np.float32(self.negative_slope)))
+        # enqueue is inherited: launch(stream, *inputs, *outputs), capture-safe
 
 What the base class does for you:
 
@@ -57,8 +52,12 @@ What the base class does for you:
   ``supports_format_combination`` -> :func:`pyplugins.formats.check` with the class's ``dtypes``
   (default FLOAT and HALF) and ``same_as`` (default 0: every tensor has input 0's type), LINEAR
   only; ``serialize``/deserialize -> :mod:`pyplugins.serialize` of the fields;
-  ``get_workspace_size`` -> 0; ``configure_plugin``, ``initialize``, ``terminate``,
-  ``destroy`` -> nothing. ``get_output_dimensions`` and ``enqueue`` are yours to write.
+  ``get_workspace_size`` -> 0; ``initialize``, ``terminate``, ``destroy`` -> nothing.
+- **Launch scaffold**: ``configure_plugin`` resets ``self.launch``, skips build-phase ``-1``
+  dims, records when no GPU is usable, and otherwise stores what the ``plan`` hook returns;
+  ``enqueue`` calls it with the input then the output pointers (:meth:`Plugin.configure_plugin`,
+  :meth:`Plugin.enqueue`). ``get_output_dimensions`` and ``plan`` (or your own ``enqueue``) are
+  yours to write.
 - **Errors**: TensorRT swallows a callback's exception into a stderr line without naming the
   plugin. Every protocol method is wrapped (:mod:`pyplugins.error_reports`) so an exception is
   first reported, with the plugin's name, layer, method and a summary of the arguments, on
@@ -71,15 +70,17 @@ What the base class does for you:
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, Dict, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import pyplugins.trt as trt
 from pyplugins import fields as _fields
 from pyplugins import formats as _formats
 from pyplugins import serialize as _serialize
 from pyplugins import shapes as _shapes
+from pyplugins.device import usable_device
 from pyplugins.error_reports import wrap_methods
 from pyplugins.errors import PluginDefinitionError
+from pyplugins.launch import Unlaunchable
 
 #: Class attribute names that would shadow TensorRT's C++-backed properties -> what to use.
 _RENAMED = {"num_outputs": "outputs", "plugin_type": "name", "plugin_version": "version",
@@ -101,7 +102,9 @@ PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_fo
                     "terminate", "serialize", "get_serialization_size", "clone", "destroy")
 _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
-                       "creator", "layer_name", "setup", "reference", "field_values", "from_fields",
+                       "creator", "layer_name", "setup", "reference", "launch_device", "plan",
+                       "check_configure", "check_shapes",
+                       "launch", "field_values", "from_fields",
                        "tactics", "tactic", "shape_inputs", "size_tensors", "aliases",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
 
@@ -119,6 +122,16 @@ class Plugin(trt.IPluginV2DynamicExt):
         same_as: tensor whose type every tensor shares (default 0), ``{i: k}`` pairs, or None.
         shared: names of instance attributes clones share instead of deep-copying.
         creator: the registered ``IPluginCreator`` (set by :func:`pyplugins.register`).
+        plan: None, or a method ``plan(self, inputs, outputs, device)`` returning the
+            :class:`~pyplugins.launch.Launch` (or a sequence of them) that ``enqueue`` runs;
+            see :meth:`configure_plugin` for when it is called and :meth:`enqueue` for the
+            pointer order.
+        check_configure: None, or a method ``check_configure(self, inp, out)`` that raises for
+            what ``configure_plugin``'s arguments already show is wrong (every call, build phase
+            included: profile ``min``/``max``, partly known dims).
+        check_shapes: None, or a method ``check_shapes(self, inputs, outputs)`` that raises
+            (e.g. :class:`~pyplugins.errors.ShapeError`) for concrete shapes the op cannot take;
+            called with every dim concrete, GPU or not, before ``plan``.
         reference: None, or a method ``reference(self, *inputs) -> tuple of np.ndarray``: the
             op's semantics in NumPy, one array per output, computed from the plugin's own field
             values. Callers check ``ref = getattr(plugin, "reference", None)`` and use it only
@@ -144,6 +157,10 @@ class Plugin(trt.IPluginV2DynamicExt):
     creator: ClassVar[Any] = None
     #: The op's NumPy semantics, ``reference(self, *inputs) -> Tuple[np.ndarray, ...]``, or None.
     reference: ClassVar[Any] = None
+    #: Opt-in hooks of the default ``configure_plugin`` / ``enqueue`` (None: not used).
+    plan: ClassVar[Any] = None
+    check_configure: ClassVar[Any] = None
+    check_shapes: ClassVar[Any] = None
     #: IPluginV3 only (see :mod:`pyplugins.plugin_v3`, :mod:`pyplugins.tactics`): named launch
     #: variants TensorRT times, shape-tensor input count, 0-D size-tensor outputs, in-place
     #: outputs ``{output: input}``.
@@ -183,6 +200,8 @@ class Plugin(trt.IPluginV2DynamicExt):
         self.plugin_namespace = cls.namespace
         self.__dict__.update(_fields.values_from_python(cls.__pp_fields__, fields, cls.name))
         self.__dict__.setdefault("layer_name", "")
+        if cls.plan is not None:
+            self.launch = Unlaunchable.unconfigured(cls.name, "no configure_plugin yet")
         self.setup()
 
     def setup(self) -> None:
@@ -219,7 +238,64 @@ class Plugin(trt.IPluginV2DynamicExt):
         return type(self).__pp_formats__(pos, in_out, num_inputs)
 
     def configure_plugin(self, inp: Any, out: Any) -> None:
-        """Nothing to precompute by default."""
+        """Run the ``check_configure``, ``check_shapes`` and ``plan`` hooks the class defines.
+
+        With a ``plan``, ``self.launch`` first becomes an
+        :class:`~pyplugins.launch.Unlaunchable` saying no launch was built (so a failed call
+        leaves none behind). ``check_configure(inp, out)`` then runs on every call with
+        TensorRT's ``DynamicPluginTensorDesc`` lists (``.desc``, ``.min``, ``.opt``, ``.max``):
+        the place for checks of what the build phase knows. Unless every input and output dim
+        is concrete (the build phase has ``-1`` for runtime dims) nothing else happens. Then
+        ``check_shapes(inputs, outputs)`` runs, GPU or not; then, if :func:`~pyplugins.device.usable_device` finds no GPU,
+        ``self.launch`` records that ``enqueue`` cannot run (``Unlaunchable.no_device``) and
+        nothing is compiled; otherwise ``self.launch = self.plan(inputs, outputs, device)``.
+        ``inputs`` and ``outputs`` are the ``PluginTensorDesc`` of each tensor (``.dims``,
+        ``.type``, ``.format``, ``.scale``).
+        """
+        cls = type(self)
+        if cls.plan is not None:
+            self.launch = Unlaunchable.unconfigured(
+                cls.name, "the last configure_plugin saw -1 dims or raised")
+        if cls.check_configure is not None:
+            self.check_configure(inp, out)
+        if cls.plan is None and cls.check_shapes is None:
+            return
+        inputs: List[Any] = [t.desc for t in inp]
+        outputs: List[Any] = [t.desc for t in out]
+        if not all(_shapes.is_concrete(t.dims) for t in (*inputs, *outputs)):
+            return  # build phase: runtime dims are -1, nothing to size yet
+        if cls.check_shapes is not None:
+            self.check_shapes(inputs, outputs)
+        if cls.plan is None:
+            return
+        device = self.launch_device()
+        if device is None:
+            self.launch = Unlaunchable.no_device(cls.name)
+            return
+        planned = self.plan(inputs, outputs, device)
+        self.launch = tuple(planned) if isinstance(planned, (list, tuple)) else planned
+
+    def launch_device(self) -> Optional[int]:
+        """The device ``plan`` builds launches for, or None when no kernel can run in this
+        process (then ``enqueue`` cannot run). Default: :func:`~pyplugins.device.usable_device`.
+        A plugin whose kernels also run without a GPU (numba's CUDA simulator) overrides it.
+        """
+        return usable_device()
+
+    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Sequence[int],
+                outputs: Sequence[int], workspace: int, stream: int) -> None:
+        """Run the planned launch(es) on ``stream`` with the pointers: every input in order,
+        then every output in order (``launch(stream, *inputs, *outputs)``); so a ``plan``'s
+        kernel takes its :data:`~pyplugins.launch.POINTER` arguments in that order. A plugin
+        whose kernel wants another order (or a null pointer for a missing input) writes its
+        own ``enqueue``. Capture-safe: no allocation, copy, synchronization or compilation.
+        """
+        launch = self.launch
+        if type(launch) is tuple:
+            for each in launch:
+                each(stream, *inputs, *outputs)
+        else:
+            launch(stream, *inputs, *outputs)
 
     def get_workspace_size(self, input_desc: Any, output_desc: Any) -> int:
         """No scratch memory by default."""
@@ -287,9 +363,11 @@ def _check_class(cls: type) -> None:
 
 
 def missing_methods(cls: type) -> Tuple[str, ...]:
-    """The required protocol methods ``cls`` does not define (below :class:`Plugin`)."""
+    """The required protocol methods ``cls`` does not define (below :class:`Plugin`); a class
+    with a ``plan`` hook uses the default ``enqueue``."""
     mro = cls.__mro__[:cls.__mro__.index(Plugin)]
-    return tuple(m for m in _REQUIRED if not any(m in vars(k) for k in mro))
+    required = _REQUIRED if getattr(cls, "plan", None) is None else ("get_output_dimensions",)
+    return tuple(m for m in required if not any(m in vars(k) for k in mro))
 
 
 # -- clone ------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Engine files travel between machines, so what a plugin's ``serialize()`` returns is data that
 must never execute anything when read back. TensorRT calls ``serialize()`` two or three times per
-engine (protocol §4.1), so the same fields must give the same bytes every time.
+engine (docs/trt-protocol.md §4.1), so the same fields must give the same bytes every time.
 
 Layout (all integers little-endian)::
 

@@ -8,7 +8,7 @@ TensorRT's ``IDimensionExpr`` has no operators: every ``a + b`` must be written
 assignment are used, so the same code runs on real TensorRT and on the emulator.
 
 Expressions are valid only during the ``get_output_dimensions`` call that received the builder
-(protocol §6): compute with them there, never store them on the plugin.
+(docs/trt-protocol.md §6): compute with them there, never store them on the plugin.
 
 Example (CircPad: pad the last ``len(pads) // 2`` dims)::
 

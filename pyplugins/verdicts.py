@@ -2,7 +2,7 @@
 
 A step past ``--timeout``, plugin code raising outside any TensorRT callback, and
 ``--require-gpu`` without an enqueue run each become a defect in a
-:class:`~pyplugins.emulator.report.LifecycleReport`, so the command still ends with its report.
+:class:`~pyplugins.emulator.lifecycle_report.LifecycleReport`, so the command still ends with its report.
 
 Example:
     >>> report = timeout_report("MyPlugin", ("configure_plugin", 61.0), 60.0)
@@ -16,7 +16,7 @@ import os
 from typing import Any, Optional, Tuple
 
 from pyplugins.emulator.checks import Violation
-from pyplugins.emulator.report import LifecycleReport
+from pyplugins.emulator.lifecycle_report import LifecycleReport
 from pyplugins.emulator.trampoline import what
 
 __all__ = ["escaped_error_report", "require_gpu", "timeout_report"]

@@ -578,3 +578,73 @@ def test_timeout_reports_the_step_and_exits_1(tmp_path, where):
         assert violation["method"] == "configure_plugin"
     else:
         assert "import of the plugin module" in violation["message"]
+
+# -- newcomer friction (issue 10) -------------------------------------------------------------------
+
+def test_python_dash_m_pyplugins_is_the_cli():
+    env = {**os.environ, "PYPLUGINS_DEVICE": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pyplugins", "check", "--help"], cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: pyplugins check" in proc.stdout and "--input" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "pyplugins", "check", "--input", "2x3:floot",
+                           "x.py"], cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "unknown dtype 'floot'" in proc.stderr
+
+
+@pytest.mark.parametrize("text, name", [
+    ("2x3:bfloat16", "BF16"), ("2x3:bf16", "BF16"), ("2x3:BF16", "BF16"), ("4:fp8", "FP8"),
+    ("4:e8m0", "E8M0"), ("4:int4", "INT4"),
+])
+def test_parse_input_accepts_tensorrt_types_numpy_lacks(text, name):
+    dtype = parse_input(text)["dtype"]
+    assert dtype.name == name and not isinstance(dtype, np.dtype)
+    from pyplugins.emulator.specs import TensorSpec
+
+    spec = TensorSpec(**parse_input(text))
+    assert spec.datatype.name == name
+
+
+def test_check_circpad_with_bfloat16_on_cpu():
+    # CircPad offers BF16; `--input ...:bfloat16` used to be refused as an unknown dtype.
+    proc = run_cli("check", REPO / "pyplugins" / "ops" / "circ_pad.py", "--plugin", "CircPad",
+                   "--input", "2x3x4x4:bfloat16", "--attr", "pads=1,1,1,1", "--device", "cpu",
+                   "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] is True, report
+    assert report["output_dtypes"] == ["BF16"] and report["output_shapes"] == [[2, 3, 6, 6]]
+    assert not report["violations"] and not report["errors"]
+
+
+def test_bf16_test_data_has_the_right_bytes():
+    from pyplugins.emulator.enums import DataType
+    from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
+    from pyplugins.emulator import runtime_enqueue
+
+    bits = random_data(DataType.BF16, (4, 5), seed=3)
+    assert bits.dtype == np.uint16 and bits.nbytes == 4 * 5 * 2
+    # the bit patterns are bfloat16 numbers: widened to float32 they are finite and varied
+    floats = (bits.astype(np.uint32) << 16).view(np.float32)
+    assert np.isfinite(floats).all() and len(np.unique(floats)) > 10
+    assert random_data(DataType.FP8, (7,), seed=0).nbytes == 7
+    assert host_dtype(DataType.INT4) is None and random_data(DataType.INT4, (2,), 0) is None
+    combo = [(DataType.BF16, pyplugins.emulator.TensorFormat.LINEAR)] * 2
+    arrays, why = runtime_enqueue.input_arrays([TensorSpec.parse("2x3:bfloat16")], combo,
+                                               [DataType.BF16])
+    assert why is None and arrays[0].dtype == np.uint16 and arrays[0].shape == (2, 3)
+
+
+def test_check_trace_explains_its_object_labels():
+    proc = run_cli("check", REPO / "pyplugins" / "ops" / "circ_pad.py", "--plugin", "CircPad",
+                   "--input", "1-2-4x3x4x4:float32", "--attr", "pads=1,1,1,1", "--device", "cpu",
+                   "--trace")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    top = lines.index(next(line for line in lines if line.startswith("Objects (")))
+    legend = {line.split()[0]: line for line in lines[top + 1:top + 7]}
+    assert list(legend) == ["C0", "P0", "P1", "P2", "P3", "P4"], lines[top:top + 8]
+    assert "create_plugin" in legend["P0"] and "deserialize_plugin" in legend["P3"]
+    assert "clone of P3" in legend["P4"] and "enqueue" in legend["P4"]
+    assert lines[top + 7].startswith("Calls (")

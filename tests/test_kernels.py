@@ -11,8 +11,7 @@ The ``*_plan`` helpers below compute each kernel's launch configuration from its
 
 from __future__ import annotations
 
-import math
-import struct
+import re
 import subprocess
 import sys
 import textwrap
@@ -25,51 +24,30 @@ from pyplugins import kernels
 from pyplugins.errors import KernelCompileError, LaunchError, MissingDependencyError
 from pyplugins.kernels import Kernel, instantiations, kernel_sources, kernels_dir, source_digest
 from pyplugins.launch import MAX_GRID, POINTER, ByValue, Launch
+from pyplugins.ops.circ_pad import PARAMS_DTYPE, launch_plan, pad_widths
 
 REPO = Path(__file__).resolve().parent.parent
 BLOCK = 256
-# circ_pad.cu's staged-path macros (CIRC_PAD_STAGE_BYTES, _TILE_ROWS, _TILE_OUT)
-STAGE_BYTES, TILE_ROWS, TILE_OUT = 16384, 512, 16384
+
+
+def _cu_define(source: str, name: str) -> int:
+    """The value a ``#define NAME value`` line of ``kernels_cu/<source>`` gives."""
+    text = (REPO / "kernels_cu" / source).read_text()
+    return int(re.search(rf"^#define {name} (\d+)", text, flags=re.M).group(1))
+
+
+# circ_pad.cu's default CIRC_PAD_STAGE_BYTES, read from the source the kernel compiles from.
+STAGE_BYTES = _cu_define("circ_pad.cu", "CIRC_PAD_STAGE_BYTES")
 
 # ---------------------------------------------------------------------------------------------
 # Launch plans, straight from the launch contracts
 
-CIRC_PAD_PARAMS = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
-                            ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
-                            ("strip_vecs", "<i8"), ("group", "<i8")], align=True)
-
-
-def pad_widths(rank: int, pads: list[int]) -> list[tuple[int, int]]:
-    """ONNX/sample `pads` (last dim first, (before, after) pairs) as np.pad's pad_width."""
-    widths = [(0, 0)] * rank
-    for i in range(len(pads) // 2):
-        widths[rank - 1 - i] = (pads[2 * i], pads[2 * i + 1])
-    return widths
-
-
 def circ_pad_plan(in_shape: tuple[int, ...], pads: list[int], itemsize: int, *,
                   max_blocks: int, block: int = BLOCK) -> tuple[tuple[int, ...], np.void, int]:
-    """(output shape, CircPadParams scalar, grid) for circ_pad<T> per its launch contract."""
-    rank = len(in_shape)
-    widths = pad_widths(rank, pads)
-    out_shape = tuple(n + b + a for n, (b, a) in zip(in_shape, widths))
-    lead = 8 - rank
-    p = np.zeros((), CIRC_PAD_PARAMS)[()]
-    in8 = [1] * lead + list(in_shape)
-    out8 = [1] * lead + list(out_shape)
-    befores = [0] * lead + [b for b, _ in widths]
-    p["in_dims"] = in8
-    p["out_dims"] = out8
-    p["shift"] = [(-b) % n if n else 0 for b, n in zip(befores, in8)]
-    p["in_strides"] = [math.prod(in8[d + 1:]) for d in range(8)]
-    rows = math.prod(out8[:7])
-    nvec = out8[7] // (16 // itemsize)
-    group = min(32, 1 << (max(1, -(-nvec // 2)) - 1).bit_length())
-    strip_vecs = max(1, nvec if nvec <= 8 * group else 8 * group)
-    strips = max(1, -(-nvec // strip_vecs))
-    p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
-    grid = min(-(-rows * strips * group // block), max_blocks)
-    return out_shape, p, grid
+    """(output shape, CircPadParams scalar, grid) for circ_pad<T>: the op's own launch_plan
+    (one home for the kernel's parameters) and a grid capped at ``max_blocks``."""
+    plan = launch_plan(in_shape, pads, itemsize)
+    return plan.out_shape, plan.params, min(-(-plan.threads // block), max_blocks)
 
 
 def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int = MAX_GRID[0],
@@ -78,244 +56,6 @@ def leaky_relu_grid(n: int, itemsize: int, *, max_blocks: int = MAX_GRID[0],
     vector per thread; a smaller ``max_blocks`` makes the kernel loop grid-stride."""
     per_block = (16 // itemsize) * block
     return min(-(-n // per_block), max_blocks)
-
-
-def _bytes_at(lo: bytes, hi: bytes, delta: int) -> bytes:
-    """pp::bytes_at of common.cuh, word selects and funnel shifts as written there."""
-    w = struct.unpack("<8I", lo + hi)
-    q, r = delta >> 2, (delta & 3) * 8
-    t = w[2:8] if q & 2 else w[0:6]
-    u = t[1:6] if q & 1 else t[0:5]
-    return struct.pack("<4I", *[(((u[i + 1] << 32) | u[i]) >> r) & 0xFFFFFFFF
-                                for i in range(4)])
-
-
-def emulate_circ_pad(x: np.ndarray, p: np.void, grid: int, block: int = BLOCK, *,
-                     x_mis: int = 0, y_mis: int = 0, unroll: int = 2,
-                     stage_bytes: int = STAGE_BYTES) -> np.ndarray:
-    """circ_pad<T>, statement by statement, in Python, on bytes at emulated addresses.
-
-    ``x`` starts ``x_mis`` elements and ``y`` ``y_mis`` elements past a 16-byte boundary. Memory
-    around ``x`` holds 0xEE and ``y`` starts as 0xDD, so bytes read from outside the input or
-    never written show up in the result. ``unroll`` and ``stage_bytes`` are the kernel's
-    ``CIRC_PAD_UNROLL`` and ``CIRC_PAD_STAGE_BYTES``. Returns the output as ``x.dtype``, flat.
-    """
-    size = x.itemsize
-    v_elems = 16 // size
-    g = int(p["group"])
-    in_dims, out_dims = [int(v) for v in p["in_dims"]], [int(v) for v in p["out_dims"]]
-    shift, strides = [int(v) for v in p["shift"]], [int(v) for v in p["in_strides"]]
-    rows, strips, strip_vecs = int(p["rows"]), int(p["strips"]), int(p["strip_vecs"])
-    x0, y0 = 64 + x_mis * size, 64 + y_mis * size
-    mem = bytearray(b"\xee" * (x0 + x.nbytes + 64))
-    mem[x0:x0 + x.nbytes] = x.tobytes()
-    n_out = math.prod(out_dims)
-    out = bytearray(b"\xdd" * (y0 + n_out * size + 64))
-
-    def load16_any(addr: int) -> bytes:
-        delta = addr & 15
-        lo = bytes(mem[addr - delta:addr - delta + 16])
-        if delta == 0:
-            return lo
-        return _bytes_at(lo, bytes(mem[addr - delta + 16:addr - delta + 32]), delta)
-
-    def element(index: int) -> bytes:
-        return bytes(mem[x0 + index * size:x0 + (index + 1) * size])
-
-    def wrap_col(v: int, wi: int) -> int:
-        if v >= wi:
-            v -= wi
-            if v >= wi:
-                v %= wi
-        return v
-
-    wo, wi, s = out_dims[7], in_dims[7], shift[7]
-    if stage_bytes > 0 and wi * size + 47 <= stage_bytes and wo * size <= stage_bytes:
-        _emulate_staged(mem, x0, x.nbytes, out, y0, p, size, grid, stage_bytes)
-        assert out[:y0] == b"\xdd" * y0 and out[y0 + n_out * size:] == b"\xdd" * 64
-        return np.frombuffer(bytes(out[y0:y0 + n_out * size]), dtype=x.dtype)
-    step = (g * v_elems) % wi
-    ngroups = grid * block // g
-    units = rows * strips
-    per = -(-units // ngroups)
-    for gid in range(ngroups):
-        for lane in range(g):
-            unit, unit_end = gid * per, min(units, gid * per + per)
-            if unit >= unit_end:
-                continue
-            row, strip = divmod(unit, strips)
-            o, si, in_off, rest = [0] * 7, [0] * 7, 0, row
-            for d in range(6, -1, -1):
-                od = 0
-                if out_dims[d] > 1:
-                    rest, od = divmod(rest, out_dims[d])
-                sd = od + shift[d]
-                if sd >= in_dims[d]:
-                    sd %= in_dims[d]
-                o[d], si[d] = od, sd
-                in_off += sd * strides[d]
-            while True:
-                dst = y0 + row * wo * size
-                mis = (dst & 15) // size
-                head = min((v_elems - mis) & (v_elems - 1), wo)
-                nvec = (wo - head) // v_elems
-                kend = min(nvec, (strip + 1) * strip_vecs)
-                k = strip * strip_vecs + lane
-                if k < kend:
-                    c = wrap_col(head + k * v_elems + s, wi)
-                    while k < kend:
-                        vals = [None] * unroll
-                        for u in range(unroll):
-                            if k + u * g < kend:
-                                if c + v_elems <= wi:
-                                    vals[u] = load16_any(x0 + (in_off + c) * size)
-                                else:
-                                    cc, parts = c, []
-                                    for _ in range(v_elems):
-                                        parts.append(element(in_off + cc))
-                                        cc = 0 if cc + 1 == wi else cc + 1
-                                    vals[u] = b"".join(parts)
-                            c += step
-                            c -= wi if c >= wi else 0
-                        for u in range(unroll):
-                            if k + u * g < kend:
-                                at = dst + (head + (k + u * g) * v_elems) * size
-                                assert at % 16 == 0
-                                out[at:at + 16] = vals[u]
-                        k += g * unroll
-                if strip == 0:
-                    cols = list(range(lane, head, g)) + list(
-                        range(head + nvec * v_elems + lane, wo, g))
-                    for e in cols:
-                        at = dst + e * size
-                        out[at:at + size] = element(in_off + wrap_col(e + s, wi))
-                unit += 1
-                if unit >= unit_end:
-                    break
-                strip += 1
-                if strip < strips:
-                    continue
-                strip, row = 0, row + 1
-                carry = True
-                for d in range(6, -1, -1):
-                    if carry:
-                        o[d] += 1
-                        carry = o[d] == out_dims[d]
-                        if not carry:
-                            in_off += strides[d]
-                            si[d] += 1
-                            if si[d] == in_dims[d]:
-                                si[d] = 0
-                                in_off -= in_dims[d] * strides[d]
-                        else:
-                            in_off += (shift[d] - si[d]) * strides[d]
-                            si[d], o[d] = shift[d], 0
-    assert out[:y0] == b"\xdd" * y0 and out[y0 + n_out * size:] == b"\xdd" * 64
-    return np.frombuffer(bytes(out[y0:y0 + n_out * size]), dtype=x.dtype)
-
-
-def _source_row(row: int, p: np.void) -> int:
-    """circ_pad.cu's source_row: the source element offset of output row ``row``."""
-    in_off = 0
-    for d in range(6, -1, -1):
-        od = 0
-        if int(p["out_dims"][d]) > 1:
-            row, od = divmod(row, int(p["out_dims"][d]))
-        sd = od + int(p["shift"][d])
-        if sd >= int(p["in_dims"][d]):
-            sd %= int(p["in_dims"][d])
-        in_off += sd * int(p["in_strides"][d])
-    return in_off
-
-
-def _emulate_staged(mem: bytearray, x0: int, x_nbytes: int, out: bytearray, y0: int,
-                    p: np.void, size: int, grid: int, stage_bytes: int) -> None:
-    """circ_pad.cu's circ_pad_staged, tile by tile, each step between barriers (locate, fetch,
-    extend, emit) in full before the next; ``mem`` holds x at ``x0``, ``out`` receives y at
-    ``y0``. The order of tiles and of threads within a step is immaterial: they touch disjoint
-    bytes.
-
-    The kernel's two shared-memory stages only overlap one tile's reads with the previous
-    tile's writes; here each tile gets a fresh stage filled with 0xCC, so a read of a byte the
-    tile did not stage shows up in the result.
-    """
-    v_elems = 16 // size
-    wi, wo, s = int(p["in_dims"][7]), int(p["out_dims"][7]), int(p["shift"][7])
-    rows = int(p["rows"])
-    in_bytes = wi * size
-    slot = (in_bytes + 47) & ~15
-    nbs = slot >> 4
-    magic_nbs = 0xFFFFFFFF // nbs + 1
-    magic_wo = 0xFFFFFFFF // wo + 1 if wo >= 2 else 0
-    tr = min(stage_bytes // slot, TILE_ROWS)
-    tr = min(tr, max(1, TILE_OUT // (wo * size)))
-    tr = min(tr, -(-rows // grid))
-    tiles = -(-rows // tr)
-
-    def lds16_any(data: bytearray, off: int) -> bytes:
-        delta = off & 15
-        assert off - delta + 32 <= len(data)
-        lo = bytes(data[off - delta:off - delta + 16])
-        return lo if delta == 0 else _bytes_at(lo, bytes(data[off - delta + 16:off - delta + 32]),
-                                               delta)
-
-    for tile in range(tiles):
-        data = bytearray(b"\xcc" * (stage_bytes + 16))
-        r0 = tile * tr
-        nr = min(tr, rows - r0)
-        src, at = [0] * nr, [0] * nr
-        for t in range(nr):  # (0) locate
-            a = x0 + _source_row(r0 + t, p) * size
-            src[t], at[t] = a, t * slot + (a & 15)
-            assert at[t] < 1 << 16
-        for q in range(nr * nbs):  # (1) fetch
-            i = (q * magic_nbs) >> 32
-            assert i == q // nbs
-            b = q - i * nbs
-            mis = src[i] & 15
-            if b * 16 < mis + in_bytes:
-                g = src[i] - mis + 16 * b
-                assert g < x0 + x_nbytes and g + 16 > x0, "a read outside x"
-                data[i * slot + b * 16:i * slot + b * 16 + 16] = mem[g:g + 16]
-        for j in range(nr * v_elems):  # (2) extend
-            i, t = divmod(j, v_elems)
-            frm = t if t < wi else t % wi
-            to = at[i] + in_bytes + t * size
-            assert to + size <= (i + 1) * slot
-            data[to:to + size] = data[at[i] + frm * size:at[i] + (frm + 1) * size]
-        ybeg = y0 + r0 * wo * size  # (3) emit
-        ne = nr * wo
-        lead = (ybeg & 15) // size
-        vbase = ybeg - (ybeg & 15)
-        nv = (lead + ne + v_elems - 1) // v_elems
-        for k in range(nv):
-            rel = k * v_elems - lead
-            dst = vbase + 16 * k
-            if wo >= v_elems and rel >= 0 and rel + v_elems <= ne:
-                i = (rel * magic_wo) >> 32
-                assert i == rel // wo
-                col = rel - i * wo
-                if col + v_elems <= wo:
-                    vec = lds16_any(data, at[i] + (col + s) % wi * size)
-                else:
-                    a = wo - col
-                    lo = lds16_any(data, at[i] + (wo - v_elems + s) % wi * size)
-                    hi = lds16_any(data, at[i + 1] + s * size)
-                    vec = _bytes_at(lo, hi, (v_elems - a) * size)
-                out[dst:dst + 16] = vec
-                continue
-            e0 = max(rel, 0)
-            i, col = divmod(e0, wo)
-            c = (col + s) % wi
-            for t in range(v_elems):
-                e = rel + t
-                if 0 <= e < ne:
-                    out[dst + t * size:dst + (t + 1) * size] = data[at[i] + c * size:
-                                                                    at[i] + (c + 1) * size]
-                    c = 0 if c + 1 == wi else c + 1
-                    col += 1
-                    if col == wo:
-                        col, c, i = 0, s, i + 1
 
 
 # (input shape, pads): ranks 1..5, odd sizes, zero pads, pads larger than the dim, rows shorter
@@ -613,7 +353,7 @@ def test_launch_rejects_unknown_function_type():
 
 
 # ---------------------------------------------------------------------------------------------
-# CPU: circ_pad's index arithmetic against np.pad
+# CPU: what the GPU tests of circ_pad rely on, read from the kernel's source
 
 
 # CIRC_PAD_STAGE_BYTES values: the default (short rows staged), tiny (tiles of few rows, and
@@ -621,63 +361,28 @@ def test_launch_rejects_unknown_function_type():
 STAGINGS = [STAGE_BYTES, 256, 0]
 
 
-@pytest.mark.parametrize("in_shape, pads", CIRC_CASES)
-@pytest.mark.parametrize("max_blocks", [1, 2, 10**6])
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
-@pytest.mark.parametrize("stage_bytes", STAGINGS)
-def test_circ_pad_plan_and_index_math(in_shape, pads, max_blocks, dtype, stage_bytes):
-    rng = np.random.default_rng()
-    x = rng.integers(-100, 100, size=in_shape).astype(dtype)
-    out_shape, p, grid = circ_pad_plan(in_shape, pads, x.itemsize, max_blocks=max_blocks)
-    expected = np.pad(x, pad_widths(len(in_shape), pads), mode="wrap")
-    assert out_shape == expected.shape
-    room = 16 // x.itemsize
-    x_mis, y_mis = int(rng.integers(0, room)), int(rng.integers(0, room))
-    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis,
-                           stage_bytes=stage_bytes)
-    np.testing.assert_array_equal(got.reshape(expected.shape), expected)
+def test_circ_pad_stage_bytes_comes_from_the_kernel_source():
+    assert STAGE_BYTES > 256 and STAGE_BYTES % 16 == 0
+    assert _cu_define("circ_pad.cu", "CIRC_PAD_TILE_OUT") > 0
 
 
-@pytest.mark.parametrize("in_shape, pads, max_blocks", [
-    ((40, 126), [1, 1], 3),          # rows of 128: vectors never straddle rows
-    ((2, 9, 126), [1, 1, 2, 2], 4),  # rows of 128, padded outer dim
-    ((37, 126), [1, 2], 5),          # rows of 129: straddling vectors, unaligned rows
-    ((300, 6), [1, 1], 2),           # rows of 8: many rows per tile, every vector wraps
-    ((1100, 3), [2, 3], 1),          # more rows than a tile holds
-])
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
-def test_circ_pad_staged_tiles(in_shape, pads, max_blocks, dtype):
-    rng = np.random.default_rng()
-    x = rng.integers(-100, 100, size=in_shape).astype(dtype)
-    out_shape, p, grid = circ_pad_plan(in_shape, pads, x.itemsize, max_blocks=max_blocks)
-    room = 16 // x.itemsize
-    x_mis, y_mis = int(rng.integers(0, room)), int(rng.integers(0, room))
-    got = emulate_circ_pad(x, p, grid, block=64, x_mis=x_mis, y_mis=y_mis)
-    np.testing.assert_array_equal(got.reshape(out_shape),
-                                  np.pad(x, pad_widths(x.ndim, pads), mode="wrap"))
-
-
-@pytest.mark.parametrize("unroll", [1, 2, 4])
-@pytest.mark.parametrize("x_mis, y_mis", [(0, 0), (1, 0), (0, 7), (5, 3)])
-@pytest.mark.parametrize("stage_bytes", [0, STAGE_BYTES])
-def test_circ_pad_long_rows_strips_and_alignment(unroll, x_mis, y_mis, stage_bytes):
-    x = np.arange(3 * 3000, dtype=np.int16).reshape(3, 3000)
-    out_shape, p, grid = circ_pad_plan(x.shape, [7, 11], 2, max_blocks=2)
-    assert int(p["strips"]) > 1 and int(p["group"]) == 32
-    got = emulate_circ_pad(x, p, grid, block=32, x_mis=x_mis, y_mis=y_mis, unroll=unroll,
-                           stage_bytes=stage_bytes)
-    np.testing.assert_array_equal(got.reshape(out_shape),
-                                  np.pad(x, [(0, 0), (7, 11)], mode="wrap"))
-
-
-@pytest.mark.parametrize("delta", range(16))
-def test_bytes_at_selects_the_right_bytes(delta):
-    lo, hi = bytes(range(16)), bytes(range(16, 32))
-    assert _bytes_at(lo, hi, delta) == bytes(range(delta, delta + 16))
+def test_circ_pad_cases_take_both_paths():
+    """The GPU cases reach the staged path (rows that fit CIRC_PAD_STAGE_BYTES) and, with
+    stage_bytes 256, the strips path too, as the .cu header's path rule says."""
+    def staged(shape, pads, itemsize, stage_bytes):
+        out_shape, _, _ = circ_pad_plan(shape, pads, itemsize, max_blocks=1)
+        return (stage_bytes > 0 and shape[-1] * itemsize + 47 <= stage_bytes
+                and out_shape[-1] * itemsize <= stage_bytes)
+    paths = {staged(shape, pads, 4, sb) for shape, pads in CIRC_CASES for sb in STAGINGS}
+    assert paths == {True, False}
 
 
 def test_circ_pad_params_dtype_matches_the_c_struct():
-    assert CIRC_PAD_PARAMS.itemsize == 288 and CIRC_PAD_PARAMS.alignment == 8
+    assert PARAMS_DTYPE.itemsize == 288 and PARAMS_DTYPE.alignment == 8
+    text = (REPO / "kernels_cu" / "circ_pad.cu").read_text()
+    struct = re.search(r"struct CircPadParams \{(.*?)\};", text, flags=re.S).group(1)
+    fields = re.findall(r"(?:pp::Dims8|long long)\s+(\w+);", struct)
+    assert fields == [n for n in PARAMS_DTYPE.names], fields
 
 
 # ---------------------------------------------------------------------------------------------
@@ -733,7 +438,7 @@ def _ready(cp):
 
 
 def _circ_pad_launch(cp, x, pads, max_blocks=None, stage_bytes=STAGE_BYTES):
-    from pyplugins.launch import resident_blocks
+    from pyplugins.device import resident_blocks
 
     fn = _circ_pad_kernel(stage_bytes).function(CTYPES[x.dtype])
     cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
@@ -908,7 +613,7 @@ def test_function_is_cached_per_device(cp):
 
 @pytest.mark.gpu
 def test_device_view_and_external_stream(cp, stream):
-    from pyplugins.launch import device_view, external_stream
+    from pyplugins.device import device_view, external_stream
 
     x = cp.arange(24, dtype=cp.float32)
     _ready(cp)
@@ -933,7 +638,7 @@ def test_launch_refuses_impossible_shared_memory(cp):
 
 @pytest.mark.gpu
 def test_resident_blocks_covers_every_sm(cp):
-    from pyplugins.launch import resident_blocks
+    from pyplugins.device import resident_blocks
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     assert resident_blocks(LEAKY.function("float"), BLOCK) >= sms

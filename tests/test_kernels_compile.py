@@ -3,7 +3,9 @@
 Runs in CPU CI (nvcc, no GPU). For each file a wrapper ``#include``s it and takes the address of
 each ``// @instantiate`` expression, which makes nvcc instantiate and compile those kernels; one
 nvcc call per file builds both architectures, and the files compile in parallel. A file listing
-no instantiation fails: it would compile nothing. Skipped only where ``nvcc`` is absent.
+no instantiation fails: it would compile nothing. Without ``nvcc`` on PATH the compile tests fail
+under CI (``CI`` set to true, as CI services do), where the README promises this check, and skip
+elsewhere, saying why.
 """
 
 from __future__ import annotations
@@ -60,11 +62,35 @@ def _compile_all(workdir: str) -> dict[str, subprocess.CompletedProcess]:
         return {name: future.result() for name, future in futures.items()}
 
 
+def in_ci(environ=os.environ) -> bool:
+    """True where ``CI`` is set to a true value (``true``, ``1``, ``yes``), as CI services do."""
+    return environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def missing_nvcc(environ=os.environ) -> None:
+    """Fail (in CI) or skip (elsewhere): ``nvcc`` is not on PATH, so nothing can be compiled."""
+    if in_ci(environ):
+        pytest.fail("nvcc is not on PATH, and CI must compile every kernels_cu file (README: "
+                    "'What is verified where'); install the CUDA toolkit in the CI image.")
+    pytest.skip("nvcc is not on PATH (outside CI the .cu compile check is skipped; CI=true "
+                "makes this a failure)")
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+        missing_nvcc()
     return _compile_all(str(tmp_path_factory.mktemp("nvcc")))
+
+
+@pytest.mark.parametrize("value, ci", [("true", True), ("1", True), ("TRUE", True), ("", False),
+                                       ("false", False), (None, False)])
+def test_missing_nvcc_fails_in_ci_and_skips_elsewhere(value, ci):
+    environ = {} if value is None else {"CI": value}
+    assert in_ci(environ) is ci
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match="nvcc is not on PATH"):
+        missing_nvcc(environ)
 
 
 def test_sources_are_discovered():

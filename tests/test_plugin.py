@@ -335,3 +335,106 @@ def test_full_emulated_round_trip(scale):
     assert trampoline.identity(q) == trampoline.identity(p)
     trampoline.destroy(q)
     assert id(q) not in trampoline.held
+
+
+# -- the plan / check_shapes / check_configure hooks and the default enqueue ----------------------
+
+def _dyn(dims):
+    desc = trt.PluginTensorDesc(list(dims), DT.FLOAT, trt.TensorFormat.LINEAR)
+    return trt.DynamicPluginTensorDesc(desc, dims, dims, dims)
+
+
+class Planned(Plugin):
+    """Records each hook call; ``plan`` returns two recording launches."""
+
+    name = "TestPlanned"
+
+    def setup(self):
+        self.calls = []
+
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        return inputs[0]
+
+    def check_configure(self, inp, out):
+        self.calls.append(("check_configure", tuple(inp[0].desc.dims)))
+
+    def check_shapes(self, inputs, outputs):
+        self.calls.append(("check_shapes", tuple(inputs[0].dims), tuple(outputs[0].dims)))
+
+    def plan(self, inputs, outputs, device):
+        self.calls.append(("plan", device))
+        return [_Recorder("first", self.calls), _Recorder("second", self.calls)]
+
+
+class _Recorder:
+    def __init__(self, tag, calls):
+        self.tag, self.calls = tag, calls
+
+    def __call__(self, stream, *pointers):
+        self.calls.append((self.tag, stream, pointers))
+
+
+def test_plan_waits_for_concrete_dims_and_the_launch_says_why():
+    p = Planned()
+    with pytest.raises(Exception, match="'TestPlanned': enqueue found no kernel launch .no "
+                                        "configure_plugin yet"):
+        p.enqueue([], [], [1], [2], 0, 7)
+    p.configure_plugin([_dyn((-1, 3))], [_dyn((-1, 3))])
+    assert p.calls == [("check_configure", (-1, 3))]  # no check_shapes, no plan at -1
+    with pytest.raises(Exception, match="the last configure_plugin saw -1 dims"):
+        p.enqueue([], [], [1], [2], 0, 7)
+
+
+def test_without_a_gpu_check_shapes_runs_plan_does_not_and_enqueue_explains(monkeypatch):
+    from pyplugins import plugin as plugin_mod
+
+    monkeypatch.setattr(plugin_mod, "usable_device", lambda: None)
+    p = Planned()
+    p.configure_plugin([_dyn((2, 3))], [_dyn((2, 3))])
+    assert p.calls == [("check_configure", (2, 3)), ("check_shapes", (2, 3), (2, 3))]
+    with pytest.raises(Exception, match="'TestPlanned': enqueue cannot run: there was no "
+                                        "usable CUDA GPU"):
+        p.enqueue([], [], [1], [2], 0, 7)
+
+
+def test_default_enqueue_passes_inputs_then_outputs_to_each_planned_launch(monkeypatch):
+    from pyplugins import plugin as plugin_mod
+
+    monkeypatch.setattr(plugin_mod, "usable_device", lambda: 3)
+    p = Planned()
+    p.configure_plugin([_dyn((2, 3)), _dyn((3,))], [_dyn((2, 3))])
+    assert p.calls[-1] == ("plan", 3)
+    p.calls.clear()
+    p.enqueue([], [], [0x10, 0x20], [0x30], 0, 0x99)
+    assert p.calls == [("first", 0x99, (0x10, 0x20, 0x30)), ("second", 0x99, (0x10, 0x20, 0x30))]
+
+
+def test_a_single_planned_launch_is_kept_as_is(monkeypatch):
+    from pyplugins import plugin as plugin_mod
+
+    class One(Planned):
+        name = "TestPlannedOne"
+
+        def plan(self, inputs, outputs, device):
+            return Launch(0x1234, grid=0, block=256, device=device, args=(POINTER, POINTER))
+
+    monkeypatch.setattr(plugin_mod, "usable_device", lambda: 0)
+    p = One()
+    p.configure_plugin([_dyn((2, 3))], [_dyn((2, 3))])
+    assert isinstance(p.launch, Launch) and p.launch.skips
+    p.enqueue([], [], [1], [2], 0, 0)  # an empty grid launches nothing
+
+
+def test_a_plan_makes_enqueue_optional_but_not_get_output_dimensions():
+    from pyplugins.plugin import missing_methods
+
+    assert missing_methods(Planned) == ()
+
+    class NoDims(Plugin):
+        name = "TestNoDims"
+
+        def plan(self, inputs, outputs, device):
+            return []
+
+    assert missing_methods(NoDims) == ("get_output_dimensions",)
+    assert Plugin.plan is None and Plugin.check_shapes is None and Plugin.reference is None

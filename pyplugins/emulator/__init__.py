@@ -1,6 +1,6 @@
 """A faithful stand-in for TensorRT's plugin-facing Python API (``import tensorrt as trt``).
 
-It emulates the *plugin protocol* of ``../shared/trt-python-plugin-protocol.md``: the same class
+It emulates the *plugin protocol* of docs/trt-protocol.md: the same class
 and enum names, argument types, call order, error channel and fallbacks as TensorRT's bindings.
 It is not an inference engine and builds no engines. Use it to unit-test and trace TensorRT
 Python plugins on machines without TensorRT (or without a GPU):

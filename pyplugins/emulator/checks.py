@@ -1,7 +1,7 @@
 """The rule checks the lifecycle driver runs on a plugin, each reported as a :class:`Violation`.
 
 Every check looks for one way a plugin breaks what TensorRT relies on
-(``../shared/trt-python-plugin-protocol.md``); :data:`CHECKS` names them. This module holds the
+(docs/trt-protocol.md); :data:`CHECKS` names them. This module holds the
 host-side parts: the poisoned ``in_out`` entries of the format search, the clone and
 serialization comparisons, the output guard/poison analysis and the :class:`Recorder` that
 watches :data:`pyplugins.emulator.trampoline.listeners`. The GPU side lives in
@@ -54,6 +54,8 @@ CHECKS: Dict[str, str] = {
                  "len(serialize())",
     "device_error": "the work enqueue launched failed on the device (a CUDA error at the next "
                     "synchronization; the context may be unusable afterwards)",
+    "reference_mismatch": "enqueue's outputs differ from the plugin's NumPy reference() beyond "
+                          "the per-dtype tolerances of pyplugins.testing",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }

@@ -1,4 +1,4 @@
-"""TensorRT's plugin-facing enums with TensorRT's own numeric values (protocol doc §3, §4.3, §6, §11).
+"""TensorRT's plugin-facing enums with TensorRT's numeric values (docs/trt-protocol.md §3-§11).
 
 Members behave like pybind11 enums: ``.name``, ``.value``, ``int(member)``, and they do **not**
 compare equal to plain ints (``DataType.FLOAT == 0`` is False in real TensorRT too).

@@ -1,6 +1,6 @@
 """Drive a V2 plugin through one ONNX import, one engine build and one run, as TensorRT does.
 
-:func:`run` follows the harness model of protocol §2.3, object by object (P0 = creator output,
+:func:`run` follows docs/trt-protocol.md §2.3, object by object (P0 = creator output,
 P1 = ``add_plugin_v2``'s clone, P2 = the builder's clone, Pd = deserialized, Pc = the execution
 context's clone), through the trampoline (:mod:`pyplugins.emulator.trampoline`), so every call
 has TensorRT's arguments, error channel and fallbacks. The network is strongly typed (always so in
@@ -35,7 +35,7 @@ import numpy as np
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
-from pyplugins.emulator import _fresh, buffers, runtime_enqueue, trampoline
+from pyplugins.emulator import _fresh, buffers, host_buffers, runtime_enqueue, trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
@@ -285,12 +285,19 @@ class _Driver:
             if found is not None:
                 self.violations.append(found)
             arrays, why = None, None
-            if self.cp is not None:  # without a GPU no enqueue reads them: none are made
+            simulated = self.cp is None and host_buffers.simulator_applies(pc)
+            if self.cp is not None or simulated:  # made only where an enqueue will read them
                 arrays, why = runtime_enqueue.input_arrays(self.specs, self.combo, self.out_types)
             if why is not None:
                 self.report.skipped = why
             if self.cp is not None and arrays is not None:
                 self.enqueue(pc, in_desc, out_desc, arrays, workspace)
+            elif simulated and arrays is not None:  # no GPU: numba's CUDA simulator
+                outcome, self.report.notes = host_buffers.simulated_enqueue_and_check(
+                    pc, in_desc, out_desc, arrays, self.out_dims["opt"], self.out_types,
+                    workspace, self.recorder)
+                self.violations += outcome.violations
+                self.report.enqueue_ran, self.report.outputs = outcome.ran, outcome.outputs
             if self.fresh:
                 with self.phase("fresh-process"):
                     module = self.plugin_module or _fresh.module_of(self.creator)

@@ -35,6 +35,8 @@ class LifecycleReport:
         skipped: why enqueue did not run, as a sentence, or None.
         trace: the call trace when asked for.
         warnings: the ONNX parser's warnings while building ``fc`` (missing attributes).
+        notes: how ``enqueue`` ran when not plainly on the GPU (numba's CUDA simulator), and
+            what its outputs were compared with.
     """
 
     plugin: str
@@ -47,6 +49,7 @@ class LifecycleReport:
     skipped: Optional[str] = None
     trace: Any = None
     warnings: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -67,7 +70,7 @@ class LifecycleReport:
             "outputs": None if self.outputs is None else [
                 {"shape": list(o.shape), "dtype": str(o.dtype)} for o in self.outputs],
             "enqueue_ran": self.enqueue_ran, "skipped": self.skipped,
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "notes": list(self.notes),
             "trace": self.trace.to_json() if self.trace is not None else None,
         }
 
@@ -87,6 +90,7 @@ class LifecycleReport:
             lines.append(f"  output {i}: {tuple(shape)} {dt.name}")
         lines.append("  enqueue ran" if self.enqueue_ran else
                      f"  enqueue did not run: {self.skipped or 'it failed (see errors)'}")
+        lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  warning: {w}" for w in self.warnings]
         lines += [f"  {v}" for v in self.violations]
         lines += [f"  printed: {e}" for e in self.errors]

@@ -1,5 +1,5 @@
 """ONNX node attributes -> the ``fc`` a creator's ``create_plugin`` receives, as TensorRT's parser
-builds it (protocol §4.4: onnx-tensorrt ``FallbackPluginImporter``, ``loadFields``, ``copyField``).
+builds it (docs/trt-protocol.md §4.4; onnx-tensorrt ``FallbackPluginImporter``, ``copyField``).
 
 The rules, as the parser applies them:
 
@@ -61,8 +61,8 @@ _ONNX_DTYPE_NAMES = {
 #: ONNX tensor element type -> the PluginFieldType the plugin sees, or an error string.
 #:
 #: This is ``loadFields``' switch *after* ``convertOnnxWeights`` has run on the attribute's
-#: TensorProto, which is where it departs from the protocol doc's §4.4 table (read from the
-#: switch alone): DOUBLE weights are converted to FLOAT first, so they arrive as FLOAT32 (the
+#: TensorProto (docs/trt-protocol.md §4.4), which departs from what the switch alone would
+#: give: DOUBLE weights are converted to FLOAT first, so they arrive as FLOAT32 (the
 #: switch's DOUBLE case is unreachable); INT16 and STRING tensors are refused by the weight
 #: conversion ("Unable to convert ONNX weights") before the switch's INT16/STRING cases are
 #: reached. FLOAT8E4M3FN, INT4 and FLOAT4E2M1 pass the conversion but have no case in the switch,

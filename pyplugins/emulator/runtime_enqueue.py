@@ -8,13 +8,13 @@ pattern tells an unwritten element from one that legitimately holds the first). 
 application capturing ``execute_async_v3`` would (§9).
 
 Example:
-    >>> from pyplugins.emulator.specs import TensorSpec
+    >>> from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
     >>> combo = [(DataType.INT32, TensorFormat.LINEAR)] * 2
     >>> arrays, why = input_arrays([TensorSpec.parse("2x3:int32")], combo, [DataType.INT32])
     >>> arrays[0].dtype, arrays[0].shape, why
     (dtype('int32'), (2, 3), None)
-    >>> input_arrays([TensorSpec.parse("2x3:int32")], combo, [DataType.FP8])[1]
-    'output 0 is FP8, which NumPy cannot hold'
+    >>> input_arrays([TensorSpec.parse("2x3:int32")], combo, [DataType.INT4])[1]
+    'output 0 is INT4, which NumPy cannot hold'
 """
 
 from __future__ import annotations
@@ -24,20 +24,16 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins import dtypes
 from pyplugins.emulator import buffers, checks, trampoline
 from pyplugins.emulator.checks import Recorder, Violation, output_violations
 from pyplugins.emulator.enums import DataType, TensorFormat
-from pyplugins.emulator.specs import TensorSpec
+from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
 
 __all__ = ["EnqueueOutcome", "capture_violation", "enqueue_and_check", "input_arrays"]
 
 
 def _np_dtype(t: DataType) -> Optional[np.dtype]:
-    try:
-        return dtypes.numpy_from_trt(t)
-    except TypeError:
-        return None
+    return host_dtype(t)  # BF16/FP8/E8M0 as their bit patterns; None for INT4/FP4
 
 
 def input_arrays(specs: Sequence[TensorSpec], combo: Sequence[Tuple[DataType, TensorFormat]],
@@ -60,14 +56,7 @@ def input_arrays(specs: Sequence[TensorSpec], combo: Sequence[Tuple[DataType, Te
             return None, (f"input {k} is {combo[k][0].name}, which NumPy and CuPy cannot hold, "
                           f"so enqueue was not run")
         if spec.data is None:
-            rng = np.random.default_rng(1234 + k)
-            if dt.kind == "f":
-                data = rng.standard_normal(spec.opt)
-            elif dt.kind == "b":
-                data = rng.integers(0, 2, spec.opt)
-            else:
-                data = rng.integers(0 if dt.kind == "u" else -8, 16, spec.opt)
-            arrays.append(np.ascontiguousarray(data.astype(dt)))
+            arrays.append(random_data(combo[k][0], spec.opt, seed=1234 + k))
         else:
             arrays.append(spec.data.astype(dt, copy=False))
     for k, cand in enumerate(combo):

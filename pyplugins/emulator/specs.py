@@ -20,7 +20,95 @@ import numpy as np
 from pyplugins import dtypes
 from pyplugins.emulator.enums import DataType, TensorFormat
 
-__all__ = ["TensorSpec", "spec_from_input"]
+__all__ = ["TensorSpec", "datatype_from_text", "host_dtype", "random_data", "spec_from_input"]
+
+#: Spellings accepted besides TensorRT's member names, the table's short names and NumPy's names.
+_ALIASES = {"float": "FLOAT", "half": "HALF", "bfloat16": "BF16", "i8": "INT8", "i32": "INT32",
+            "i64": "INT64", "u8": "UINT8", "fp8_e4m3": "FP8", "float8_e4m3fn": "FP8"}
+
+
+def datatype_from_text(text: str) -> DataType:
+    """A dtype as a user types it -> the emulator's ``DataType``.
+
+    Accepts TensorRT's member names (``BF16``, ``HALF``), the short names of
+    :mod:`pyplugins.dtypes` (``bf16``, ``fp16``), NumPy names (``float32``) and ``bfloat16``.
+
+    Raises:
+        ValueError: the text names no data type, or one TensorRT does not have (``float64``);
+            the message lists what is accepted.
+
+    Example:
+        >>> datatype_from_text("bfloat16").name, datatype_from_text("fp16").name
+        ('BF16', 'HALF')
+    """
+    key = text.strip()
+    name = _ALIASES.get(key.lower(), key.upper())
+    if name in DataType.__members__:
+        return DataType[name]
+    for trt_name in DataType.__members__:
+        if dtypes.info(trt_name).short == key.lower():
+            return DataType[trt_name]
+    accepted = ", ".join(["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool",
+                          "uint8", "fp8", "int4", "fp4", "e8m0"])
+    try:
+        np_dtype = np.dtype(key.lower())
+    except Exception:  # TypeError for unknown names, others for odd strings
+        raise ValueError(f"unknown dtype {text!r}; use one of {accepted}") from None
+    try:
+        return DataType[dtypes.trt_name_from_numpy(np_dtype)]
+    except TypeError:
+        raise ValueError(f"dtype {text!r} has no TensorRT data type; use one of {accepted}") from None
+
+
+def host_dtype(datatype: Any) -> Optional[np.dtype]:
+    """The NumPy dtype that holds a tensor of ``datatype`` on the host, byte for byte.
+
+    NumPy's own dtype where it has one; otherwise an unsigned integer of the element's size that
+    carries the bit pattern (BF16 -> uint16, FP8 and E8M0 -> uint8), so buffers get the right
+    byte sizes. None for the sub-byte types (INT4, FP4), which no dtype holds.
+
+    Example:
+        >>> host_dtype(DataType.HALF), host_dtype(DataType.BF16), host_dtype(DataType.INT4)
+        (dtype('float16'), dtype('uint16'), None)
+    """
+    row = dtypes.info(datatype)
+    if row.numpy is not None:
+        return row.numpy
+    if row.itemsize in (1, 2, 4, 8):
+        return np.dtype(f"<u{row.itemsize}")
+    return None
+
+
+def random_data(datatype: Any, shape: Tuple[int, ...], seed: int) -> Optional[np.ndarray]:
+    """Seeded test data of ``datatype`` and ``shape``, in :func:`host_dtype` (None: sub-byte).
+
+    Floats are standard normal; BF16 holds the top 16 bits of float32 normals, FP8 (E4M3) and
+    E8M0 bytes that are finite numbers; integers lie in [-8, 16) ([0, 16) unsigned); BOOL 0/1.
+
+    Example:
+        >>> bits = random_data(DataType.BF16, (2, 3), seed=0)
+        >>> bits.dtype, bits.shape
+        (dtype('uint16'), (2, 3))
+    """
+    dt = host_dtype(datatype)
+    if dt is None:
+        return None
+    rng = np.random.default_rng(seed)
+    name = dtypes.info(datatype).trt_name
+    if name == "BF16":
+        floats = rng.standard_normal(shape).astype(np.float32)
+        data = (floats.view(np.uint32) >> 16).astype(np.uint16)
+    elif name == "FP8":
+        data = rng.integers(0, 0x7F, shape).astype(np.uint8) | (rng.integers(0, 2, shape) << 7)
+    elif name == "E8M0":
+        data = rng.integers(120, 135, shape)
+    elif dt.kind == "f":
+        data = rng.standard_normal(shape)
+    elif dt.kind == "b":
+        data = rng.integers(0, 2, shape)
+    else:
+        data = rng.integers(0 if dt.kind == "u" else -8, 16, shape)
+    return np.ascontiguousarray(np.asarray(data).astype(dt))
 
 
 def _datatype(value: Any) -> DataType:
@@ -32,11 +120,7 @@ def _datatype(value: Any) -> DataType:
     if isinstance(name, str) and name in DataType.__members__ and not isinstance(value, np.dtype):
         return DataType[name]
     if isinstance(value, str):
-        if value.upper() in DataType.__members__:
-            return DataType[value.upper()]
-        for trt_name in DataType.__members__:
-            if dtypes.info(trt_name).short == value.lower():
-                return DataType[trt_name]
+        return datatype_from_text(value)
     return DataType[dtypes.trt_name_from_numpy(value)]
 
 

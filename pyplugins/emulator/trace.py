@@ -4,8 +4,13 @@
 and records one :class:`TraceEntry` per callback: when it started, which object (labelled ``P0``,
 ``P1``, ... for plugins and ``C0``, ... for creators, in order of appearance), the method, short
 summaries of the arguments and the result, the error the trampoline printed, and how long the
-Python call took. It is meant for people learning the plugin lifecycle::
+Python call took. It is meant for people learning the plugin lifecycle; the timeline opens with
+a legend saying what each label is (:meth:`Trace.roles`; docs/lifecycle.md walks through it)::
 
+    Objects (labelled in order of first appearance):
+      C0 CircPadCreator  plugin creator: TensorRT asks it for plugins (create_plugin, deserialize_plugin)
+      P0 CircPad         made by C0 create_plugin from the ONNX node's attributes (parse)
+      ...
        0   +0.0ms  parse    C0 CircPadCreator  create_plugin(name='pad', fc={pads=[1, 1]}) -> P0 CircPad  0.03ms
        3   +0.4ms  build    P1 CircPad  configure_plugin(in=[(-1,3,8,8) FLOAT LINEAR min=... ], out=[...]) -> None  0.02ms
 
@@ -50,6 +55,17 @@ PARAMS: Dict[str, Tuple[str, ...]] = {
 }
 #: Argument positions that carry device pointers or streams (shown in hex).
 _POINTER_ARGS = {"enqueue": (2, 3, 4, 5)}
+#: What a clone is for, by the phase it was made in (the lifecycle driver's phase names).
+_CLONE_ROLES = {
+    "parse": "the network's copy, made when add_plugin_v2 adds the layer",
+    "build": "the builder's copy: format search, configure_plugin, serialize",
+    "runtime": "the execution context's copy: configure_plugin, then enqueue",
+}
+#: What a plugin made by a creator is, by the creator method that made it.
+_MADE_BY = {
+    "create_plugin": "from the ONNX node's attributes",
+    "deserialize_plugin": "from the engine's serialized bytes",
+}
 #: Callbacks whose C++ result is a status (0, or -1 when the Python call raised).
 _STATUS_METHODS = ("enqueue", "initialize")
 _MAX_SUMMARY = 240
@@ -192,16 +208,67 @@ class Trace:
         return ", ".join(parts)
 
     # -- output ----------------------------------------------------------------------------------
-    def format_timeline(self, collapse: bool = True) -> str:
+    def roles(self) -> Dict[str, str]:
+        """Each object label -> what the object is, read off the calls that made it.
+
+        A plugin returned by ``create_plugin``/``deserialize_plugin`` is "made by" that creator;
+        one returned by ``clone`` is a clone of its source, named by the phase it was made in
+        (``parse``: the network's copy, ``build``: the builder's, ``runtime``: the execution
+        context's); creators are creators; anything else is "first seen in" its first call.
+
+        Example:
+            >>> Trace().roles()
+            {}
+        """
+        roles: Dict[str, str] = {}
+        for e in self.entries:
+            made = e.result_summary
+            if e.method in _MADE_BY and made in self._label_texts() and made not in roles:
+                roles[made] = (f"made by {e.obj_label.split()[0]} {e.method} {_MADE_BY[e.method]}"
+                               f" ({e.phase or '-'})")
+            elif e.method == "clone" and made in self._label_texts() and made not in roles:
+                why = _CLONE_ROLES.get(e.phase or "", "a copy TensorRT made")
+                roles[made] = f"clone of {e.obj_label.split()[0]}: {why} ({e.phase or '-'})"
+            if e.obj_label not in roles:
+                roles[e.obj_label] = (
+                    "plugin creator: TensorRT asks it for plugins (create_plugin, "
+                    "deserialize_plugin)" if e.obj_label.startswith("C")
+                    else f"first seen in {e.method} ({e.phase or '-'})")
+        order = [text for _, text in self._labels.values()]
+        return {label: roles[label] for label in order if label in roles}
+
+    def _label_texts(self) -> set:
+        return {text for _, text in self._labels.values()}
+
+    def format_legend(self) -> str:
+        """The legend that opens :meth:`format_timeline`: one line per object label and its role.
+
+        Example:
+            >>> Trace().format_legend()
+            ''
+        """
+        roles = self.roles()
+        if not roles:
+            return ""
+        width = max(len(label) for label in roles)
+        lines = ["Objects (labelled in order of first appearance; P = plugin, C = creator):"]
+        lines += [f"  {label:<{width}}  {role}" for label, role in roles.items()]
+        return "\n".join(lines)
+
+    def format_timeline(self, collapse: bool = True, legend: bool = True) -> str:
         """One line per callback: index, start offset, phase, object, call, result, duration.
 
         Args:
             collapse: in a run of ``supports_format_combination`` calls on one object, show only
                 the accepted combinations and failed calls, with one line counting the rejected
                 ones (the format search can make hundreds of calls). ``False`` shows every call.
+            legend: open with :meth:`format_legend`, which says what ``C0``, ``P0``... are.
         """
         if not self.entries:
             return "(no plugin callbacks recorded)"
+        if legend:
+            return (self.format_legend() + "\nCalls (index, start, phase, object, call -> result, "
+                    "duration):\n" + self.format_timeline(collapse, legend=False))
         label_width = max(len(e.obj_label) for e in self.entries)
         phase_width = max([len(e.phase or "-") for e in self.entries] + [5])
         offset_width = max(len(f"+{e.t_offset_s * 1e3:.1f}ms") for e in self.entries)

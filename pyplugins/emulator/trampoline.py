@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from pyplugins.emulator.bases import IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.bases import cpp_stderr as _cpp_stderr  # alias: body left to other work
+from pyplugins.emulator.bases import cpp_stderr
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType
@@ -227,7 +227,7 @@ def invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
     else:
         try:
             if fn is None:
-                _cpp_stderr(f"Method: {method} was not overriden. Please provide an "
+                cpp_stderr(f"Method: {method} was not overriden. Please provide an "
                             "implementation for this method.")
                 raise _Missing(f"no implementation provided for {method}()")
             raw = fn(*args)
@@ -249,7 +249,7 @@ def invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
                                    f"interpreted as {as_type}")
                     event.result = fallback
         if event.error is not None:
-            _cpp_stderr(event.error)
+            cpp_stderr(event.error)
     event.seconds = time.perf_counter() - start
     if watch is not None:
         watch.end(saved)

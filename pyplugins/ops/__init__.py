@@ -1,30 +1,39 @@
-"""The shipped plugins; importing this package registers every one with TensorRT's registry.
+"""The shipped plugins; importing this package imports every module in it, which registers each
+op with TensorRT's registry, and exports each module's :class:`pyplugins.Plugin` subclasses.
 
-| class | TensorRT plugin | module |
-|---|---|---|
-| :class:`CircPad` | ``CircPad`` | :mod:`pyplugins.ops.circ_pad` |
-| :class:`LeakyReLU` | ``LReLU_TRT`` | :mod:`pyplugins.ops.leaky_relu` |
-| :class:`BarPlugin` | ``BarPlugin`` | :mod:`pyplugins.ops.bar` |
-| :class:`Pool` | ``Pool`` | :mod:`pyplugins.ops.pool` |
-| :class:`RoPE` | ``RoPE`` | :mod:`pyplugins.ops.rope` |
-| :class:`RMSNorm` | ``RMSNorm`` | :mod:`pyplugins.ops.rmsnorm` |
-| :class:`SeqRepeat` | ``SeqRepeat`` | :mod:`pyplugins.ops.seq_repeat` |
-
-All are version ``"1"`` in namespace ``""``.
+Adding an op is adding a module here (see ``docs/adding-an-op.md``); nothing in this file lists
+them. All shipped ops are version ``"1"`` in namespace ``""``.
 
 Example:
     >>> import pyplugins.ops
     >>> from pyplugins import trt
     >>> trt.get_plugin_registry().get_creator("LReLU_TRT", "1", "") is pyplugins.ops.LeakyReLU.creator
     True
+    >>> "CircPad" in pyplugins.ops.__all__
+    True
 """
 
-from pyplugins.ops.bar import BarPlugin
-from pyplugins.ops.circ_pad import CircPad
-from pyplugins.ops.leaky_relu import LeakyReLU
-from pyplugins.ops.pool import Pool
-from pyplugins.ops.rmsnorm import RMSNorm
-from pyplugins.ops.rope import RoPE
-from pyplugins.ops.seq_repeat import SeqRepeat
+import importlib
+import pkgutil
+from typing import Dict, List
 
-__all__ = ["BarPlugin", "CircPad", "LeakyReLU", "Pool", "RMSNorm", "RoPE", "SeqRepeat"]
+from pyplugins.plugin import Plugin
+
+
+def _plugins_of_modules() -> Dict[str, type]:
+    """Every Plugin subclass defined in a module of this package, by class name."""
+    found: Dict[str, type] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, Plugin) and value is not Plugin
+                    and value.__module__ == module.__name__):
+                found[value.__name__] = value
+    return found
+
+
+_FOUND = _plugins_of_modules()
+globals().update(_FOUND)
+__all__: List[str] = sorted(_FOUND)

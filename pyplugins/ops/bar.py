@@ -20,29 +20,7 @@ four tensors share one type and the LINEAR format. The kernel moves elements as 
 integers of their size, so the result is bit-exact: ``pyplugins.testing.TOLERANCES`` allows 0 for
 INT32, and the tests compare every type with ``np.array_equal`` (no rounding is involved).
 
-The lifecycle, method by method:
-
-1. ``create_plugin`` / ``deserialize_plugin``: nothing to read (no fields).
-2. ``get_output_datatype``: both outputs take input 0's type (``pp.Plugin``'s default; networks
-   are strongly typed, so that is the type the network expects).
-3. ``get_output_dimensions``: output 0's dim 0 is the **symbolic sum** ``A[0] + B[0]``
-   (``IExprBuilder.operation(SUM, ...)`` through :mod:`pyplugins.shapes`), so a dynamic batch
-   stays dynamic; its trailing dims are A's (B's where only B's is a build-time constant).
-   Output 1 is ``[B[0], trailing...]``. Ranks that differ, rank 0, or trailing dims that are
-   both constants and differ raise :class:`~pyplugins.errors.ShapeError` here, naming both
-   shapes.
-4. ``supports_format_combination``: TensorRT asks one position at a time and ``in_out`` holds
-   junk after ``pos``. Position 0 (input A) picks the type from the supported four; every later
-   position must equal ``in_out[0]`` -- an earlier, already accepted entry -- and be LINEAR.
-5. ``configure_plugin``: in the build phase runtime dims are ``-1``: only the dims that are
-   known are compared. In the execution phase every dim is concrete: trailing dims that were
-   symbolic at network time are compared now (a clear ``ShapeError``; TensorRT prints a V2
-   ``configure_plugin`` exception and carries on, and pyplugins' report names it again if
-   ``enqueue`` follows), then the element counts ``na``/``nb`` are computed, the kernel is
-   compiled for the type and the launch (grid, block, by-value counts) is packed once.
-6. ``enqueue``: one call, ``self.launch(stream, A, B, out0, out1)``: no allocation, no copy, no
-   synchronization, so it is CUDA-graph capture safe. Empty tensors give an empty grid, which
-   launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/bar.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -55,7 +33,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -66,7 +44,8 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
+from pyplugins.device import multiprocessors
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BarPlugin"]
@@ -81,7 +60,7 @@ BLOCKS_PER_SM = 32
 
 @register
 class BarPlugin(Plugin):
-    """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``; see the module docstring.
+    """``out0 = concat([A, B], axis=0)``, ``out1 = copy(B)``.
 
     Example:
         >>> import pyplugins.trt as trt
@@ -106,11 +85,6 @@ class BarPlugin(Plugin):
     outputs = 2
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("bar.cu", "bar<{T}>")
-
-    def setup(self) -> None:
-        """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
-            "BarPlugin", "no configure_plugin yet")
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
@@ -143,31 +117,24 @@ class BarPlugin(Plugin):
             return desc.type in type(self).dtypes
         return desc.type == in_out[0].type
 
-    def configure_plugin(self, inp: Any, out: Any) -> None:
-        """Check the dims known now; with concrete dims compile and pack the launch.
+    def check_configure(self, inp: Any, out: Any) -> None:
+        """Check the dims known now (every configure_plugin call, build phase too).
 
         Raises:
             ShapeError: trailing dims (or ranks) of A and B differ.
         """
-        self.launch = Unlaunchable.unconfigured(
-            "BarPlugin", "the last configure_plugin saw -1 dims or raised")
-        a, b = inp[0].desc, inp[1].desc
-        a_dims, b_dims = [int(v) for v in a.dims], [int(v) for v in b.dims]
+        a_dims, b_dims = [int(v) for v in inp[0].desc.dims], [int(v) for v in inp[1].desc.dims]
         _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
-        if not (shapes.is_concrete(a_dims) and shapes.is_concrete(b_dims)):
-            return  # build phase: runtime dims are -1, nothing to size yet
-        device = usable_device()
-        if device is None:
-            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = Unlaunchable.no_device("BarPlugin")
-            return
-        na, nb = shapes.volume(a_dims), shapes.volume(b_dims)
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``bar<T>(A, B, out0, out1, na, nb)``, a grid-stride grid of at most 32 blocks per SM."""
+        a, b = inputs
+        na, nb = shapes.volume(a.dims), shapes.volume(b.dims)
         per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))
         grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(a.type), device)
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
-                                   np.int64(nb)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, POINTER, POINTER, np.int64(na), np.int64(nb)))
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """``(np.concatenate([a, b], axis=0), b.copy())``.
@@ -186,11 +153,6 @@ class BarPlugin(Plugin):
                    f"has one type.")
             raise ShapeError(msg)
         return np.concatenate([a, b], axis=0), b.copy()
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream."""
-        self.launch(stream, inputs[0], inputs[1], outputs[0], outputs[1])
 
 
 def _known(dims: Sequence[int]) -> List[Optional[int]]:

@@ -19,52 +19,7 @@ to 8. The output is bit-for-bit ``np.pad(x, ..., mode="wrap")``: no arithmetic h
 tests demand exact equality, stricter than :data:`pyplugins.testing.TOLERANCES` (FP32 1e-5,
 FP16 1e-3).
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` / ``deserialize_plugin`` -> ``__init__``: ``pads`` is converted and checked
-   (:mod:`pyplugins.fields`): non-negative, an even count, at most 16 values. Serialization and
-   ``clone`` carry the field; nothing else defines the op.
-2. ``get_output_dimensions``: each padded dim becomes the *symbolic* expression
-   ``in + before + after`` (:mod:`pyplugins.shapes`), so dynamic (``-1``) dims work; a rank
-   smaller than ``k`` is refused here, naming the field and the rank.
-3. ``supports_format_combination``: the class attributes ``dtypes`` and ``same_as`` give "LINEAR,
-   one of the types above, the output of the input's type", checked position by position without
-   reading entries after ``pos`` (:mod:`pyplugins.formats`).
-4. ``configure_plugin``: in the build phase (``-1`` dims) it checks the profile's ``min`` (a
-   padded dim of size 0 has nothing to wrap). In the execution phase (concrete dims) it compiles
-   the kernel for the element type (once per device, cached), computes the kernel's
-   ``CircPadParams`` struct (:func:`launch_plan`) and the grid, and packs everything into a
-   :class:`~pyplugins.launch.Launch`. Without a usable GPU
-   (:func:`~pyplugins.launch.usable_device` is None) nothing is compiled (the emulator then
-   stops before ``enqueue``); an :class:`~pyplugins.launch.Unlaunchable` stands where the
-   Launch goes and says why if ``enqueue`` is reached anyway.
-5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``, one driver call on TensorRT's
-   stream: no allocation, copy, synchronization or compilation, so it is CUDA-graph capture
-   safe. An empty output gives an empty grid, which launches nothing.
-6. ``clone``: the base class re-runs ``__init__``, deep-copies the fields and copies the
-   :class:`~pyplugins.launch.Launch` (a Launch holds the pointer slots it writes at each call,
-   so two clones must not share one; its ``__deepcopy__`` gives the copy its own).
-
-Mistakes of NVIDIA's sample that this version avoids:
-
-- **Reading a global** (protocol §10.11): the CuPy sample's ``configure_plugin`` loops over the
-  module-level ``pads`` of its ``__main__`` block, not ``self.pads`` (the Triton sample does so
-  in all of ``enqueue``). It works only in the script that defines that global; a process that
-  merely loads the engine fails. Here every value comes from ``self.pads``, which is serialized;
-  the emulator's ``fresh_process`` check proves it.
-- **Wrapping pointers per call**: the samples build ``UnownedMemory``, ``MemoryPointer``,
-  ``ndarray`` objects and a ``cp.cuda.ExternalStream`` in every ``enqueue``. Here ``enqueue``
-  writes two ints into a parameter buffer packed in ``configure_plugin`` and launches.
-- **Compiling in enqueue**: the samples' kernels compile on their first launch, which happens in
-  ``enqueue`` (a stall, and illegal during CUDA-graph capture). Here ``configure_plugin``
-  compiles.
-- **Clones sharing state**: the samples clone with ``cloned.__dict__.update(self.__dict__)``, so
-  a clone shares the ``pads`` array and the device arrays ``configure_plugin`` allocated with its
-  source. Here fields are deep-copied, no device memory is allocated at all (shapes go by value
-  in a struct), and each clone gets its own Launch.
-
-(The CuPy sample's own NumPy check also pads the dims in the other order, which its symmetric
-``pads = (1, 1, 1, 1)`` hides; and its kernel handles rank 4 only.)
+How each TensorRT callback serves this op: ``docs/ops/circ_pad.md``.
 
 Example (the eager runner needs a GPU)::
 
@@ -79,7 +34,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, NamedTuple, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -90,7 +45,8 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
+from pyplugins.device import resident_blocks
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "launch_plan", "pad_widths"]
@@ -208,14 +164,9 @@ def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int,
             raise ShapeError(msg)
 
 
-_UNCONFIGURED = ("plugin 'CircPad': enqueue before a successful execution-phase configure_plugin "
-                 "(TensorRT configures every plugin object with concrete dims before its "
-                 "enqueue; look for a configure_plugin error above).")
-
-
 @register
 class CircPad(Plugin):
-    """Circular padding; see the module docstring for the lifecycle walk-through.
+    """Circular padding; the callbacks are walked through in ``docs/ops/``.
 
     Example:
         >>> p = CircPad(pads=[1, 1, 2, 0])
@@ -236,10 +187,6 @@ class CircPad(Plugin):
                       doc="(before, after) pairs, the last dim first")
     kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
 
-    def setup(self) -> None:
-        """No launch until ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(_UNCONFIGURED)
-
     # -- shape inference ---------------------------------------------------------------------------
 
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
@@ -258,28 +205,30 @@ class CircPad(Plugin):
 
     # -- configuration -----------------------------------------------------------------------------
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """Check the profile; with concrete dims, compile the kernel and pack its launch."""
-        self.launch = Unlaunchable(_UNCONFIGURED)
-        desc = inp[0].desc
-        widths = pad_widths(len(desc.dims), self.pads)
+    def check_configure(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Check the pads against the rank and the profile's min (every configure_plugin call)."""
+        widths = pad_widths(len(inp[0].desc.dims), self.pads)
         profile_min = tuple(int(d) for d in inp[0].min)
         if len(profile_min) == len(widths) and shapes.is_concrete(profile_min):
             _check_no_empty_padded_dim(profile_min, widths, "the profile's min shape")
-        if not shapes.is_concrete(desc.dims):
-            return  # build phase: dynamic dims are -1, nothing to pack yet
-        in_shape = tuple(int(d) for d in desc.dims)
-        plan = launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
-        device = usable_device()
-        if device is None:
-            self.launch = Unlaunchable.no_device("CircPad")
-            return
+
+    def check_shapes(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Raise ShapeError for a concrete shape the kernel cannot pad (see :func:`launch_plan`)."""
+        self._launch_plan(inputs[0])
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads."""
+        desc = inputs[0]
+        plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
         fn = self.kernel.function(ctype, device)
-        grid = min(shapes.cdiv(plan.threads, BLOCK),
-                   4 * resident_blocks(fn, BLOCK, device=device))
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+        grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK, device=device))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+
+    def _launch_plan(self, desc: Any) -> LaunchPlan:
+        in_shape = tuple(int(d) for d in desc.dims)
+        return launch_plan(in_shape, self.pads, max(itemsize_from_trt(desc.type), 1))
 
     # -- reference ---------------------------------------------------------------------------------
 
@@ -297,11 +246,3 @@ class CircPad(Plugin):
         widths = pad_widths(x.ndim, self.pads)
         _check_no_empty_padded_dim(x.shape, widths, "the input shape")
         return (np.pad(x, widths, mode="wrap"),)
-
-    # -- execution ---------------------------------------------------------------------------------
-
-    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
-                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
-                stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
-        self.launch(stream, inputs[0], outputs[0])

@@ -19,24 +19,7 @@ elementwise over the flat tensor). The product is computed in float and rounded 
 output type. Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 1e-5 relative + 1e-5
 absolute, FP16 1e-3 + 1e-3.
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> :meth:`LeakyReLU.from_fields`: ``negSlope`` is renamed to ``neg_slope``,
-   then the field is converted (FLOAT32 from the parser, any number from Python) and checked.
-2. ``get_output_dimensions``: the input's dims, unchanged (``inputs[0]`` as it came: symbolic
-   dims stay symbolic).
-3. ``supports_format_combination``: ``dtypes`` and ``same_as`` give "LINEAR, FLOAT or HALF,
-   the output of the input's type" (:mod:`pyplugins.formats`).
-4. ``configure_plugin``: with concrete dims, the element count, the grid and the by-value
-   arguments ``(n, neg_slope)`` are packed into a :class:`~pyplugins.launch.Launch`, after the
-   kernel is compiled for the element type (once per device). Without a usable GPU
-   (:func:`~pyplugins.launch.usable_device` is None) nothing is compiled (the emulator then
-   stops before ``enqueue``); an :class:`~pyplugins.launch.Unlaunchable` stands where the
-   Launch goes and says why if ``enqueue`` is reached anyway.
-5. ``enqueue``: ``self.launch(stream, inputs[0], outputs[0])``: one driver call on TensorRT's
-   stream, CUDA-graph capture safe; an empty tensor launches nothing.
-6. ``clone``: the base class deep-copies the fields and copies the Launch, so a configured
-   clone gets its own (``Launch.__deepcopy__``: a parameter buffer of its own).
+How each TensorRT callback serves this op: ``docs/ops/leaky_relu.md``.
 
 Example (what a script written for TensorRT's built-in plugin does)::
 
@@ -53,7 +36,7 @@ Example (what a script written for TensorRT's built-in plugin does)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence, Tuple, Union
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -64,7 +47,7 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import FieldError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import MAX_GRID, POINTER, Launch, Unlaunchable, usable_device
+from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
@@ -99,11 +82,6 @@ def grid_size(n: int, itemsize: int, max_blocks: int = MAX_GRID[0]) -> int:
     return min(shapes.cdiv(n, per_block), max_blocks)
 
 
-_UNCONFIGURED = ("plugin 'LReLU_TRT': enqueue before a successful execution-phase "
-                 "configure_plugin (TensorRT configures every plugin object with concrete dims "
-                 "before its enqueue; look for a configure_plugin error above).")
-
-
 class _Renamed:
     """A ``PluginField`` seen under another name (``negSlope`` read as ``neg_slope``)."""
 
@@ -117,7 +95,7 @@ class _Renamed:
 
 @register
 class LeakyReLU(Plugin):
-    """Leaky ReLU as ``LReLU_TRT``; see the module docstring for the lifecycle walk-through.
+    """Leaky ReLU as ``LReLU_TRT``; the callbacks are walked through in ``docs/ops/``.
 
     Example:
         >>> LeakyReLU().neg_slope, LeakyReLU(neg_slope=0.2).neg_slope
@@ -149,32 +127,20 @@ class LeakyReLU(Plugin):
         items = [_Renamed(f, "neg_slope") if f.name == NVIDIA_FIELD_NAME else f for f in items]
         return super().from_fields(items, layer_name)
 
-    def setup(self) -> None:
-        """No launch until ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(_UNCONFIGURED)
-
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
                               expr_builder: Any) -> Any:
         """The input's dims."""
         return inputs[0]
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """With concrete dims, compile the kernel and pack its launch."""
-        self.launch = Unlaunchable(_UNCONFIGURED)
-        desc = inp[0].desc
-        if not shapes.is_concrete(desc.dims):
-            return  # build phase: dynamic dims are -1, nothing to pack yet
-        device = usable_device()
-        if device is None:
-            self.launch = Unlaunchable.no_device("LReLU_TRT")
-            return
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``leaky_relu<T>(x, y, n, neg_slope)`` over the flat tensor (the base class runs it)."""
+        desc = inputs[0]
         n = shapes.volume(desc.dims)
         ctype = ctype_from_trt(desc.type)
         fn = self.kernel.function(ctype, device)
         grid = grid_size(n, itemsize_from_trt(desc.type))
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             name=f"leaky_relu<{ctype}>",
-                             args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"leaky_relu<{ctype}>",
+                      args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
 
     def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
         """``x`` where ``x >= 0``, else ``neg_slope * x``, in float64 with the slope the kernel
@@ -193,12 +159,6 @@ class LeakyReLU(Plugin):
         v = x.astype(np.float64)
         slope = float(np.float32(self.neg_slope))
         return (round_to(np.where(v >= 0, v, v * slope), x.dtype),)
-
-    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
-                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
-                stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
-        self.launch(stream, inputs[0], outputs[0])
 
 
 def _advertise_nvidia_name(creator: Any) -> None:

@@ -27,32 +27,7 @@ from ``in_scale`` / ``out_scale``, which are then required. Max pooling takes th
 (exact when the two scales are equal); average pooling sums ``q`` exactly and requantizes
 ``clip(rne(sum / count * in_scale / out_scale), -128, 127)`` (round to nearest even, saturate).
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> ``__init__`` / :meth:`Pool.setup`: the fields are converted and checked
-   one by one (``pyplugins.fields``), then against each other (``padding < kernel``: a window
-   made only of padding would have nothing to pool).
-2. ``get_output_dimensions``: ``Ho``/``Wo`` are built as *symbolic* expressions with
-   :mod:`pyplugins.shapes` (``(h + 2 p - k) // s + 1``), so dynamic ``N``, ``C``, ``H`` and
-   ``W`` work; only when ``H``/``W`` are build-time constants can a too-small input be refused
-   here. Dynamic ones are checked in ``configure_plugin`` against the profile's ``min`` and the
-   concrete shape.
-3. ``supports_format_combination``: the class attributes ``dtypes`` and ``same_as`` give the
-   rule "LINEAR, FLOAT/HALF/INT8, every tensor of input 0's type", checked position by position
-   without reading entries after ``pos`` (:mod:`pyplugins.formats`).
-4. ``configure_plugin``: the INT8 scales are resolved (build and execution phase alike, so a
-   missing scale fails the build). In the execution phase (no ``-1`` dims) the kernel is
-   compiled for the element type, the grid sized, and every launch argument packed into a
-   :class:`~pyplugins.launch.Launch`. On a machine where CuPy sees no GPU (or with
-   ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator then stops before ``enqueue``.
-5. ``enqueue``: one call, ``self.launch(stream, inputs[0], outputs[0])``: no allocation, copy,
-   synchronization or compilation, so it is CUDA-graph capture safe. Empty tensors (``N`` or
-   ``C`` = 0) give an empty grid, which launches nothing.
-6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
-
-Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
-absolute; FP16 ``1e-3`` + ``1e-3``; INT8 +-1 LSB for averages and for max with different
-scales, exact for max with equal scales.
+How each TensorRT callback serves this op: ``docs/ops/pool.md``.
 
 Example (the eager runner needs a GPU)::
 
@@ -67,7 +42,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence, Tuple, Union
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -77,7 +52,8 @@ from pyplugins.creator import register
 from pyplugins.errors import FieldError, ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
+from pyplugins.device import resident_blocks
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
@@ -116,7 +92,7 @@ def _empty_or_pair(value: List[int]) -> bool:
 
 @register
 class Pool(Plugin):
-    """2-D max / average pooling over NCHW; see the module docstring for the full story.
+    """2-D max / average pooling over NCHW.
 
     Example:
         >>> p = Pool(mode="avg", kernel=[3, 3], padding=[1, 1])
@@ -145,7 +121,7 @@ class Pool(Plugin):
     pool2d = Kernel("pool.cu", "pool2d<{T}>")
 
     def setup(self) -> None:
-        """Cross-field check (padding < kernel) and the not-yet-configured launch."""
+        """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
         kh, kw, _, _, ph, pw = self.window()
         if ph >= kh or pw >= kw:
             msg = (f"Field 'padding' of plugin 'Pool' must be smaller than 'kernel' on each axis "
@@ -153,9 +129,6 @@ class Pool(Plugin):
                    f"of padding has nothing to pool. Use padding <= kernel - 1.")
             raise FieldError(msg)
         self.scales: Tuple[float, float] = (1.0, 1.0)
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(
-            "plugin 'Pool': enqueue before configure_plugin built the kernel launch "
-            "(TensorRT configures a plugin with concrete dims before enqueue).")
 
     def window(self) -> Tuple[int, int, int, int, int, int]:
         """``(kh, kw, sh, sw, ph, pw)`` with the default stride resolved to the window size."""
@@ -260,42 +233,46 @@ class Pool(Plugin):
 
     # -- configuration -----------------------------------------------------------------------------
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """Resolve the INT8 scales; with concrete dims, compile and pack the kernel launch."""
-        x, y = inp[0].desc, out[0].desc
-        self.scales = self._resolve_scales(x, y)
+    def check_configure(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Resolve the INT8 scales and check the profile's min (every configure_plugin call)."""
+        self.scales = self._resolve_scales(inp[0].desc, out[0].desc)
         kh, kw, sh, sw, ph, pw = self.window()
         profile_min = tuple(int(d) for d in inp[0].min)
         if len(profile_min) == 4 and shapes.is_concrete(profile_min):
             self._check_output(2, profile_min[2], kh, sh, ph, "the profile's min shape")
             self._check_output(3, profile_min[3], kw, sw, pw, "the profile's min shape")
-        if not shapes.is_concrete(x.dims):
-            return  # build phase: dynamic dims are -1, nothing to pack yet
-        n, c, h, w = (int(d) for d in x.dims)
-        ho = self._check_output(2, h, kh, sh, ph, "the input shape")
-        wo = self._check_output(3, w, kw, sw, pw, "the input shape")
+
+    def check_shapes(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Raise ShapeError when the window does not fit or H/W pass the kernel's int32."""
+        kh, kw, sh, sw, ph, pw = self.window()
+        _, _, h, w = (int(d) for d in inputs[0].dims)
+        self._check_output(2, h, kh, sh, ph, "the input shape")
+        self._check_output(3, w, kw, sw, pw, "the input shape")
         for what, value in (("H", h), ("W", w)):
             if value > _INT32_MAX:
                 msg = (f"plugin 'Pool': input {what} = {value} exceeds the kernel's int32 "
                        f"limit {_INT32_MAX}; split the tensor.")
                 raise ShapeError(msg)
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``pool2d<T>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``."""
+        x = inputs[0]
+        kh, kw, sh, sw, ph, pw = self.window()
+        n, c, h, w = (int(d) for d in x.dims)
+        ho, wo = output_size(h, kh, sh, ph), output_size(w, kw, sw, pw)
         nc = n * c
         ctype = dtypes.ctype_from_trt(x.type)
-        device = usable_device()
-        if device is None:
-            self.launch = Unlaunchable.no_device("Pool")
-            return
         fn = self.pool2d.function(ctype, device)
         total = nc * ho * wo
         blocks = shapes.cdiv(total, BLOCK * _OUTPUTS_PER_THREAD)
         grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if total else 0
         in_scale, out_scale = self.scales
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device, name=f"pool2d<{ctype}>",
-                             args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
-                                   np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
-                                   np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),
-                                   np.int32(MODES[self.mode]), np.float32(in_scale),
-                                   np.float32(out_scale)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"pool2d<{ctype}>",
+                      args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
+                            np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
+                            np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),
+                            np.int32(MODES[self.mode]), np.float32(in_scale),
+                            np.float32(out_scale)))
 
     def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
         """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""
@@ -315,11 +292,3 @@ class Pool(Plugin):
                f"{field!r} attribute to the tensor's per-tensor scale (> 0), e.g. "
                f"{field}=0.05.")
         raise FieldError(msg)
-
-    # -- execution ---------------------------------------------------------------------------------
-
-    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
-                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
-                stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream (everything else was packed before)."""
-        self.launch(stream, inputs[0], outputs[0])

@@ -18,26 +18,7 @@ the output have ``x``'s type; LINEAR only. Tolerances (``pyplugins.testing.TOLER
 float64 reference): FP32 ``rtol = atol = 1e-5`` (rsqrtf's 2 ulp and a float sum of squares);
 FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
 
-The lifecycle, method by method:
-
-1. ``create_plugin``: ``eps`` arrives as a FLOAT32 ``PluginField``;
-   :class:`pyplugins.fields.Field` converts it and its validator refuses 0, negatives, NaN and
-   infinities. It is serialized with the plugin, so a loaded engine keeps its eps.
-2. ``get_output_datatype``: ``x``'s type.
-3. ``get_output_dimensions``: the output has ``x``'s shape (its DimsExprs as given, symbols and
-   all). Checked here: two inputs, ``x`` of rank >= 1, ``weight`` of rank 1, and -- when both are
-   build-time constants -- ``weight``'s length equal to ``x``'s last dim; otherwise a
-   :class:`~pyplugins.errors.ShapeError` names both shapes.
-4. ``supports_format_combination``: ``pp.Plugin``'s default rule from ``dtypes``: position 0
-   (``x``) FP32 or FP16, positions 1 (``weight``) and 2 (output) the same type, LINEAR; no entry
-   after ``pos`` is read.
-5. ``configure_plugin``: the build phase (dims with ``-1``) checks what is known. With concrete
-   dims a symbolic ``D`` is checked against the weight now (a clear ``ShapeError``), then x is
-   viewed as ``[rows, D]``, the block size chosen (256 threads, 512 for rows over 16 KiB), the
-   kernel compiled for the type and the launch packed (``rows`` int64, ``D`` int32, ``eps``
-   float32, all by value).
-6. ``enqueue``: ``self.launch(stream, x, weight, y)``: capture-safe; no rows (or ``D = 0``)
-   gives an empty grid, which launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/rmsnorm.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -51,7 +32,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -63,7 +44,8 @@ from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
+from pyplugins.device import multiprocessors
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
@@ -88,7 +70,7 @@ def _positive_finite(value: float) -> None:
 
 @register
 class RMSNorm(Plugin):
-    """RMS normalization over the last dim, times ``weight``; see the module docstring.
+    """RMS normalization over the last dim, times ``weight``.
 
     Example:
         >>> from pyplugins.ops.rmsnorm import RMSNorm
@@ -110,11 +92,6 @@ class RMSNorm(Plugin):
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
     kernel = Kernel("rmsnorm.cu", "rmsnorm<{T}>")
 
-    def setup(self) -> None:
-        """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
-            "RMSNorm", "no configure_plugin yet")
-
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``x``'s shape.
 
@@ -130,38 +107,35 @@ class RMSNorm(Plugin):
         _check_dims(self, [d.value for d in x], [d.value for d in w], "at network definition")
         return inputs[0]
 
-    def configure_plugin(self, inp: Any, out: Any) -> None:
-        """Check the dims known now; with concrete dims compile and pack the launch.
+    def check_configure(self, inp: Any, out: Any) -> None:
+        """Check the dims known now (every configure_plugin call, build phase too).
 
         Raises:
-            ShapeError: the weight's length differs from x's last dim, or D exceeds int32.
+            ShapeError: the weight's length differs from x's last dim.
         """
-        self.launch = Unlaunchable.unconfigured(
-            "RMSNorm", "the last configure_plugin saw -1 dims or raised")
-        x, w = inp[0].desc, inp[1].desc
-        x_dims, w_dims = [int(v) for v in x.dims], [int(v) for v in w.dims]
-        _check_dims(self, [v if v >= 0 else None for v in x_dims],
-                    [v if v >= 0 else None for v in w_dims], "at configure_plugin")
-        if not (shapes.is_concrete(x_dims) and shapes.is_concrete(w_dims)):
-            return  # build phase: runtime dims are -1, nothing to size yet
-        d = x_dims[-1]
+        x_dims, w_dims = ([v if v >= 0 else None for v in (int(d) for d in t.desc.dims)]
+                          for t in inp[:2])
+        _check_dims(self, x_dims, w_dims, "at configure_plugin")
+
+    def check_shapes(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Raise ShapeError when the row length D exceeds the kernel's int32."""
+        d = int(inputs[0].dims[-1])
         if d > INT32_MAX:
             msg = (f"plugin {describe(self)}: the last dim of x is {d}, more than the kernel's "
                    f"int32 row length allows ({INT32_MAX}).")
             raise ShapeError(msg)
-        device = usable_device()
-        if device is None:
-            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = Unlaunchable.no_device("RMSNorm")
-            return
-        rows = shapes.volume(x_dims[:-1])
-        itemsize = itemsize_from_trt(x.type)
-        block = LONG_ROW_BLOCK if d * itemsize > LONG_ROW_BYTES else BLOCK
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``rmsnorm<T>(x, weight, y, rows, D, eps)``: one block per row, grid-stride."""
+        x = inputs[0]
+        x_dims = [int(v) for v in x.dims]
+        d, rows = x_dims[-1], shapes.volume(x_dims[:-1])
+        block = LONG_ROW_BLOCK if d * itemsize_from_trt(x.type) > LONG_ROW_BYTES else BLOCK
         grid = min(rows, BLOCKS_PER_SM * multiprocessors(device)) if d > 0 else 0
         fn = self.kernel.function(ctype_from_trt(x.type), device)
-        self.launch = Launch(fn, grid=grid, block=block, device=device,
-                             args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
-                                   np.float32(self.eps)))
+        return Launch(fn, grid=grid, block=block, device=device,
+                      args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
+                            np.float32(self.eps)))
 
     def reference(self, x: np.ndarray, weight: np.ndarray) -> Tuple[np.ndarray]:
         """``x / sqrt(mean(x^2 over the last dim) + eps) * weight`` in float64, with the eps the
@@ -181,11 +155,6 @@ class RMSNorm(Plugin):
         ms = np.mean(v * v, axis=-1, keepdims=True)
         eps = float(np.float32(self.eps))
         return (round_to(v / np.sqrt(ms + eps) * weight.astype(np.float64), x.dtype),)
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream."""
-        self.launch(stream, inputs[0], inputs[1], outputs[0])
 
 
 def _check_dims(plugin: Any, x: Sequence[Optional[int]], w: Sequence[Optional[int]],

@@ -31,30 +31,7 @@ Fields (ONNX attributes of the ``RoPE`` node; plugin version ``"1"``, namespace 
 Data types: ``x`` and the output FP32, or both FP16 (the math is float32 inside, with angles
 accurate to float rounding even for positions in the thousands); ``positions`` INT32. All LINEAR.
 
-The lifecycle, method by method (what matters for this op and why):
-
-1. ``create_plugin`` -> ``__init__``: each field is converted and checked (``rotary_dim`` even
-   and >= 0, ``theta`` finite and > 0, ``layout`` one of the two names).
-2. ``get_output_dimensions``: the output has x's shape, so x's expressions are returned as they
-   are and dynamic batch and sequence simply flow through. The plugin learns here, from
-   ``len(inputs)``, whether a positions tensor is connected, and checks what is known at build
-   time (ranks, ``rotary_dim <= head_dim``, positions ``[batch, seq]`` where those are constants).
-3. ``supports_format_combination``: ``num_inputs`` (1 or 2) tells where the output sits:
-   x is FLOAT or HALF, positions (if any) INT32, the output x's type; LINEAR only. The rule for
-   each count is a :class:`pyplugins.formats.Formats`, which reads no entry after ``pos``.
-4. ``configure_plugin``: ``len(inp)`` is the input count again. In the execution phase (no
-   ``-1`` dims) the shapes are checked (positions must be ``[batch, seq]`` of x), the kernel is
-   compiled for the element type, the grid sized and every launch argument packed into a
-   :class:`~pyplugins.launch.Launch` with three pointer slots (x, positions, y). On a machine
-   where CuPy sees no GPU (or with ``PYPLUGINS_DEVICE=cpu``) nothing is compiled: the emulator
-   then stops before ``enqueue``.
-5. ``enqueue``: one capture-safe launch; the positions slot gets ``inputs[1]``, or a null
-   pointer when there is no second input (the kernel then uses ``position_offset + s``). Empty
-   tensors (batch, seq or heads 0) give an empty grid, which launches nothing.
-6. ``serialize`` / ``clone``: the fields, by :class:`pyplugins.Plugin`'s defaults.
-
-Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 ``1e-5`` relative + ``1e-5``
-absolute; FP16 ``1e-3`` + ``1e-3``.
+How each TensorRT callback serves this op: ``docs/ops/rope.md``.
 
 Example (the eager runner needs a GPU)::
 
@@ -71,7 +48,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -82,7 +59,8 @@ from pyplugins.errors import FieldError, ShapeError
 from pyplugins.fields import Field
 from pyplugins.formats import Formats
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, resident_blocks, usable_device
+from pyplugins.device import resident_blocks
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
@@ -136,7 +114,7 @@ def _input_count(n: int, method: str) -> int:
 
 @register
 class RoPE(Plugin):
-    """Rotary position embedding; see the module docstring for the full story.
+    """Rotary position embedding.
 
     Example:
         >>> RoPE(rotary_dim=64, layout="gptj").rotary_for(128)
@@ -160,12 +138,6 @@ class RoPE(Plugin):
                                 doc="first position when there is no positions input")
 
     rope = Kernel("rope.cu", "rope<{T}>")
-
-    def setup(self) -> None:
-        """The not-yet-configured launch."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable(
-            "plugin 'RoPE': enqueue before configure_plugin built the kernel launch "
-            "(TensorRT configures a plugin with concrete dims before enqueue).")
 
     def rotary_for(self, head_dim: int) -> int:
         """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
@@ -278,17 +250,16 @@ class RoPE(Plugin):
 
     # -- configuration -----------------------------------------------------------------------------
 
-    def configure_plugin(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
-        """With concrete dims: check shapes, compile and pack the kernel launch."""
-        n_in = _input_count(len(inp), "configure_plugin")
-        self._check_offset(n_in)
-        x = inp[0].desc
-        dims = [tuple(int(v) for v in d.desc.dims) for d in inp]
-        if not all(shapes.is_concrete(d) for d in dims):
-            return  # build phase: dynamic dims are -1, nothing to pack yet
+    def check_configure(self, inp: Sequence[Any], out: Sequence[Any]) -> None:
+        """Check the input count and the offset (every configure_plugin call)."""
+        self._check_offset(_input_count(len(inp), "configure_plugin"))
+
+    def check_shapes(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Raise ShapeError for a bad rotary width, positions shape or an int32 overflow."""
+        dims = [tuple(int(v) for v in d.dims) for d in inputs]
         batch, seq, heads, head_dim = dims[0]
-        rotary = self.rotary_for(head_dim)
-        if n_in == 2 and dims[1] != (batch, seq):
+        self.rotary_for(head_dim)
+        if len(inputs) == 2 and dims[1] != (batch, seq):
             msg = (f"plugin 'RoPE': input 1 (positions) has shape {dims[1]}, expected [batch, "
                    f"seq] = {(batch, seq)} of x {dims[0]}.")
             raise ShapeError(msg)
@@ -297,15 +268,17 @@ class RoPE(Plugin):
                 msg = (f"plugin 'RoPE': x's {what} = {value} exceeds the kernel's int32 limit; "
                        f"split the tensor.")
                 raise ShapeError(msg)
-        if n_in == 1 and seq and self.position_offset + seq - 1 > _INT32_MAX:
+        if len(inputs) == 1 and seq and self.position_offset + seq - 1 > _INT32_MAX:
             msg = (f"plugin 'RoPE': position_offset {self.position_offset} + seq {seq} passes "
                    f"the int32 position limit {_INT32_MAX}; use a smaller offset.")
             raise ShapeError(msg)
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``rope<T>(x, positions, y, tokens, seq, heads, head_dim, rotary, layout, offset,
+        theta)``; :meth:`enqueue` passes the pointers (a null positions pointer if absent)."""
+        x = inputs[0]
+        batch, seq, heads, head_dim = (int(v) for v in x.dims)
         ctype = dtypes.ctype_from_trt(x.type)
-        device = usable_device()
-        if device is None:
-            self.launch = Unlaunchable.no_device("RoPE")
-            return
         fn = self.rope.function(ctype, device)
         tokens = batch * seq
         itemsize = dtypes.itemsize_from_trt(x.type)
@@ -313,11 +286,12 @@ class RoPE(Plugin):
         items = tokens * shapes.cdiv(heads, _HEADS_PER_ITEM[itemsize]) * columns
         blocks = shapes.cdiv(items, BLOCK)
         grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if items else 0
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device, name=f"rope<{ctype}>",
-                             args=(POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq),
-                                   np.int32(heads), np.int32(head_dim), np.int32(rotary),
-                                   np.int32(LAYOUTS[self.layout]),
-                                   np.int32(self.position_offset), np.float32(self.theta)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"rope<{ctype}>",
+                      args=(POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq),
+                            np.int32(heads), np.int32(head_dim),
+                            np.int32(self.rotary_for(head_dim)),
+                            np.int32(LAYOUTS[self.layout]), np.int32(self.position_offset),
+                            np.float32(self.theta)))
 
     # -- execution ---------------------------------------------------------------------------------
 

@@ -17,25 +17,7 @@ the output has the input's type; LINEAR only. The kernel copies elements as unsi
 of their size, so results are bit-exact (``pyplugins.testing.TOLERANCES`` would allow nothing less for
 INT32; the tests compare every type with ``np.array_equal``).
 
-The lifecycle, method by method:
-
-1. ``create_plugin``: ``factor`` arrives as an INT32 ``PluginField`` (the ONNX parser narrows
-   INT to int32); :class:`pyplugins.fields.Field` checks it is an int >= 1. ``serialize`` writes
-   it, ``deserialize_plugin`` reads it back (the engine carries it; nothing else is needed).
-2. ``get_output_datatype``: the input's type.
-3. ``get_output_dimensions``: ``out[1] = in[1] * factor``, a **symbolic product**
-   (``IExprBuilder.operation(PROD, in[1], constant(factor))`` through :mod:`pyplugins.shapes`):
-   a dynamic sequence length stays dynamic and TensorRT evaluates the product for every profile
-   shape. Rank < 2 raises :class:`~pyplugins.errors.ShapeError` here.
-4. ``supports_format_combination``: ``pp.Plugin``'s default rule from the ``dtypes`` class
-   attribute: position 0 one of the four types, position 1 the same type, LINEAR; it reads no
-   entry after ``pos``.
-5. ``configure_plugin``: the build phase (dims with ``-1``) only checks the rank. With concrete
-   dims it views x as ``[d0, len, inner]`` (``inner`` = product of the rest), compiles the
-   kernel for the type and packs the launch (pointers filled in per call, ``d0``, ``len``,
-   ``inner`` as int64 and ``factor`` as int32 by value).
-6. ``enqueue``: ``self.launch(stream, x, y)``: capture-safe, and an empty tensor (any dim 0)
-   gives an empty grid that launches nothing.
+How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.emulator import lifecycle
@@ -49,7 +31,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -61,7 +43,8 @@ from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch, Unlaunchable, multiprocessors, usable_device
+from pyplugins.device import multiprocessors
+from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["SeqRepeat"]
@@ -75,7 +58,7 @@ INT32_MAX = 2**31 - 1
 
 @register
 class SeqRepeat(Plugin):
-    """``y = np.repeat(x, factor, axis=1)``; see the module docstring.
+    """``y = np.repeat(x, factor, axis=1)``.
 
     Example:
         >>> from pyplugins.ops.seq_repeat import SeqRepeat
@@ -97,11 +80,6 @@ class SeqRepeat(Plugin):
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>")
 
-    def setup(self) -> None:
-        """No launch until an execution-phase ``configure_plugin`` builds one."""
-        self.launch: Union[Launch, Unlaunchable] = Unlaunchable.unconfigured(
-            "SeqRepeat", "no configure_plugin yet")
-
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
 
@@ -117,32 +95,26 @@ class SeqRepeat(Plugin):
         x[1] = x[1] * self.factor
         return x
 
-    def configure_plugin(self, inp: Any, out: Any) -> None:
-        """With concrete dims, compile the kernel for the type and pack the launch.
+    def check_configure(self, inp: Any, out: Any) -> None:
+        """Check the rank (every configure_plugin call, build phase too).
 
         Raises:
             ShapeError: the input has rank < 2.
         """
-        self.launch = Unlaunchable.unconfigured(
-            "SeqRepeat", "the last configure_plugin saw -1 dims or raised")
-        desc = inp[0].desc
+        _check_rank(self, [d if d >= 0 else None for d in (int(v) for v in inp[0].desc.dims)])
+
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
+        """``seq_repeat<T>(x, y, d0, len, inner, factor)`` with x viewed as ``[d0, len, inner]``."""
+        desc = inputs[0]
         dims = [int(v) for v in desc.dims]
-        _check_rank(self, [d if d >= 0 else None for d in dims])
-        if not shapes.is_concrete(dims):
-            return  # build phase: runtime dims are -1, nothing to size yet
-        device = usable_device()
-        if device is None:
-            # CPU-only (emulator): enqueue cannot run here, so there is nothing to compile.
-            self.launch = Unlaunchable.no_device("SeqRepeat")
-            return
         d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
         total = d0 * length * inner * self.factor
         per_block = BLOCK * (16 // itemsize_from_trt(desc.type))
         grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * multiprocessors(device))
         fn = self.kernel.function(ctype_from_trt(desc.type), device)
-        self.launch = Launch(fn, grid=grid, block=BLOCK, device=device,
-                             args=(POINTER, POINTER, np.int64(d0), np.int64(length),
-                                   np.int64(inner), np.int32(self.factor)))
+        return Launch(fn, grid=grid, block=BLOCK, device=device,
+                      args=(POINTER, POINTER, np.int64(d0), np.int64(length), np.int64(inner),
+                            np.int32(self.factor)))
 
     def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
         """``(np.repeat(x, self.factor, axis=1),)``: ``y[:, j] = x[:, j // factor]``.
@@ -157,11 +129,6 @@ class SeqRepeat(Plugin):
         """
         _check_rank(self, x.shape)
         return (np.repeat(x, self.factor, axis=1),)
-
-    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
-                workspace: int, stream: int) -> None:
-        """One capture-safe launch on TensorRT's stream."""
-        self.launch(stream, inputs[0], outputs[0])
 
 
 def _check_rank(plugin: Any, dims: Sequence[Optional[int]]) -> None:

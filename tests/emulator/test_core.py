@@ -1,8 +1,8 @@
-"""The emulator core against the protocol doc (§1, §3-§6, §11) and TensorRT's binding source.
+"""The emulator core against docs/trt-protocol.md (§1, §3-§6, §11) and TensorRT's bindings.
 
 Covers enums, Dims, IExprBuilder/IDimensionExpr/DimsExprs, the descriptors, PluginField(s),
 the base classes, the registry, ``nptype``/``install`` and the trampoline ("the C++ side").
-Where a test pins behaviour that goes beyond the protocol document, a comment above it cites the
+Where a test pins behaviour that goes beyond docs/trt-protocol.md, a comment above it cites the
 binding source (``python/src/infer/pyPlugin.cpp``, 11.1).
 """
 

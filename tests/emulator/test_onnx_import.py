@@ -178,7 +178,7 @@ def test_tensor_bfloat16_is_bf16_field():
 
 
 def test_tensor_double_arrives_as_float32():
-    # Not the protocol doc's DOUBLE -> FLOAT64: convertOnnxWeights turns DOUBLE weights into FLOAT
+    # docs/trt-protocol.md §4.4: convertOnnxWeights turns DOUBLE weights into FLOAT
     # before loadFields' switch, so its kFLOAT64 case is unreachable.
     array = np.array([0.1, 2.5], dtype=np.float64)
     for value in (array, tensor_attr(array)):
@@ -190,7 +190,7 @@ def test_tensor_double_arrives_as_float32():
 @pytest.mark.parametrize("array", [np.array([1, 2], np.int16), np.array(["ab", "c"])],
                          ids=["INT16", "STRING"])
 def test_tensor_int16_and_string_are_refused_by_the_weight_conversion(array):
-    # Not the protocol doc's INT16 -> INT16 / STRING -> CHAR: convertOnnxWeights has no branch for
+    # docs/trt-protocol.md §4.4: convertOnnxWeights has no branch for
     # these element types ("Unable to convert ONNX weights") so loadFields never sees them.
     for value in (array, tensor_attr(array)):
         with pytest.raises(FieldError, match="'w'.*Unable to convert ONNX weights"):

@@ -156,7 +156,7 @@ def test_errors_and_defaults_recorded(traced):
 
 
 def test_timeline_is_one_line_per_call_with_errors_inline(traced):
-    text = traced.format_timeline()
+    text = traced.format_timeline(legend=False)
     lines = text.splitlines()
     calls = [line for line in lines if not line.lstrip().startswith("!!")]
     assert len(calls) == len(traced.entries)
@@ -261,3 +261,51 @@ def test_short_format_searches_are_not_collapsed():
             trampoline.supports_format_combination(plugin, 0, [desc((2,), dtype)], 1)
     assert "not shown" not in trace.format_timeline()
     assert trace.format_timeline().count("supports_format_combination(") == 2
+
+
+def test_timeline_opens_with_a_legend_of_the_labels(traced):
+    lines = traced.format_timeline().splitlines()
+    assert lines[0].startswith("Objects (labelled in order of first appearance")
+    legend = lines[1:lines.index(next(line for line in lines if line.startswith("Calls (")))]
+    roles = dict(line.strip().split("  ", 1) for line in legend)
+    roles = {label: role.strip() for label, role in roles.items()}
+    assert list(roles) == ["C0 PadCreator", "P0 Pad", "P1 Pad"], roles
+    assert roles["C0 PadCreator"].startswith("plugin creator")
+    assert roles["P0 Pad"] == "made by C0 create_plugin from the ONNX node's attributes (parse)"
+    assert roles["P1 Pad"].startswith("clone of P0: ")
+    # the calls follow, unchanged
+    assert lines[len(legend) + 2:] == traced.format_timeline(legend=False).splitlines()
+
+
+class RoundTripCreator(PadCreator):
+    def deserialize_plugin(self, name, data):
+        return Pad()
+
+
+def test_roles_name_each_copy_by_the_phase_that_made_it(capfd):
+    creator = RoundTripCreator()
+    fc, _ = fields_from_attributes({}, creator.field_names)
+    with Trace() as trace:
+        with trace.phase("parse"):
+            p0 = trampoline.create_plugin(creator, "n", fc)
+            p1 = trampoline.clone(p0)
+        with trace.phase("build"):
+            trampoline.clone(p1)
+        with trace.phase("runtime"):
+            pd = trampoline.deserialize_plugin(creator, "n", b"{}")
+            trampoline.clone(pd)
+    roles = trace.roles()
+    assert list(roles) == ["C0 RoundTripCreator", "P0 Pad", "P1 Pad", "P2 Pad", "P3 Pad",
+                          "P4 Pad"]
+    assert "add_plugin_v2" in roles["P1 Pad"] and roles["P1 Pad"].startswith("clone of P0")
+    assert "builder's copy" in roles["P2 Pad"] and roles["P2 Pad"].startswith("clone of P1")
+    assert roles["P3 Pad"].startswith("made by C0 deserialize_plugin")
+    assert "execution context's copy" in roles["P4 Pad"] and roles["P4 Pad"].startswith(
+        "clone of P3")
+
+
+def test_an_object_no_call_made_is_first_seen(capfd):
+    plugin = Pad()
+    with Trace() as trace:
+        trampoline.initialize(plugin)
+    assert trace.roles() == {"P0 Pad": "first seen in initialize (-)"}

@@ -262,7 +262,7 @@ def test_serialization_round_trip_and_clone():
 
 def test_enqueue_without_a_configured_launch_says_why():
     p = Pool(mode="max", kernel=[2, 2])
-    with pytest.raises(LaunchError, match="before configure_plugin"):
+    with pytest.raises(LaunchError, match="enqueue found no kernel launch"):
         p.enqueue([], [], [1], [2], 0, 0)
     concrete = DynamicPluginTensorDesc(PluginTensorDesc((1, 3, 8, 8), F), (1, 3, 8, 8),
                                        (1, 3, 8, 8), (1, 3, 8, 8))
@@ -270,7 +270,7 @@ def test_enqueue_without_a_configured_launch_says_why():
                                   (1, 3, 4, 4), (1, 3, 4, 4))
     with override(device="cpu"):
         p.configure_plugin([concrete], [out])
-    with pytest.raises(LaunchError, match="no CUDA device"):
+    with pytest.raises(LaunchError, match="no usable CUDA GPU"):
         p.enqueue([], [], [1], [2], 0, 0)
 
 

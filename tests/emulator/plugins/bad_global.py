@@ -1,6 +1,6 @@
 """Broken on purpose (test fixture): the plugin reads a module global its script sets.
 
-Like NVIDIA's V2 samples reading the global ``pads`` (protocol §10.11): ``SCALE`` exists only
+Like NVIDIA's V2 samples reading the global ``pads`` (docs/trt-protocol.md §10.11): ``SCALE`` exists only
 because the script (here the ``__main__`` block, or a test doing the same) assigns it, so a
 process that just imports this module to run the engine fails in configure_plugin.
 """

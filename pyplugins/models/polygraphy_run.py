@@ -1,0 +1,152 @@
+"""``polygraphy run MODEL.onnx --pyplugins``: pyplugins' model runner as a Polygraphy run extension.
+
+Polygraphy's ``run`` loads every entry point of the group ``polygraphy.run.plugins``; pyplugins
+registers :func:`export_argument_groups` there (``setup.cfg``). It adds one runner option and
+two of its own (prefixed so they cannot collide with Polygraphy's):
+
+- ``--pyplugins``: run the model with :class:`pyplugins.models.runner.ModelRunner` (ordinary ops
+  in onnxruntime, plugin nodes through the emulated TensorRT lifecycle);
+- ``--pyplugins-plugins MODULE ...``: plugin modules to import first (names or ``.py`` paths);
+- ``--pyplugins-device {auto,cpu,gpu}``: kernels on the GPU, or NumPy references.
+
+Then ``polygraphy run orig.onnx --onnxrt --save-outputs ref.json`` and ``polygraphy run
+replaced.onnx --pyplugins --load-outputs ref.json`` compare the replaced model with the original.
+
+The classes subclass Polygraphy's, so they are made on first use (:pep:`562` module
+``__getattr__``): importing this module needs no Polygraphy.
+
+Example:
+    >>> import pyplugins.models.polygraphy_run as ext
+    >>> sorted(name for name in ext.__all__)
+    ['PyPluginsRunner', 'PyPluginsRunnerArgs', 'export_argument_groups']
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, List
+
+__all__ = ["PyPluginsRunner", "PyPluginsRunnerArgs", "export_argument_groups"]
+
+
+def export_argument_groups() -> List[Any]:
+    """The entry point of ``polygraphy.run.plugins``: the argument groups to add to ``run``."""
+    return [_classes()["PyPluginsRunnerArgs"]()]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("PyPluginsRunner", "PyPluginsRunnerArgs"):
+        return _classes()[name]
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+@functools.lru_cache(maxsize=None)
+def _classes() -> dict:
+    from pyplugins.models.graph import require  # noqa: PLC0415
+
+    require("polygraphy", "polygraphy run --pyplugins")
+    from polygraphy import util  # noqa: PLC0415
+    from polygraphy.backend.base import BaseRunner  # noqa: PLC0415
+    from polygraphy.common import TensorMetadata  # noqa: PLC0415
+    from polygraphy.logger import G_LOGGER  # noqa: PLC0415
+    from polygraphy.tools.args import ModelArgs  # noqa: PLC0415
+    from polygraphy.tools.args import util as args_util  # noqa: PLC0415
+    from polygraphy.tools.args.base import BaseRunnerArgs  # noqa: PLC0415
+    from polygraphy.tools.script import make_invocable  # noqa: PLC0415
+
+    class PyPluginsRunner(BaseRunner):
+        """Runs an ONNX model with plugin nodes through :class:`ModelRunner`.
+
+        Args:
+            model: path to the ONNX model (or a ModelProto).
+            plugins: plugin modules to import first.
+            device: ``"auto"``, ``"cpu"`` or ``"gpu"`` (see ModelRunner).
+            name: Polygraphy's runner name prefix.
+        """
+
+        def __init__(self, model: Any, plugins: Any = None, device: Any = None,
+                     name: Any = None) -> None:
+            super().__init__(name=name, prefix="pyplugins-runner")
+            self._model = model
+            self.plugins = list(util.default(plugins, []))
+            self.device = util.default(device, "auto")
+
+        @util.check_called_by("activate")
+        def activate_impl(self) -> None:
+            from pyplugins.models.runner import ModelRunner  # noqa: PLC0415
+
+            self.runner = ModelRunner(self._model, self.plugins, self.device)
+            self._told = False
+
+        @util.check_called_by("get_input_metadata")
+        def get_input_metadata_impl(self) -> Any:
+            from onnx import helper  # noqa: PLC0415
+
+            meta = TensorMetadata()
+            graph = self.runner.model.graph
+            for tensor in graph.input:
+                if tensor.name not in self.runner.initializers:
+                    ttype = tensor.type.tensor_type
+                    shape = [d.dim_param or (d.dim_value if d.HasField("dim_value") else None)
+                             for d in ttype.shape.dim]
+                    meta.add(tensor.name, helper.tensor_dtype_to_np_dtype(ttype.elem_type),
+                             shape)
+            return meta
+
+        @util.check_called_by("infer")
+        def infer_impl(self, feed_dict: Any) -> Any:
+            from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
+
+            start = time.time()
+            try:
+                outputs = self.runner.infer(feed_dict)
+            except ModelRunError as err:
+                G_LOGGER.critical(f"{self.name}: {err}")
+            self.inference_time = time.time() - start
+            if not self._told:
+                self._told = True
+                for run in self.runner.node_runs:
+                    for line in run.warnings:
+                        G_LOGGER.warning(f"{self.name}: plugin node {run.node!r}: TensorRT's "
+                                         f"ONNX parser would warn: {line}")
+                    if run.how == "reference":
+                        G_LOGGER.warning(f"{self.name}: plugin node {run.node!r} ({run.plugin}) "
+                                         f"ran its NumPy reference, not its kernel: {run.why}")
+                    else:
+                        G_LOGGER.info(f"{self.name}: plugin node {run.node!r} ({run.plugin}) "
+                                      "ran its kernel on the GPU")
+            return outputs
+
+        @util.check_called_by("deactivate")
+        def deactivate_impl(self) -> None:
+            del self.runner
+
+    class PyPluginsRunnerArgs(BaseRunnerArgs):
+        """pyplugins: ordinary ops in onnxruntime, plugin nodes through the emulated TensorRT
+        plugin lifecycle (kernels on the GPU, NumPy references without one)."""
+
+        def get_name_opt_impl(self) -> Any:
+            return "pyplugins", "pyplugins"
+
+        def add_parser_args_impl(self) -> None:
+            self.group.add_argument(
+                "--pyplugins-plugins", nargs="+", default=None, metavar="MODULE",
+                help="plugin modules to import before running (dotted names or .py paths); "
+                     "the shipped ops are always available")
+            self.group.add_argument(
+                "--pyplugins-device", choices=("auto", "cpu", "gpu"), default=None,
+                help="auto: kernels when CuPy sees a GPU, else NumPy references; cpu: "
+                     "references only; gpu: kernels or fail")
+
+        def parse_impl(self, args: Any) -> None:
+            self.plugins = args_util.get(args, "pyplugins_plugins")
+            self.device = args_util.get(args, "pyplugins_device")
+
+        def add_to_script_impl(self, script: Any) -> None:
+            script.add_import(imports=["PyPluginsRunner"], frm="pyplugins.models.polygraphy_run")
+            script.add_runner(make_invocable("PyPluginsRunner", self.arg_groups[ModelArgs].path,
+                                             plugins=self.plugins, device=self.device))
+
+    return {"PyPluginsRunner": PyPluginsRunner, "PyPluginsRunnerArgs": PyPluginsRunnerArgs}

@@ -1,0 +1,228 @@
+"""Run an ONNX model that contains plugin nodes, without TensorRT: ordinary ops in onnxruntime,
+each plugin node through the emulated TensorRT lifecycle.
+
+The graph is partitioned (:mod:`pyplugins.models.partition`): each run of ordinary nodes is one
+onnxruntime session, built on first use for the input types it sees. Each plugin node is imported
+as TensorRT's ONNX parser imports it (:func:`pyplugins.emulator.onnx_import.import_node`: the
+creator by op type, ``plugin_version``, ``plugin_namespace``; the attributes converted to the
+``fc`` the parser builds), then driven through the build and runtime phases of
+:func:`pyplugins.emulator.lifecycle.run` with the node's actual input arrays, every check on.
+``enqueue`` runs the plugin's kernel on the GPU. Without a GPU the lifecycle stops before
+``enqueue`` and the node's outputs come from the plugin's NumPy ``reference(*inputs)`` when it
+defines one (``ModelRunner.node_runs`` says, per node, which happened and why; the Polygraphy
+runner and the demo print it), else a :class:`ModelRunError` says why there is no output.
+
+Example:
+    >>> import numpy as np, onnx
+    >>> from onnx import TensorProto, helper
+    >>> node = helper.make_node("Relu", ["x"], ["y"])
+    >>> model = helper.make_model(helper.make_graph([node], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]))
+    >>> ModelRunner(model).infer({"x": np.float32([-1, 2])})["y"]
+    array([0., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from pyplugins.errors import PyPluginsError
+from pyplugins.models.graph import require
+from pyplugins.models.partition import Segment, split
+
+__all__ = ["ModelRunError", "ModelRunner", "NodeRun", "load_plugin_modules", "run_model"]
+
+_LOG = logging.getLogger("pyplugins")
+
+
+class ModelRunError(PyPluginsError, RuntimeError):
+    """A model could not be run: a plugin node failed its lifecycle, has no creator, or has no
+    way to produce outputs here. ``report`` holds the lifecycle's report when there is one."""
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class NodeRun:
+    """How one plugin node produced its outputs in the last :meth:`ModelRunner.infer`.
+
+    Attributes:
+        node: the node's name (``node_of_<output>`` when it has none, as the parser names it).
+        plugin: ``"Name:Version:Namespace"`` of the creator.
+        how: ``"kernel"`` (enqueue ran on the GPU) or ``"reference"`` (the NumPy reference).
+        why: for ``"reference"``, why enqueue did not run.
+        warnings: what TensorRT's ONNX parser would warn about for this node.
+    """
+
+    node: str
+    plugin: str
+    how: str
+    why: Optional[str] = None
+    warnings: List[str] = field(default_factory=list)
+
+
+def load_plugin_modules(modules: Sequence[str]) -> None:
+    """Import plugin modules (dotted names or ``.py`` paths) with ``import tensorrt`` giving the
+    emulator, as ``pyplugins check`` imports them; the shipped ops are always loaded.
+
+    Raises:
+        ModelRunError: real TensorRT is the active API in this process (the runner drives
+            plugins through the emulator), or a module fails to import.
+    """
+    from pyplugins import _trt  # noqa: PLC0415
+    from pyplugins.emulator._fresh import import_module  # noqa: PLC0415
+
+    if not _trt.is_emulator(_trt.load()):
+        msg = ("pyplugins' model runner drives plugins through its TensorRT emulator, but this "
+               "process already uses the real TensorRT; run with PYPLUGINS_TRT=emulator, or "
+               "build an engine with pyplugins.models.trt_build instead.")
+        raise ModelRunError(msg)
+    import pyplugins.ops  # noqa: F401, PLC0415 - registers the shipped creators
+
+    for module in modules:
+        try:
+            import_module(module)
+        except Exception as err:
+            msg = f"plugin module {module!r} failed to import: {type(err).__name__}: {err}"
+            raise ModelRunError(msg) from err
+
+
+class ModelRunner:
+    """Runs an ONNX model with plugin nodes (see the module docstring).
+
+    Args:
+        model: an ``onnx.ModelProto`` or a path to one.
+        plugins: plugin modules to import first (dotted names or ``.py`` paths).
+        device: ``"auto"`` (kernels when CuPy sees a GPU, else references), ``"cpu"``
+            (references only) or ``"gpu"`` (kernels, or an error).
+        providers: onnxruntime execution providers (default: CPU).
+    """
+
+    def __init__(self, model: Any, plugins: Sequence[str] = (), device: str = "auto",
+                 providers: Optional[Sequence[str]] = None) -> None:
+        onnx = require("onnx", "pyplugins' model runner")
+        require("onnxruntime", "pyplugins' model runner")
+        load_plugin_modules(plugins)
+        self.model = onnx.load(model) if isinstance(model, (str, bytes)) or hasattr(
+            model, "__fspath__") else model
+        self.device = device
+        self.providers = list(providers or ["CPUExecutionProvider"])
+        self.steps = split(self.model.graph)
+        self.initializers = {t.name: onnx.numpy_helper.to_array(t)
+                             for t in self.model.graph.initializer}
+        self._sessions: Dict[Tuple[int, tuple], Any] = {}
+        self.node_runs: List[NodeRun] = []
+
+    @property
+    def input_names(self) -> List[str]:
+        """The graph's inputs that are not initializers."""
+        return [i.name for i in self.model.graph.input if i.name not in self.initializers]
+
+    def infer(self, feeds: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+        """Run the model once; returns ``{output name: array}`` in the graph's output order.
+
+        Raises:
+            ModelRunError: a missing input, or a plugin node that cannot run (see the class).
+        """
+        missing = [n for n in self.input_names if n not in feeds]
+        if missing:
+            msg = f"missing model input(s) {missing}; the model takes {self.input_names}"
+            raise ModelRunError(msg)
+        values: Dict[str, Any] = dict(self.initializers)
+        values.update({k: np.asarray(v) for k, v in feeds.items()})
+        self.node_runs = []
+        for index, step in enumerate(self.steps):
+            if isinstance(step, Segment):
+                session = self._session(index, step, values)
+                outs = session.run(step.outputs, {n: values[n] for n in step.inputs})
+                values.update(zip(step.outputs, outs))
+            else:
+                outs = self._plugin(step, [values[n] for n in step.input if n])
+                values.update(zip([o for o in step.output if o], outs))
+        return {o.name: values[o.name] for o in self.model.graph.output}
+
+    def _session(self, index: int, step: Segment, values: Mapping[str, Any]) -> Any:
+        key = (index, tuple((values[n].dtype.str, values[n].ndim) for n in step.inputs))
+        if key not in self._sessions:
+            self._sessions[key] = self._build_session(index, step, values)
+        return self._sessions[key]
+
+    def _build_session(self, index: int, step: Segment, values: Mapping[str, Any]) -> Any:
+        onnx = require("onnx", "pyplugins' model runner")
+        ort = require("onnxruntime", "pyplugins' model runner")
+        helper = onnx.helper
+        inputs = [helper.make_tensor_value_info(
+            n, helper.np_dtype_to_tensor_dtype(values[n].dtype),
+            [f"{n}_d{i}" for i in range(values[n].ndim)]) for n in step.inputs]
+        outputs = [helper.make_empty_tensor_value_info(n) for n in step.outputs]
+        inits = [t for t in self.model.graph.initializer if t.name in step.initializers]
+        graph = helper.make_graph(step.nodes, f"{self.model.graph.name}_part{index}", inputs,
+                                  outputs, inits)
+        part = helper.make_model(graph, opset_imports=list(self.model.opset_import),
+                                 ir_version=self.model.ir_version)
+        part.functions.extend(self.model.functions)
+        return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
+
+    def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
+        from pyplugins.emulator import lifecycle, onnx_import  # noqa: PLC0415
+
+        label = f"plugin node {node.name or 'node_of_' + node.output[0]!r} ({node.op_type})"
+        try:
+            imported = onnx_import.import_node(node)
+        except (LookupError, ValueError) as err:
+            msg = (f"{label}: {err} Pass the module that registers it with plugins=[...] "
+                   "(--plugins on the command line).")
+            raise ModelRunError(msg) from err
+        specs = [lifecycle.TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
+        report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
+                               device=self.device)
+        if not report.ok:
+            msg = f"{label} failed TensorRT's plugin lifecycle (emulated):\n{report.format()}"
+            raise ModelRunError(msg, report)
+        if report.enqueue_ran and report.outputs is not None:
+            self.node_runs.append(NodeRun(imported.name, report.plugin, "kernel",
+                                          warnings=imported.warnings))
+            return list(report.outputs)
+        outs = _reference(imported, arrays, report, label)
+        self.node_runs.append(NodeRun(imported.name, report.plugin, "reference", report.skipped,
+                                      imported.warnings))
+        _LOG.info("%s: ran its NumPy reference, not its kernel (%s)", label, report.skipped)
+        return outs
+
+
+def _reference(imported: Any, arrays: List[np.ndarray], report: Any,
+               label: str) -> List[np.ndarray]:
+    """The plugin's ``reference(*inputs)`` on a plugin created from the node's fields, checked
+    against the shapes and types the plugin declared to the (emulated) builder."""
+    from pyplugins import dtypes  # noqa: PLC0415
+
+    plugin = imported.creator.create_plugin(imported.name, imported.fc)
+    ref = getattr(plugin, "reference", None)
+    if not callable(ref):
+        msg = (f"{label}: enqueue did not run ({report.skipped}) and the plugin defines no NumPy "
+               "reference(self, *inputs) to stand in for it; run on a machine with a CUDA GPU "
+               "visible to CuPy, or give the plugin class a reference method.")
+        raise ModelRunError(msg, report)
+    result: Union[Any, Tuple[Any, ...]] = ref(*arrays)
+    outs = list(result) if isinstance(result, (tuple, list)) else [result]
+    want = [(tuple(s), dtypes.numpy_from_trt(t)) for s, t in zip(report.output_shapes,
+                                                               report.output_dtypes)]
+    got = [(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]
+    if got != want:
+        msg = (f"{label}: its reference() returned {got} (shape, dtype per output) but the plugin "
+               f"declared {want} to the builder; the two must agree.")
+        raise ModelRunError(msg, report)
+    return [np.asarray(o) for o in outs]
+
+
+def run_model(model: Any, feeds: Mapping[str, Any], plugins: Sequence[str] = (),
+              device: str = "auto") -> Dict[str, np.ndarray]:
+    """One-shot :class:`ModelRunner` ``(model, plugins, device).infer(feeds)``."""
+    return ModelRunner(model, plugins, device).infer(feeds)

@@ -1,0 +1,140 @@
+"""With real TensorRT: build a model with plugin nodes through Polygraphy's loaders, and stamp the
+engine so that a mismatched GPU or TensorRT refuses it with a clear message.
+
+:func:`build_engine` parses the ONNX file strongly typed (the parser imports each plugin node
+through its registered creator, so import the plugin modules first: ``plugins=``), makes one
+optimization profile from ``ranges`` (``{input: (min, opt, max)}``; static inputs need none),
+shows the builder's progress, and writes ``ENGINE`` plus ``ENGINE.json`` (:func:`stamp`: GPU
+name, compute capability, TensorRT and pyplugins versions). :func:`load_engine` reads the stamp
+first and refuses an engine built for another GPU or TensorRT: TensorRT's own error for that is
+a bare deserialization failure.
+
+Example (needs TensorRT and a GPU)::
+
+    from pyplugins.models.trt_build import build_engine, load_engine
+    build_engine("replaced.onnx", "block.engine", ranges={"x": ((1, 8, 64), (4, 8, 64),
+                 (8, 8, 64))})
+    engine = load_engine("block.engine")
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+from pyplugins.models.graph import require
+
+__all__ = ["EngineMismatchError", "build_engine", "load_engine", "stamp"]
+
+Shape = Tuple[int, ...]
+
+
+class EngineMismatchError(RuntimeError):
+    """The engine was built for another GPU or TensorRT version (or has no stamp)."""
+
+
+def _real_trt() -> Any:
+    from pyplugins import _trt  # noqa: PLC0415
+
+    trt = _trt.load()
+    if _trt.is_emulator(trt):
+        msg = ("building an engine needs NVIDIA's TensorRT, and this process uses pyplugins' "
+               "emulator: pip install 'pyplugins[trt]' and unset PYPLUGINS_TRT (or set it to "
+               "'tensorrt').")
+        raise RuntimeError(msg)
+    return trt
+
+
+def stamp() -> Dict[str, str]:
+    """What an engine is only valid for: this GPU and this TensorRT (plus pyplugins' version)."""
+    from pyplugins import __version__  # noqa: PLC0415
+
+    trt = _real_trt()
+    cp = require("cupy", "stamping a TensorRT engine with its GPU")
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return {"gpu": name, "compute_capability": f"{props['major']}.{props['minor']}",
+            "tensorrt": trt.__version__, "pyplugins": __version__}
+
+
+def _progress_monitor(trt: Any) -> Any:
+    class Progress(trt.IProgressMonitor):
+        """Prints each build phase as it starts (TensorRT's IProgressMonitor)."""
+
+        def __init__(self) -> None:
+            trt.IProgressMonitor.__init__(self)
+
+        def phase_start(self, phase_name: str, parent_phase: Optional[str], num_steps: int) -> None:
+            indent = "  " if parent_phase else ""
+            print(f"[build] {indent}{phase_name} ({num_steps} steps)", file=sys.stderr)
+
+        def step_complete(self, phase_name: str, step: int) -> bool:
+            return True  # never cancel
+
+        def phase_finish(self, phase_name: str) -> None:
+            pass
+
+    return Progress()
+
+
+def _register(plugins: Sequence[str]) -> None:
+    """Register the shipped creators and the user's plugin modules with TensorRT."""
+    from pyplugins.emulator._fresh import import_module  # noqa: PLC0415
+
+    import pyplugins.ops  # noqa: F401, PLC0415
+
+    for module in plugins:
+        import_module(module)
+
+
+def build_engine(model: str, engine_path: str,
+                 ranges: Optional[Mapping[str, Tuple[Shape, Shape, Shape]]] = None,
+                 plugins: Sequence[str] = (), progress: bool = True) -> Path:
+    """Build ``model`` (an ONNX path) into ``engine_path`` and its stamp; returns the path.
+
+    Raises:
+        RuntimeError: TensorRT is not the active API; Polygraphy's errors when parsing or
+            building fails (the parser's messages name the node).
+    """
+    trt = _real_trt()
+    require("polygraphy", "building a model with TensorRT")
+    from polygraphy.backend.trt import (CreateConfig, EngineBytesFromNetwork,  # noqa: PLC0415
+                                        NetworkFromOnnxPath, Profile)
+    _register(plugins)
+    profile = Profile()
+    for name, (lo, opt, hi) in (ranges or {}).items():
+        profile.add(name, min=lo, opt=opt, max=hi)
+    config = CreateConfig(profiles=[profile] if ranges else None,
+                          progress_monitor=_progress_monitor(trt) if progress else None)
+    network = NetworkFromOnnxPath(str(model), strongly_typed=True)
+    data = EngineBytesFromNetwork(network, config=config)()
+    path = Path(engine_path)
+    path.write_bytes(bytes(data))
+    Path(f"{path}.json").write_text(json.dumps(stamp(), indent=2))
+    return path
+
+
+def load_engine(engine_path: str, plugins: Sequence[str] = ()) -> Any:
+    """Deserialize a stamped engine, after checking its stamp against this machine.
+
+    Raises:
+        EngineMismatchError: no stamp, or one naming another GPU/compute capability/TensorRT.
+    """
+    trt = _real_trt()
+    path = Path(engine_path)
+    stamp_path = Path(f"{path}.json")
+    if not stamp_path.is_file():
+        msg = (f"{path}: no stamp {stamp_path.name} beside it, so nothing says which GPU and "
+               "TensorRT it was built for; rebuild it with pyplugins.models.trt_build")
+        raise EngineMismatchError(msg)
+    built, here = json.loads(stamp_path.read_text()), stamp()
+    differ = [f"{k}: built for {built.get(k)!r}, this machine has {here[k]!r}"
+              for k in ("gpu", "compute_capability", "tensorrt") if built.get(k) != here[k]]
+    if differ:
+        msg = (f"{path} cannot run here ({'; '.join(differ)}). TensorRT engines are specific to "
+               "the GPU and the TensorRT version: rebuild it on this machine.")
+        raise EngineMismatchError(msg)
+    _register(plugins)
+    return trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(path.read_bytes())

@@ -1,0 +1,20 @@
+"""Polygraphy pattern for the LReLU_TRT plugin (the matching: pyplugins.models.patterns)."""
+
+from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
+
+PLUGIN = "LReLU_TRT"
+
+
+def get_matching_subgraphs(graph):
+    """Instances {inputs, outputs, attributes} of the LReLU_TRT subgraph in a gs graph."""
+    return subgraphs(PLUGIN, graph)
+
+
+def get_plugin_metadata():
+    """{name: the directory name, op: the plugin node's op type}."""
+    return metadata(PLUGIN)
+
+
+def replace_with_plugin(graph, input_tensors, output_tensors, attrs=None, op=None):
+    """Insert the plugin node in place of the matched subgraph (named after its output)."""
+    return replace(graph, input_tensors, output_tensors, attrs, op)
