@@ -245,7 +245,8 @@ class Plugin(trt.IPluginV2DynamicExt):
         leaves none behind). ``check_configure(inp, out)`` then runs on every call with
         TensorRT's ``DynamicPluginTensorDesc`` lists (``.desc``, ``.min``, ``.opt``, ``.max``):
         the place for checks of what the build phase knows. Unless every input and output dim
-        is concrete (the build phase has ``-1`` for runtime dims) nothing else happens. Then
+        is concrete (the build phase has ``-1`` for runtime dims; a class with ``size_tensors``
+        needs only concrete inputs) nothing else happens. Then
         ``check_shapes(inputs, outputs)`` runs, GPU or not; then, if :func:`~pyplugins.device.usable_device` finds no GPU,
         ``self.launch`` records that ``enqueue`` cannot run (``Unlaunchable.no_device``) and
         nothing is compiled; otherwise ``self.launch = self.plan(inputs, outputs, device)``.
@@ -262,8 +263,11 @@ class Plugin(trt.IPluginV2DynamicExt):
             return
         inputs: List[Any] = [t.desc for t in inp]
         outputs: List[Any] = [t.desc for t in out]
-        if not all(_shapes.is_concrete(t.dims) for t in (*inputs, *outputs)):
-            return  # build phase: runtime dims are -1, nothing to size yet
+        # Build phase: runtime dims are -1, nothing to size yet. Outputs sized by a size
+        # tensor (``size_tensors``, IPluginV3) keep -1 until enqueue has run: inputs decide.
+        sized = (*inputs, *outputs) if not cls.size_tensors else inputs
+        if not all(_shapes.is_concrete(t.dims) for t in sized):
+            return
         if cls.check_shapes is not None:
             self.check_shapes(inputs, outputs)
         if cls.plan is None:
