@@ -104,7 +104,8 @@ knobs = _Knobs()
 
 _ENV_NAMES = {"trt": "PYPLUGINS_TRT", "trt_version": "PYPLUGINS_TRT_VERSION",
               "device": "PYPLUGINS_DEVICE", "max_tensor_bytes": "PYPLUGINS_MAX_TENSOR_BYTES",
-              "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT"}
+              "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT",
+              "interface": "PYPLUGINS_INTERFACE"}
 
 
 @contextlib.contextmanager
