@@ -56,6 +56,25 @@ CHECKS: Dict[str, str] = {
                     "synchronization; the context may be unusable afterwards)",
     "reference_mismatch": "enqueue's outputs differ from the plugin's NumPy reference() beyond "
                           "the per-dtype tolerances of pyplugins.testing",
+    # IPluginV3 (pyplugins.emulator.checks_v3, size_tensors, lifecycle_v3)
+    "attach_shares_state": "attach_to_context() returned its source object, or a plugin sharing "
+                           "mutable state with it (§2.4)",
+    "tactics_invalid": "get_valid_tactics() returned a repeated tactic or 0 (§2.4)",
+    "fields_nondeterministic": "get_fields_to_serialize() gave different fields on two calls (§4.2)",
+    "fields_incomplete": "the plugin create_plugin(RUNTIME) rebuilt from the serialized fields "
+                         "differs from the built one: fields or outputs (§4.2)",
+    "tactic_not_set": "enqueue ran on a runtime object that never received set_tactic (§2.5)",
+    "shape_change_not_kept": "enqueue ran on a runtime object whose on_shape_change never ran "
+                             "or raised: get_capability_interface(RUNTIME) must return the same "
+                             "object (§2.5)",
+    "capability_unstable": "get_capability_interface returned a different object on a second "
+                           "call for the same capability (§2.5)",
+    "tactic_outputs_differ": "two tactics of the plugin give different outputs for the same "
+                             "inputs (GPU)",
+    "size_tensor": "a declared size tensor is not a 0-D INT32/INT64 output, or enqueue wrote a "
+                   "value outside [0, upper] (§6)",
+    "aliasing": "get_aliased_input named an invalid input or one of another type/size, or the "
+                "aliased output was not written in place (§7, 10.3+)",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }
@@ -190,13 +209,16 @@ def clone_violations(source: Any, clone: Any, label: str = "clone()") -> List[Vi
         return [Violation("clone_shares_state", msg, "clone")]
     found = []
     missing = []
-    if getattr(clone, "_pp_num_outputs", None) is None:
-        missing.append("num_outputs is unset (-1)")
-    if getattr(clone, "_pp_type", None) is None:
-        missing.append("plugin_type is None")
+    v3 = hasattr(type(clone), "plugin_name")  # IPluginV3: plugin_name, and no num_outputs at runtime
+    for slot, text in (("_pp_num_outputs", "num_outputs is unset (-1)"),
+                       ("_pp_name", "plugin_name is None") if v3 else
+                       ("_pp_type", "plugin_type is None")):
+        if getattr(clone, slot, None) is None and (not v3 or getattr(source, slot, None)):
+            missing.append(text)
     if missing:
+        base = "the base __init__s" if v3 else "IPluginV2DynamicExt.__init__"
         msg = (f"{label} returned a {type(clone).__name__} whose {' and '.join(missing)}: it did "
-               f"not run IPluginV2DynamicExt.__init__ and set the identity properties. They live "
+               f"not run {base} and set the identity properties. They live "
                f"in C++, not in __dict__, so __dict__.update() does not copy them; construct the "
                f"clone with the class constructor, then copy the state (§1.2, §10.2).")
         found.append(Violation("clone_shares_state", msg, "clone"))

@@ -109,9 +109,9 @@ class IDimensionExpr:
         return self._value if self._kind == "const" else INT64_MIN
 
     def is_size_tensor(self) -> bool:
-        """Whether this is a V3 size-tensor expression (never, for V2 plugins)."""
+        """Whether this is a V3 size-tensor expression (``declare_size_tensor``'s result)."""
         self._check_alive("is_size_tensor")
-        return False
+        return self._kind == "size"
 
     def _check_alive(self, what: str) -> None:
         if not self._builder._alive:
@@ -127,6 +127,9 @@ class IDimensionExpr:
         if self._kind == "sym":
             i, d = self._symbol
             return int(shapes[i][d])
+        if self._kind == "size":  # output _value's size tensor: its value if known, else upper
+            key = ("size", self._value)
+            return int(shapes[key]) if key in shapes else self._b._evaluate(shapes)
         return _apply(self._op, self._a._evaluate(shapes), self._b._evaluate(shapes))
 
     def __repr__(self) -> str:
@@ -134,6 +137,8 @@ class IDimensionExpr:
             return str(self._value)
         if self._kind == "sym":
             return f"in{self._symbol[0]}[{self._symbol[1]}]"
+        if self._kind == "size":
+            return f"size_tensor(out{self._value}, opt={self._a!r}, upper={self._b!r})"
         return f"{self._op.name}({self._a!r}, {self._b!r})"
 
 

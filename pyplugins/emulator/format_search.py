@@ -28,11 +28,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginV2DynamicExt
 from pyplugins.emulator.checks import PoisonedDesc, PoisonProbe, Violation
+from pyplugins.emulator.descs import DynamicPluginTensorDesc
 from pyplugins.emulator.enums import DataType, TensorFormat
 from pyplugins.emulator.tensors import Combo, PluginTensors
 
@@ -48,14 +49,18 @@ FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, Tenso
 Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat], bool]
 
 
-def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[DataType]
-                   ) -> Tuple[List[Combo], List[Tried], List[Violation]]:
+def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[DataType], *,
+                   ask: Optional[Callable[..., bool]] = None, limit: Optional[int] = None,
+                   dynamic: bool = False) -> Tuple[List[Combo], List[Tried], List[Violation]]:
     """Ask ``plugin`` about every candidate combination, as the builder does.
 
     Args:
         plugin: the builder's plugin object (P2).
         tensors: the plugin's tensors (their network shapes and declared formats).
         declared: the declared types, inputs then outputs (get_output_datatype's for outputs).
+        ask: the trampoline call (default: V2's ``supports_format_combination``).
+        limit: the most calls (default ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``).
+        dynamic: offer ``DynamicPluginTensorDesc`` entries (V3) instead of ``PluginTensorDesc``.
 
     Returns:
         The accepted combinations in the order found, every call made (at most
@@ -71,17 +76,23 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
         fmts = [fmt0] + [f for f in formats if f is not fmt0]
         candidates.append([(t, f) for t in types for f in fmts])
     probe, combos, tried = PoisonProbe(), [], []
-    limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT
+    ask = trampoline.supports_format_combination if ask is None else ask
+    limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT if limit is None else limit
+
+    def desc(k: int, cand: Tuple[DataType, TensorFormat]) -> Any:
+        plain = tensors.desc(k, cand, tensors.net_dims(k))
+        if not dynamic:
+            return plain
+        return DynamicPluginTensorDesc(plain, *(tensors.profile(k, p) for p in ("min", "opt", "max")))
 
     def search(pos: int, prefix: Combo) -> None:
         for cand in candidates[pos]:
             if len(tried) >= limit:
                 return
-            in_out = ([tensors.desc(k, prefix[k], tensors.net_dims(k)) for k in range(pos)]
-                      + [tensors.desc(pos, cand, tensors.net_dims(pos))]
+            in_out = ([desc(k, prefix[k]) for k in range(pos)] + [desc(pos, cand)]
                       + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
             probe.arm(pos)
-            ok = trampoline.supports_format_combination(plugin, pos, in_out, n_in)
+            ok = ask(plugin, pos, in_out, n_in)
             probe.disarm()
             tried.append((pos, tuple(prefix), cand, ok))
             if ok and pos == n - 1:

@@ -37,12 +37,14 @@ from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.emulator import _fresh, buffers, host_buffers, runtime_enqueue, trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface
+from pyplugins.emulator.bases_v3 import IPluginCreatorV3One
 from pyplugins.emulator.checks import Recorder, Violation, serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import choose_formats, search_formats
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.lifecycle_report import LifecycleReport
+from pyplugins.emulator.lifecycle_v3 import DriverV3
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
@@ -357,7 +359,8 @@ def _check_input_sizes(specs: Sequence[TensorSpec]) -> None:
 def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
-        keep_on_device: bool = False) -> LifecycleReport:
+        keep_on_device: bool = False, shape_inputs: Sequence[Sequence[int]] = (),
+        aliased_io: bool = False) -> LifecycleReport:
     """Drive one plugin through import, build and run as TensorRT does, checking it on the way.
 
     Args:
@@ -374,6 +377,13 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
             (with the emulator installed) and in the fresh process.
         trace: record a :class:`~pyplugins.emulator.trace.Trace` of every callback.
         keep_on_device: return outputs as CuPy arrays.
+        shape_inputs: IPluginV3 only: the values of each shape input (``get_output_shapes``'
+            ``shape_inputs``, §6).
+        aliased_io: IPluginV3 only: ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` is on, so
+            ``get_aliased_input`` is honoured.
+
+    An ``IPluginCreatorV3One`` is driven by :class:`~pyplugins.emulator.lifecycle_v3.DriverV3`
+    (protocol §2.5; no fresh-process or on-device outputs yet), any other creator as V2.
 
     Returns:
         A :class:`LifecycleReport`.
@@ -398,8 +408,12 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         from pyplugins.emulator.trace import Trace
 
         tracer = report.trace = Trace()
-    driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer, check_capture,
-                     fresh_process, plugin_module, keep_on_device)
+    if isinstance(creator, IPluginCreatorV3One):
+        driver: Any = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                               check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
+    else:
+        driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                         check_capture, fresh_process, plugin_module, keep_on_device)
     trampoline.listeners.append(recorder)
     if tracer is not None:
         tracer.start()

@@ -35,6 +35,7 @@ import numpy as np
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
+from pyplugins.emulator.bases_v3 import IPluginCapability, IPluginV3
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import PluginFieldType, TrtEnum
@@ -50,9 +51,19 @@ PARAMS: Dict[str, Tuple[str, ...]] = {
     "configure_plugin": ("in", "out"),
     "get_workspace_size": ("in", "out"),
     "enqueue": ("input_desc", "output_desc", "inputs", "outputs", "workspace", "stream"),
-    "create_plugin": ("name", "fc"),
+    "create_plugin": ("name", "fc", "phase"),
+    # IPluginV3 (protocol §7)
+    "get_capability_interface": ("type",),
+    "get_output_data_types": ("input_types",),
+    "get_output_shapes": ("inputs", "shape_inputs", "expr_builder"),
+    "set_tactic": ("tactic",),
+    "on_shape_change": ("in", "out"),
+    "attach_to_context": ("context",),
+    "get_aliased_input": ("output_index",),
     "deserialize_plugin": ("name", "data"),
 }
+#: Plugin objects (labelled P0, P1, ...): V2 plugins, V3 plugins and their capability objects.
+_PLUGIN_CLASSES = (IPluginV2DynamicExt, IPluginV3, IPluginCapability)
 #: Argument positions that carry device pointers or streams (shown in hex).
 _POINTER_ARGS = {"enqueue": (2, 3, 4, 5)}
 #: What a clone is for, by the phase it was made in (the lifecycle driver's phase names).
@@ -67,7 +78,7 @@ _MADE_BY = {
     "deserialize_plugin": "from the engine's serialized bytes",
 }
 #: Callbacks whose C++ result is a status (0, or -1 when the Python call raised).
-_STATUS_METHODS = ("enqueue", "initialize")
+_STATUS_METHODS = ("enqueue", "initialize", "set_tactic", "on_shape_change")
 _MAX_SUMMARY = 240
 _MAX_ITEMS = 8
 
@@ -177,7 +188,7 @@ class Trace:
             ref, text = entry
             if (ref() if isinstance(ref, weakref.ref) else ref) is obj:
                 return text
-        if isinstance(obj, IPluginV2DynamicExt):
+        if isinstance(obj, _PLUGIN_CLASSES):
             prefix = "P"
         elif isinstance(obj, IPluginCreatorInterface):
             prefix = "C"
@@ -414,7 +425,7 @@ def _summarize(value: Any, trace: Optional[Trace]) -> str:
         return f"<{len(value)} bytes>"
     if isinstance(value, str):
         return repr(value)
-    if isinstance(value, (IPluginV2DynamicExt, IPluginCreatorInterface)):
+    if isinstance(value, _PLUGIN_CLASSES + (IPluginCreatorInterface,)):
         return trace.label(value) if trace is not None else type(value).__name__
     if isinstance(value, np.ndarray):
         return f"array{_shape(value.shape)} {value.dtype}"

@@ -36,7 +36,14 @@ from pyplugins.emulator.plugin_field import (PluginField, PluginFieldCollection,
 from pyplugins.emulator.registry import emulated_version
 from pyplugins.emulator.trampoline import as_bool, as_instance, as_size_t, held, invoke
 
-_FAILED = object()
+class _Failed:
+    """The fallback of a status method whose Python call raised: C++ returns -1."""
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+_FAILED = _Failed()
 
 _CAPABILITY = {
     PluginCapabilityType.CORE: (IPluginV3OneCore, " a valid core capability interface"),
@@ -185,8 +192,10 @@ def get_output_shapes(build: Any, inputs: Sequence[DimsExprs], shape_inputs: Seq
 def supports_format_combination(build: Any, pos: int, in_out: Sequence[DynamicPluginTensorDesc],
                                 num_inputs: int) -> bool:
     """C++ ``supportsFormatCombination`` with ``DynamicPluginTensorDesc`` entries; False on failure."""
-    return invoke(build, "supports_format_combination",
-                  (pos, [crossing(d) for d in in_out], num_inputs), required=True,
+    # The driver builds new descriptors for every call, so no copy (a copy would read the
+    # poisoned entries after pos, which the format search watches).
+    return invoke(build, "supports_format_combination", (pos, list(in_out), num_inputs),
+                  required=True,
                   default=False, fallback=False, interpret=as_bool, as_type="bool")
 
 
