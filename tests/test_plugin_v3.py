@@ -327,3 +327,80 @@ def test_register_as_v3_and_back():
     finally:
         creator_mod.register(LeakyReLU, replace=True, interface="v2")
     assert isinstance(LeakyReLU.creator, trt.IPluginCreator)
+
+
+# -- on the GPU: the kernels behind the adapter ------------------------------------------------------
+
+def _run_v3(cls, fields, xs, out_shapes, out_dtypes, tactic=0, outputs=None):
+    """Drive a V3 plugin as a TensorRT runtime context does and run its enqueue on CuPy arrays."""
+    import cupy as cp
+
+    _, p = _v3(cls, fields)
+    pc = trampoline_v3.attach_to_context(p, trt.IPluginResourceContext._make(0))
+    assert trampoline_v3.set_tactic(pc, tactic) == 0
+    ys = outputs if outputs is not None else [cp.zeros(s, d) for s, d in zip(out_shapes, out_dtypes)]
+    in_desc = [_desc(x.shape, _trt_type(x.dtype)) for x in xs]
+    out_desc = [_desc(y.shape, _trt_type(y.dtype)) for y in ys]
+    assert trampoline_v3.on_shape_change(pc, in_desc, out_desc) == 0
+    stream = cp.cuda.Stream(non_blocking=True)
+    status = trampoline_v3.enqueue(pc, in_desc, out_desc, [x.data.ptr for x in xs],
+                                   [y.data.ptr for y in ys], 0, stream.ptr)
+    stream.synchronize()
+    assert status == 0
+    return [cp.asnumpy(y) for y in ys]
+
+
+def _trt_type(dtype):
+    from pyplugins import dtypes
+
+    return getattr(trt.DataType, dtypes.trt_name_from_numpy(np.dtype(dtype).name))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tactic", [0, 1, 2])
+@pytest.mark.parametrize("shape,pads,dtype", [
+    ((2, 3, 8, 8), [1, 1, 2, 2], np.float32), ((64, 3), [1, 1], np.float16),
+    ((2, 5000), [3, 2], np.float32), ((3, 4, 7), [9, 0, 1, 1], np.int8),
+])
+def test_circ_pad_tactics_are_bit_exact(tactic, shape, pads, dtype):
+    import cupy as cp
+
+    from pyplugins.ops.circ_pad import pad_widths
+
+    x = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+    want = np.pad(x, pad_widths(len(shape), pads), mode="wrap")
+    (got,) = _run_v3(CircPad, {"pads": pads}, [cp.asarray(x)], [want.shape], [dtype], tactic)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.gpu
+def test_non_zero_writes_indices_and_count():
+    import cupy as cp
+
+    x = np.float32([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 0, 4]])
+    idx, count = _run_v3(v3_plugins.NonZero, {}, [cp.asarray(x)], [(12, 2), ()],
+                         [np.int32, np.int64])
+    want_idx, want_count = v3_plugins.NonZero().reference(x)
+    assert int(count) == int(want_count) == 4
+    assert np.array_equal(idx[:4], want_idx)
+
+
+@pytest.mark.gpu
+def test_tile_fills_the_shape_input_length():
+    import cupy as cp
+
+    x = np.float32([1, 2, 3])
+    (y,) = _run_v3(v3_plugins.Tile, {}, [cp.asarray(x)], [(8,)], [np.float32])
+    assert np.array_equal(y, np.resize(x, 8))
+
+
+@pytest.mark.gpu
+def test_aliased_leaky_relu_is_right_in_place():
+    import cupy as cp
+
+    x = np.float32([-2.0, -0.5, 0.0, 3.0] * 300)
+    buf = cp.asarray(x)
+    (y,) = _run_v3(v3_plugins.LeakyReLUInPlace, {"neg_slope": 0.25}, [buf], [x.shape],
+                   [np.float32], outputs=[buf])  # TensorRT hands the input's buffer back
+    (want,) = LeakyReLU(neg_slope=0.25).reference(x)
+    assert np.array_equal(y, want)

@@ -13,7 +13,7 @@ from pyplugins.ops import (BarPlugin, CircPad, LeakyReLU, LeakyReLUNumba, Pool, 
                            SeqRepeat)
 
 from tests import v3_plugins
-from .support import check_cli
+from .support import check_cli, run_demo
 
 #: (class, module, --plugin, --input specs, --attr values): what each op's own CLI test checks.
 CHECKS = [
@@ -93,3 +93,19 @@ def test_in_place_leaky_relu_reference_is_the_shipped_ops():
     (want,) = LeakyReLU(neg_slope=0.5).reference(x)
     (got,) = v3_plugins.LeakyReLUInPlace(neg_slope=0.5).reference(x)
     assert np.array_equal(got, want)
+
+
+OP_DEMOS = ["bar_demo.py", "circ_pad_demo.py", "leaky_relu_demo.py", "pool_demo.py",
+            "rmsnorm_demo.py", "rope_demo.py", "seq_repeat_demo.py"]
+
+
+@pytest.mark.parametrize("demo", OP_DEMOS)
+def test_demo_runs_as_v3_on_cpu(demo):
+    out = run_demo(demo, "--device", "cpu", "--interface", "v3", "--trace")
+    assert "not run" in out and "OK" in out
+    assert "attach_to_context" in out and "get_fields_to_serialize" in out  # the V3 lifecycle
+
+
+@pytest.mark.gpu
+def test_circ_pad_demo_matches_numpy_as_v3():
+    assert "matches np.pad" in run_demo("circ_pad_demo.py", "--interface", "v3")
