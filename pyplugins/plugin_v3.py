@@ -202,7 +202,8 @@ def adapter_class(cls: Any) -> type:
                "(TensorRT 10.3+).")
         raise PluginDefinitionError(msg)
     adapter = _make(cls, build)
-    wrap_methods(adapter, V3_METHODS, {})
+    # enqueue (the hot path) is not wrapped again: the plugin's own enqueue reports its errors.
+    wrap_methods(adapter, tuple(m for m in V3_METHODS if m != "enqueue"), {})
     setattr(cls, "__pp_v3_adapter__", adapter)
     return adapter
 
