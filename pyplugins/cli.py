@@ -304,6 +304,13 @@ def _add_check(subparsers: Any) -> None:
                         "DTYPE a numpy name: float32, float16, int8, int32, int64, bool, uint8")
     p.add_argument("--attr", dest="attrs", action="append", default=[], metavar="NAME=VALUE",
                    help="a node attribute (plugin field), e.g. pads=1,1,2,2; repeatable")
+    p.add_argument("--shape-input", dest="shape_inputs", action="append", default=[],
+                   type=_ints, metavar="V1,V2,...",
+                   help="IPluginV3: the values of one shape input (get_output_shapes' "
+                        "shape_inputs), in order; repeatable")
+    p.add_argument("--aliased-io", action="store_true",
+                   help="IPluginV3: build with PreviewFeature.ALIASED_PLUGIN_IO_10_03, so "
+                        "get_aliased_input is honoured")
     p.add_argument("--fresh-process", action="store_true",
                    help="also deserialize the engine's plugin in a fresh Python process, as "
                         "loading a saved engine does")
@@ -321,6 +328,14 @@ def _add_check(subparsers: Any) -> None:
                         "(default: PYPLUGINS_CHECK_TIMEOUT or 60); a step past it is a defect "
                         "naming the method, and the report is still written")
     p.set_defaults(run=_run_check)
+
+
+def _ints(text: str) -> List[int]:
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        msg = f"expected comma-separated integers such as 2,3 (got {text!r})"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _seconds(text: str) -> float:
@@ -431,7 +446,8 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
     try:
         report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
                                fresh_process=args.fresh_process, plugin_module=module_ref,
-                               trace=args.trace)
+                               trace=args.trace, shape_inputs=args.shape_inputs,
+                               aliased_io=args.aliased_io)
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
     except ValueError as err:

@@ -408,6 +408,10 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         from pyplugins.emulator.trace import Trace
 
         tracer = report.trace = Trace()
+    if (shape_inputs or aliased_io) and not isinstance(creator, IPluginCreatorV3One):
+        msg = (f"shape_inputs and aliased_io are IPluginV3 features; {type(creator).__name__} "
+               f"makes V2 plugins")
+        raise ValueError(msg)
     if isinstance(creator, IPluginCreatorV3One):
         driver: Any = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
                                check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)

@@ -358,7 +358,7 @@ class DriverV3:
         uppers = {k: e._b._evaluate(opt_shapes) for k, e in self.declared.items()}
 
         def real_shape(j: int, sizes: Dict[int, int]) -> Tuple[int, ...]:
-            known = dict(opt_shapes, **{("size", k): v for k, v in sizes.items()})
+            known = {**opt_shapes, **{("size", k): v for k, v in sizes.items()}}
             return size_tensors.evaluate(self.out_exprs[j], known)
 
         outcome = runtime_v3.runtime_enqueue(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -47,8 +47,11 @@ from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection_
 from pyplugins.echo import echo
 from pyplugins.errors import FieldError
 
-__all__ = ["ImportedNode", "TENSOR_FIELD_TYPES", "fields_from_attributes", "import_node",
-           "value_from_cli"]
+#: The node attribute that marks IPluginV3 shape inputs (ONNX parser 10.1+).
+SHAPE_INPUT_INDICES = "tensorrt_plugin_shape_input_indices"
+
+__all__ = ["ImportedNode", "SHAPE_INPUT_INDICES", "TENSOR_FIELD_TYPES", "fields_from_attributes",
+           "import_node", "value_from_cli"]
 
 # onnx.TensorProto.DataType numbers (stable across onnx releases), so onnx need not be imported.
 _ONNX_DTYPE_NAMES = {
@@ -464,6 +467,9 @@ class ImportedNode:
         fc: the field collection (see :func:`fields_from_attributes`).
         warnings: the parser's warnings for this node.
         key: ``(op_type, plugin_version, plugin_namespace)`` the creator was found under.
+        shape_input_indices: the node inputs that are shape inputs of an IPluginV3 plugin
+            (attribute ``tensorrt_plugin_shape_input_indices``, parser 10.1+): they go to
+            ``add_plugin_v3``'s ``shape_inputs``, the others are its inputs.
     """
 
     creator: Any
@@ -471,6 +477,29 @@ class ImportedNode:
     fc: PluginFieldCollection_
     warnings: List[str] = field(default_factory=list)
     key: Tuple[str, str, str] = ("", "1", "")
+    shape_input_indices: Tuple[int, ...] = ()
+
+    def split_inputs(self, inputs: Sequence[Any]) -> Tuple[List[Any], List[Any]]:
+        """``(inputs, shape_inputs)``: the node's inputs routed as the parser routes them.
+
+        Example:
+            >>> ImportedNode(None, "n", None, shape_input_indices=(1,)).split_inputs(["x", "s"])
+            (['x'], ['s'])
+        """
+        shape = [x for i, x in enumerate(inputs) if i in self.shape_input_indices]
+        return [x for i, x in enumerate(inputs) if i not in self.shape_input_indices], shape
+
+
+def _shape_input_indices(node: Any) -> Tuple[int, ...]:
+    """The node's ``tensorrt_plugin_shape_input_indices`` (INTS, or an integer TENSOR)."""
+    for attr in node.attribute:
+        if attr.name == SHAPE_INPUT_INDICES:
+            if attr.type == 4:  # AttributeProto.TENSOR
+                from onnx import numpy_helper  # noqa: PLC0415
+
+                return tuple(int(v) for v in numpy_helper.to_array(attr.t).reshape(-1))
+            return tuple(int(v) for v in attr.ints)
+    return ()
 
 
 def _string_attr(node: Any, name: str, default: str, notes: List[str]) -> str:
@@ -535,4 +564,5 @@ def import_node(node: Any, registry: Any = None, model_dir: Optional[str] = None
         raise LookupError(msg)
     fc, warnings = fields_from_attributes(list(node.attribute), creator.field_names,
                                           node=_node_name(node), model_dir=model_dir)
-    return ImportedNode(creator, _node_name(node), fc, notes + warnings, key)
+    return ImportedNode(creator, _node_name(node), fc, notes + warnings, key,
+                        _shape_input_indices(node))

@@ -109,7 +109,7 @@ def runtime_enqueue(enqueue: Callable[..., int], arrays: List[Any],
         to their real extents.
     """
     outcome = EnqueueOutcome()
-    metas = [(shape, dt) for shape, dt in zip(out_shapes, out_dtypes)]
+    metas = [(tuple(shape), np.dtype(dt)) for shape, dt in zip(out_shapes, out_dtypes)]
 
     def call(i: List[int], o: List[int], w: int, s: int) -> int:
         return enqueue(i, alias_pointers(o, i, aliases), w, s)
