@@ -34,7 +34,6 @@ from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overloa
 
 import pyplugins.trt as trt
 from pyplugins._config import knobs
-from pyplugins import fields as _fields
 from pyplugins import plugin_v3
 from pyplugins.error_reports import report
 from pyplugins.errors import PluginDefinitionError, RegistrationError
@@ -61,8 +60,8 @@ def default_interface(cls: Any = None) -> str:
     that uses what only ``IPluginV3`` serves (``shape_inputs``, ``size_tensors``, ``aliases``)
     or when the active TensorRT no longer binds ``IPluginV2DynamicExt``; else ``"v2"``.
 
-    Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1,
-    §0.15): an engine records the interface its plugin was built with (a V2 layer is rebuilt
+    Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1):
+    an engine records the interface its plugin was built with (a V2 layer is rebuilt
     by the creator's ``deserialize_plugin``, a V3 one by ``create_plugin(phase=RUNTIME)``), so
     a default that changed under a user would leave engines their deployment cannot load;
     V2 behaves the same on every supported TensorRT, while V3's binding changed within 10.x
@@ -116,7 +115,7 @@ def _creator_v3_class(cls: Any, adapter: type) -> type:
             self.name = cls.name
             self.plugin_version = cls.version
             self.plugin_namespace = cls.namespace
-            self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
+            self._field_names = trt.PluginFieldCollection(cls.advertised_fields())  # kept
             self.field_names = self._field_names
 
         def create_plugin(self, name: str, field_collection: Any, phase: Any) -> Any:
@@ -148,7 +147,7 @@ def _creator_class(cls: Any) -> type:
             self.name = cls.name
             self.plugin_version = cls.version
             self.plugin_namespace = cls.namespace
-            self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
+            self._field_names = trt.PluginFieldCollection(cls.advertised_fields())  # kept
             self.field_names = self._field_names
 
         # Parameter names are TensorRT's (scripts call create_plugin(name=..., field_collection=...)).

@@ -36,6 +36,10 @@ What the base class does for you:
   them. Class attributes named like those properties would shadow them in Python while C++ never
   sees the value, so they are refused when the class is defined, as are V3 method names
   (``get_output_shapes``, ``get_output_data_types``, ...) that a V2 plugin never receives.
+- **Either interface**: the class is an ``IPluginV2DynamicExt``; ``@pp.register(interface="v3")``
+  serves the same methods as an ``IPluginV3`` through a generated adapter
+  (:mod:`pyplugins.plugin_v3`, ``docs/v3.md``), which adds ``tactics`` TensorRT times
+  (``self.tactic``) and the V3-only ``shape_inputs``, ``size_tensors`` and ``aliases``.
 - **Fields** (:mod:`pyplugins.fields`) are the plugin's attributes, ONNX attributes and
   serialized state. ``__init__(**fields)`` converts and validates them, then calls
   :meth:`Plugin.setup`, the hook for derived host state and cross-field checks.
@@ -104,7 +108,7 @@ _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
                        "creator", "layer_name", "setup", "reference", "launch_device", "plan",
                        "check_configure", "check_shapes",
-                       "launch", "field_values", "from_fields",
+                       "launch", "field_values", "from_fields", "advertised_fields",
                        "tactics", "tactic", "shape_inputs", "size_tensors", "aliases",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
 
@@ -136,6 +140,12 @@ class Plugin(trt.IPluginV2DynamicExt):
             op's semantics in NumPy, one array per output, computed from the plugin's own field
             values. Callers check ``ref = getattr(plugin, "reference", None)`` and use it only
             ``if callable(ref)``; compare with :func:`pyplugins.testing.assert_close`.
+        tactics: launch variants TensorRT times when registered as IPluginV3: a tuple of
+            names (ids 1, 2, ...) or ``{id: name}``; ``plan`` reads ``self.tactic`` (the name, or
+            None for the default, always None as V2). See :mod:`pyplugins.tactics`.
+        shape_inputs, size_tensors, aliases: IPluginV3-only capabilities (shape-tensor input
+            count; 0-D size-tensor output indices; ``{output: input}`` written in place); see
+            :mod:`pyplugins.plugin_v3`.
 
     Example:
         >>> import pyplugins as pp
@@ -211,6 +221,13 @@ class Plugin(trt.IPluginV2DynamicExt):
     def field_values(self) -> Dict[str, Any]:
         """Deep copies of the field values, by name, in declaration order."""
         return {n: copy.deepcopy(self.__dict__[n]) for n in type(self).__pp_fields__}
+
+    @classmethod
+    def advertised_fields(cls) -> List[Any]:
+        """The ``trt.PluginField`` entries of the creator's ``field_names`` (the ONNX parser
+        passes only attributes named there): one per declared field. A plugin that also
+        accepts other names in :meth:`from_fields` lists them by extending this."""
+        return [spec.plugin_field() for spec in cls.__pp_fields__.values()]
 
     @classmethod
     def from_fields(cls, fc: Any, layer_name: str = "") -> "Plugin":

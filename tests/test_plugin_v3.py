@@ -404,3 +404,11 @@ def test_aliased_leaky_relu_is_right_in_place():
                    [np.float32], outputs=[buf])  # TensorRT hands the input's buffer back
     (want,) = LeakyReLU(neg_slope=0.25).reference(x)
     assert np.array_equal(y, want)
+
+
+def test_v3_creator_advertises_every_name_the_class_accepts():
+    creator = creator_mod.make_creator(LeakyReLU, "v3")
+    assert [f.name for f in creator.field_names] == ["neg_slope", "negSlope"]
+    field = trt.PluginField("negSlope", np.array([0.3], np.float32), trt.PluginFieldType.FLOAT32)
+    p = trampoline_v3.create_plugin(creator, "n", [field], trt.TensorRTPhase.BUILD)
+    assert p.plugin.neg_slope == pytest.approx(0.3)
