@@ -412,3 +412,26 @@ def test_v3_creator_advertises_every_name_the_class_accepts():
     field = trt.PluginField("negSlope", np.array([0.3], np.float32), trt.PluginFieldType.FLOAT32)
     p = trampoline_v3.create_plugin(creator, "n", [field], trt.TensorRTPhase.BUILD)
     assert p.plugin.neg_slope == pytest.approx(0.3)
+
+
+def test_tactics_benchmark_says_why_it_skips_without_a_gpu(capsys):
+    import json
+
+    from benchmarks import tactics as bench
+
+    if bench._cupy()[0] is not None:
+        pytest.skip("a GPU is visible: test_tactics_benchmark_runs_tiny covers it")
+    assert bench.main(["--shapes", "tiny"]) == 0
+    assert "no usable CUDA GPU" in json.loads(capsys.readouterr().out)["skipped"]
+
+
+@pytest.mark.gpu
+def test_tactics_benchmark_runs_tiny(capsys):
+    import json
+
+    from benchmarks import tactics as bench
+
+    assert bench.main(["--shapes", "tiny", "--replays", "3"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert set(row["ms"]) == {"default", "staged", "strips"}
+    assert row["chosen"] in ("staged", "strips") and row["gain"] > 0
