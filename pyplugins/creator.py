@@ -87,6 +87,11 @@ def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
 
     Raises:
         PluginDefinitionError: what :func:`register` raises for a bad class or interface.
+
+    Example:
+        >>> from pyplugins.ops.circ_pad import CircPad
+        >>> type(make_creator(CircPad, "v3")).__name__, make_creator(CircPad, "v2").interface
+        ('CircPadCreatorV3', 'v2')
     """
     _check_registrable(cls)
     chosen = default_interface(cls) if interface is None else interface

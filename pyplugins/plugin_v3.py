@@ -187,6 +187,12 @@ def adapter_class(cls: Any) -> type:
         PluginDefinitionError: the active TensorRT has no ``IPluginV3`` (before 10.0), or the
             class declares ``aliases`` and TensorRT has no ``IPluginV3OneBuildV2`` (before
             10.3), or a V3 attribute is malformed.
+
+    Example:
+        >>> from pyplugins.ops.circ_pad import CircPad
+        >>> p = adapter_class(CircPad)(CircPad(pads=[1, 1]))
+        >>> p.plugin_name, p.get_valid_tactics(), p.get_capability_interface(None) is p
+        ('CircPad', [1, 2], True)
     """
     made = vars(cls).get("__pp_v3_adapter__")
     if made is not None:
