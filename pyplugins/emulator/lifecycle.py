@@ -415,6 +415,9 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if isinstance(creator, IPluginCreatorV3One):
         driver: Any = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
                                check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
+        if fresh_process or keep_on_device:
+            report.warnings.append("fresh_process and keep_on_device are not implemented for "
+                                   "IPluginV3 plugins yet: not checked")
     else:
         driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer,
                          check_capture, fresh_process, plugin_module, keep_on_device)

@@ -10,8 +10,8 @@ and is read back from it; a data-dependent output is allocated at its upper boun
 to the extent the size tensor ``enqueue`` wrote says.
 
 Example:
-    >>> alias_pointers([10, 20], [30, 40], {1: 0})
-    [30, 10]
+    >>> alias_pointers([10, 20], [30, 40], {1: 0})  # output 1 aliases input 0
+    [10, 30]
 """
 
 from __future__ import annotations

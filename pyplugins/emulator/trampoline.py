@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType
 from pyplugins.emulator.plugin_field import PluginFieldCollection_
+
+#: Frames from files here are the emulator's stand-ins for TensorRT's C++ (left out of ``At:``).
+_EMULATOR_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 _EMULATOR_BASES = (IPluginV2DynamicExt, IPluginCreator, IPluginCreatorInterface, object)
 
@@ -200,7 +204,7 @@ def what(err: BaseException) -> str:
     tb = err.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_filename != __file__:  # the binding's own frames are C++ in TensorRT
+        if not code.co_filename.startswith(_EMULATOR_DIR):  # TensorRT's side is C++: no frames
             frames.append(f"  {_safe_text(code.co_filename)}({tb.tb_lineno}): {code.co_name}\n")
         tb = tb.tb_next
     if frames:

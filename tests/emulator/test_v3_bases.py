@@ -178,3 +178,21 @@ def test_exceptions_reach_listeners():
     finally:
         trampoline.listeners.remove(seen.append)
     assert [e.method for e in seen] == ["set_tactic"]
+
+
+def test_error_frames_leave_out_the_emulator_like_pybind(capfd):
+    class Broken(Full):
+        def __init__(self):
+            Full.__init__(self)
+            raise ValueError("no init")
+
+    class C(trt.IPluginCreatorV3One):
+        def __init__(self):
+            trt.IPluginCreatorV3One.__init__(self)
+
+        def create_plugin(self, name, fc, phase):
+            return Broken()
+    assert trampoline_v3.create_plugin(C(), "n", [], trt.TensorRTPhase.BUILD) is None
+    err = capfd.readouterr().err
+    assert "test_v3_bases.py" in err and "__init__" in err
+    assert "pyplugins/emulator" not in err  # the metaclass and trampoline are C++ in TensorRT
