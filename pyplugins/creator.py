@@ -126,7 +126,8 @@ def _creator_v3_class(cls: Any, adapter: type) -> type:
         def create_plugin(self, name: str, field_collection: Any, phase: Any) -> Any:
             try:
                 if phase == trt.TensorRTPhase.RUNTIME:  # fields get_fields_to_serialize wrote
-                    return adapter(plugin_v3.plugin_from_runtime_fields(cls, field_collection, name))
+                    plugin = plugin_v3.plugin_from_runtime_fields(cls, field_collection, name)
+                    return adapter(plugin)
                 return adapter(cls.from_fields(field_collection, name))
             except Exception as err:
                 report(cls, "create_plugin", (name, _FieldSummary(field_collection), phase),

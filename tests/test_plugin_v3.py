@@ -79,7 +79,7 @@ def _v3(cls, fields, name="node"):
     return creator, p0
 
 
-# -- one class, both interfaces ---------------------------------------------------------------------
+# -- one class, both interfaces --------------------------------------------------------------------
 
 @pytest.mark.parametrize("cls,fields,in_shapes,types", OPS, ids=IDS)
 def test_shipped_op_answers_v3_as_it_answers_v2(cls, fields, in_shapes, types):
@@ -163,7 +163,7 @@ def test_an_error_in_the_users_method_names_the_plugin(caplog, capfd):
     assert "'CircPad'" in caplog.text and "exactly 1 input" in caplog.text
 
 
-# -- tactics ----------------------------------------------------------------------------------------
+# -- tactics ---------------------------------------------------------------------------------------
 
 def test_circ_pad_offers_its_two_kernels():
     assert tactics.declared(CircPad) == {1: "staged", 2: "strips"}
@@ -209,7 +209,7 @@ def test_tactic_dict_keeps_ids():
     assert tactics.tactic_name(Op, 3) == "narrow"
 
 
-# -- V3 field serialization -------------------------------------------------------------------------
+# -- V3 field serialization ------------------------------------------------------------------------
 
 class Wide(Plugin):
     name = "WideFields"
@@ -247,7 +247,7 @@ def test_a_changed_schema_is_refused_by_field_name():
         v3_fields.values(Wide, fc)
 
 
-# -- capabilities only V3 has -----------------------------------------------------------------------
+# -- capabilities only V3 has ----------------------------------------------------------------------
 
 def test_shape_input_values_reach_get_output_dimensions():
     _, p = _v3(v3_plugins.Tile, {})
@@ -301,7 +301,7 @@ def test_bad_v3_attributes(attr, value, match):
         creator_mod.make_creator(Op, "v3")
 
 
-# -- which interface ---------------------------------------------------------------------------------
+# -- which interface -------------------------------------------------------------------------------
 
 def test_default_interface_rule(monkeypatch):
     assert creator_mod.default_interface(LeakyReLU) == "v2"  # TensorRT still binds V2
@@ -329,7 +329,7 @@ def test_register_as_v3_and_back():
     assert isinstance(LeakyReLU.creator, trt.IPluginCreator)
 
 
-# -- on the GPU: the kernels behind the adapter ------------------------------------------------------
+# -- on the GPU: the kernels behind the adapter ----------------------------------------------------
 
 def _run_v3(cls, fields, xs, out_shapes, out_dtypes, tactic=0, outputs=None):
     """Drive a V3 plugin as a TensorRT runtime context does and run its enqueue on CuPy arrays."""
@@ -338,7 +338,8 @@ def _run_v3(cls, fields, xs, out_shapes, out_dtypes, tactic=0, outputs=None):
     _, p = _v3(cls, fields)
     pc = trampoline_v3.attach_to_context(p, trt.IPluginResourceContext._make(0))
     assert trampoline_v3.set_tactic(pc, tactic) == 0
-    ys = outputs if outputs is not None else [cp.zeros(s, d) for s, d in zip(out_shapes, out_dtypes)]
+    ys = outputs if outputs is not None else [cp.zeros(s, d)
+                                              for s, d in zip(out_shapes, out_dtypes)]
     in_desc = [_desc(x.shape, _trt_type(x.dtype)) for x in xs]
     out_desc = [_desc(y.shape, _trt_type(y.dtype)) for y in ys]
     assert trampoline_v3.on_shape_change(pc, in_desc, out_desc) == 0

@@ -1,8 +1,9 @@
 """Test plugins for what only IPluginV3 serves, written as pp.Plugin classes: a size tensor
 (NonZero), a shape input (Tile) and an aliased output (in-place LeakyReLU).
 
-Importable as a module or a path (``pyplugins check tests/v3_plugins.py --plugin PPNonZero``);
-registration replaces an earlier one, so importing it twice is harmless. None uses
+Check them with ``pyplugins check tests.v3_plugins --plugin PPNonZero --input 3x4:float32``
+(``PPTile`` also needs ``--shape-input 7``). Registration replaces an earlier one: importing the
+file again under another name (as a path) moves the registrations to that copy. None uses
 ``interface=``: a class with ``size_tensors``, ``shape_inputs`` or ``aliases`` registers as V3
 by default. The NonZero and Tile kernels are small CUDA sources compiled with CuPy in ``plan``
 (test-only; shipped ops keep theirs in ``kernels_cu/``).

@@ -82,9 +82,11 @@ def test_shape_input_plugin_passes_as_v3():
     assert tuple(report.output_shapes[0]) == (7,)
 
 
-def test_aliased_plugin_passes_as_v3():
+@pytest.mark.parametrize("aliased_io", [False, True])
+def test_aliased_plugin_passes_as_v3(aliased_io):
+    """With and without PreviewFeature.ALIASED_PLUGIN_IO_10_03 (the alias honoured or not)."""
     report = lifecycle.run(v3_plugins.LeakyReLUInPlace.creator, ["2x3:float32"],
-                           {"neg_slope": 0.1}, device="cpu")
+                           {"neg_slope": 0.1}, device="cpu", aliased_io=aliased_io)
     assert report.ok, report
 
 
@@ -109,3 +111,17 @@ def test_demo_runs_as_v3_on_cpu(demo):
 @pytest.mark.gpu
 def test_circ_pad_demo_matches_numpy_as_v3():
     assert "matches np.pad" in run_demo("circ_pad_demo.py", "--interface", "v3")
+
+
+@pytest.mark.parametrize("plugin,argv", [
+    ("PPTile", ["--input", "3:float32", "--shape-input", "7"]),
+    ("PPNonZero", ["--input", "3x4:float32"]),
+    ("PPLeakyReLUInPlace", ["--input", "2x3:float32", "--aliased-io"]),
+])
+def test_check_command_on_the_v3_test_plugins(capsys, plugin, argv):
+    from pyplugins import cli
+
+    status = cli.main(["check", "tests.v3_plugins", "--plugin", plugin, *argv])  # same module
+    out = capsys.readouterr()
+    assert status == 0, out.out + out.err
+    assert f"{plugin}:1:: OK" in out.out
