@@ -72,7 +72,7 @@ from pyplugins.errors import PluginDefinitionError
 __all__ = ["V3_METHODS", "ConcreteDesc", "MaxDesc", "adapter_class", "check_v3_attributes",
            "plugin_from_runtime_fields", "v3_available", "v3_only"]
 
-#: Every method TensorRT calls on a V3 plugin (wrapped for error reports).
+#: Every method TensorRT calls on a V3 plugin (all but enqueue wrapped for error reports).
 V3_METHODS = ("get_capability_interface", "clone", "destroy", "get_output_data_types",
               "get_output_shapes", "supports_format_combination", "configure_plugin",
               "get_workspace_size", "get_valid_tactics", "get_aliased_input", "set_tactic",
