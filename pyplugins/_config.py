@@ -40,6 +40,17 @@ class _Knobs:
         return os.environ.get("PYPLUGINS_TRT_VERSION", "11.1").strip() or "11.1"
 
     @property
+    def interface(self) -> str:
+        """``PYPLUGINS_INTERFACE``: the plugin interface ``pp.register`` gives a class that names
+        none: ``auto`` (default: :func:`pyplugins.creator.default_interface`'s rule), ``v2``
+        (``IPluginV2DynamicExt``) or ``v3`` (``IPluginV3``)."""
+        value = os.environ.get("PYPLUGINS_INTERFACE", "auto").strip().lower() or "auto"
+        if value not in ("auto", "v2", "v3"):
+            msg = f"PYPLUGINS_INTERFACE={value!r} is not understood; expected auto, v2 or v3."
+            raise ValueError(msg)
+        return value
+
+    @property
     def device(self) -> str:
         """``PYPLUGINS_DEVICE``: ``auto`` (default: run kernels when CuPy sees a GPU) or ``cpu``
         (never touch the GPU; the lifecycle stops before ``enqueue``)."""
@@ -93,7 +104,8 @@ knobs = _Knobs()
 
 _ENV_NAMES = {"trt": "PYPLUGINS_TRT", "trt_version": "PYPLUGINS_TRT_VERSION",
               "device": "PYPLUGINS_DEVICE", "max_tensor_bytes": "PYPLUGINS_MAX_TENSOR_BYTES",
-              "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT"}
+              "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT",
+              "interface": "PYPLUGINS_INTERFACE"}
 
 
 @contextlib.contextmanager

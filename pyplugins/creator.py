@@ -33,7 +33,8 @@ import threading
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
 import pyplugins.trt as trt
-from pyplugins import fields as _fields
+from pyplugins._config import knobs
+from pyplugins import plugin_v3
 from pyplugins.error_reports import report
 from pyplugins.errors import PluginDefinitionError, RegistrationError
 from pyplugins.plugin import Plugin, missing_methods
@@ -48,18 +49,111 @@ _creators: Dict[Tuple[str, str, str], Any] = {}
 _lock = threading.RLock()
 
 
+#: The interfaces :func:`register` can give a plugin class.
+INTERFACES = ("v2", "v3")
+
+
+def default_interface(cls: Any = None) -> str:
+    """The interface :func:`register` gives a class that names none.
+
+    ``PYPLUGINS_INTERFACE=v2|v3`` decides when set. Otherwise (``auto``): ``"v3"`` for a class
+    that uses what only ``IPluginV3`` serves (``shape_inputs``, ``size_tensors``, ``aliases``)
+    or when the active TensorRT no longer binds ``IPluginV2DynamicExt``; else ``"v2"``.
+
+    Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1):
+    an engine records the interface its plugin was built with (a V2 layer is rebuilt
+    by the creator's ``deserialize_plugin``, a V3 one by ``create_plugin(phase=RUNTIME)``), so
+    a default that changed under a user would leave engines their deployment cannot load;
+    V2 behaves the same on every supported TensorRT, while V3's binding changed within 10.x
+    (reference handling until 10.4, the serialized-fields pointer until 10.6). Choose V3 with
+    ``interface="v3"`` for tactics, or when deprecation warnings matter (``docs/v3.md``).
+
+    Example:
+        >>> default_interface() in INTERFACES
+        True
+    """
+    chosen = knobs.interface
+    if chosen != "auto":
+        return chosen
+    needs_v3 = cls is not None and bool(plugin_v3.v3_only(cls))
+    v2_gone = not hasattr(trt, "IPluginV2DynamicExt")
+    return "v3" if (needs_v3 or v2_gone) and plugin_v3.v3_available() else "v2"
+
+
+def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
+    """A new, unregistered creator of plugin class ``cls`` for ``interface`` (``"v2"``: an
+    ``IPluginCreator``; ``"v3"``: an ``IPluginCreatorV3One``; None: :func:`default_interface`).
+    :func:`register` registers one; checks and tests drive one directly.
+
+    Raises:
+        PluginDefinitionError: what :func:`register` raises for a bad class or interface.
+
+    Example:
+        >>> from pyplugins.ops.circ_pad import CircPad
+        >>> type(make_creator(CircPad, "v3")).__name__, make_creator(CircPad, "v2").interface
+        ('CircPadCreatorV3', 'v2')
+    """
+    _check_registrable(cls)
+    chosen = default_interface(cls) if interface is None else interface
+    if chosen not in INTERFACES:
+        msg = f"interface must be one of {', '.join(map(repr, INTERFACES))} (got {interface!r})."
+        raise PluginDefinitionError(msg)
+    if chosen == "v3":
+        return _creator_v3_class(cls, plugin_v3.adapter_class(cls))()
+    plugin_v3.check_v3_attributes(cls)
+    only = plugin_v3.v3_only(cls)
+    if only:
+        msg = (f"plugin {cls.name!r} uses {', '.join(only)}, which IPluginV2DynamicExt cannot "
+               "serve; register it with interface='v3'.")
+        raise PluginDefinitionError(msg)
+    return _creator_class(cls)()
+
+
+def _creator_v3_class(cls: Any, adapter: type) -> type:
+    """A ``trt.IPluginCreatorV3One`` subclass making ``adapter`` (IPluginV3) plugins."""
+    class CreatorV3(trt.IPluginCreatorV3One):
+        plugin_class = cls
+        interface = "v3"
+
+        def __init__(self) -> None:
+            trt.IPluginCreatorV3One.__init__(self)
+            self.name = cls.name
+            self.plugin_version = cls.version
+            self.plugin_namespace = cls.namespace
+            self._field_names = trt.PluginFieldCollection(cls.advertised_fields())  # kept
+            self.field_names = self._field_names
+
+        def create_plugin(self, name: str, field_collection: Any, phase: Any) -> Any:
+            try:
+                if phase == trt.TensorRTPhase.RUNTIME:  # fields get_fields_to_serialize wrote
+                    plugin = plugin_v3.plugin_from_runtime_fields(cls, field_collection, name)
+                    return adapter(plugin)
+                return adapter(cls.from_fields(field_collection, name))
+            except Exception as err:
+                report(cls, "create_plugin", (name, _FieldSummary(field_collection), phase),
+                       err, layer=name)
+                raise
+
+    CreatorV3.__name__ = f"{cls.__name__}CreatorV3"
+    CreatorV3.__qualname__ = f"{cls.__qualname__}CreatorV3"
+    CreatorV3.__module__ = cls.__module__
+    CreatorV3.__doc__ = f"TensorRT IPluginCreatorV3One of plugin {cls.name!r} (pp.register)."
+    return CreatorV3
+
+
 def _creator_class(cls: Any) -> type:
     """A ``trt.IPluginCreator`` subclass making ``cls`` instances."""
 
     class Creator(trt.IPluginCreator):
         plugin_class = cls
+        interface = "v2"
 
         def __init__(self) -> None:
             trt.IPluginCreator.__init__(self)
             self.name = cls.name
             self.plugin_version = cls.version
             self.plugin_namespace = cls.namespace
-            self._field_names = _fields.field_names(cls.__pp_fields__)  # our reference too
+            self._field_names = trt.PluginFieldCollection(cls.advertised_fields())  # kept
             self.field_names = self._field_names
 
         # Parameter names are TensorRT's (scripts call create_plugin(name=..., field_collection=...)).
@@ -128,9 +222,8 @@ def _check_registrable(cls: Any) -> None:
         raise PluginDefinitionError(msg)
 
 
-def _register(cls: Any, replace: bool) -> Any:
-    _check_registrable(cls)
-    creator = _creator_class(cls)()
+def _register(cls: Any, replace: bool, interface: Optional[str] = None) -> Any:
+    creator = make_creator(cls, interface)
     with _lock:
         return _register_locked(cls, creator, replace)
 
@@ -177,30 +270,39 @@ def register(cls: P) -> P: ...
 
 
 @overload
-def register(cls: None = None, *, replace: bool = False) -> Callable[[P], P]: ...
+def register(cls: None = None, *, replace: bool = False,
+             interface: Optional[str] = None) -> Callable[[P], P]: ...
 
 
-def register(cls: Optional[P] = None, *, replace: bool = False) -> Union[P, Callable[[P], P]]:
-    """Build, register and attach the ``IPluginCreator`` of a :class:`pyplugins.Plugin` class.
+def register(cls: Optional[P] = None, *, replace: bool = False,
+             interface: Optional[str] = None) -> Union[P, Callable[[P], P]]:
+    """Build, register and attach the creator of a :class:`pyplugins.Plugin` class.
 
-    Use as ``@pp.register`` or ``@pp.register(replace=True)``. Sets ``cls.creator``.
+    Use as ``@pp.register``, ``@pp.register(replace=True)`` or
+    ``@pp.register(interface="v3")``. Sets ``cls.creator``. The same class serves either
+    interface: ``"v2"`` registers an ``IPluginCreator`` whose plugins are ``cls`` instances
+    (``IPluginV2DynamicExt``); ``"v3"`` an ``IPluginCreatorV3One`` whose plugins are
+    ``IPluginV3`` adapters around ``cls`` instances (:mod:`pyplugins.plugin_v3`).
 
     Args:
         cls: the plugin class (when used without parentheses).
         replace: deregister a creator already registered under the same name, version and
             namespace instead of failing.
+        interface: ``"v2"``, ``"v3"``, or None for :func:`default_interface`.
 
     Returns:
         The class itself.
 
     Raises:
-        PluginDefinitionError: not a Plugin subclass, no ``name``, or a required method
-            (``get_output_dimensions``, ``enqueue``) missing.
+        PluginDefinitionError: not a Plugin subclass, no ``name``, a required method
+            (``get_output_dimensions``, ``enqueue``) missing, an unknown interface, V3-only
+            attributes (``shape_inputs``, ``size_tensors``, ``aliases``) with ``"v2"``, or
+            ``"v3"`` where TensorRT has no ``IPluginV3``.
         RegistrationError: the key is taken and ``replace`` is False.
     """
     if cls is None:
-        return lambda c: _register(c, replace)
-    return _register(cls, replace)
+        return lambda c: _register(c, replace, interface)
+    return _register(cls, replace, interface)
 
 
 def unregister(cls: type) -> bool:
@@ -224,4 +326,5 @@ def registered() -> Dict[Tuple[str, str, str], Any]:
         return dict(_creators)
 
 
-__all__ = ["register", "registered", "unregister"]
+__all__ = ["INTERFACES", "default_interface", "make_creator", "register", "registered",
+           "unregister"]

@@ -36,6 +36,10 @@ What the base class does for you:
   them. Class attributes named like those properties would shadow them in Python while C++ never
   sees the value, so they are refused when the class is defined, as are V3 method names
   (``get_output_shapes``, ``get_output_data_types``, ...) that a V2 plugin never receives.
+- **Either interface**: the class is an ``IPluginV2DynamicExt``; ``@pp.register(interface="v3")``
+  serves the same methods as an ``IPluginV3`` through a generated adapter
+  (:mod:`pyplugins.plugin_v3`, ``docs/v3.md``), which adds ``tactics`` TensorRT times
+  (``self.tactic``) and the V3-only ``shape_inputs``, ``size_tensors`` and ``aliases``.
 - **Fields** (:mod:`pyplugins.fields`) are the plugin's attributes, ONNX attributes and
   serialized state. ``__init__(**fields)`` converts and validates them, then calls
   :meth:`Plugin.setup`, the hook for derived host state and cross-field checks.
@@ -104,7 +108,8 @@ _REQUIRED = ("get_output_dimensions", "enqueue")
 _RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
                        "creator", "layer_name", "setup", "reference", "launch_device", "plan",
                        "check_configure", "check_shapes",
-                       "launch", "field_values", "from_fields",
+                       "launch", "field_values", "from_fields", "advertised_fields",
+                       "tactics", "tactic", "shape_inputs", "size_tensors", "aliases",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
 
 
@@ -135,6 +140,12 @@ class Plugin(trt.IPluginV2DynamicExt):
             op's semantics in NumPy, one array per output, computed from the plugin's own field
             values. Callers check ``ref = getattr(plugin, "reference", None)`` and use it only
             ``if callable(ref)``; compare with :func:`pyplugins.testing.assert_close`.
+        tactics: launch variants TensorRT times when registered as IPluginV3: a tuple of
+            names (ids 1, 2, ...) or ``{id: name}``; ``plan`` reads ``self.tactic`` (the name, or
+            None for the default, always None as V2). See :mod:`pyplugins.tactics`.
+        shape_inputs, size_tensors, aliases: IPluginV3-only capabilities (shape-tensor input
+            count; 0-D size-tensor output indices; ``{output: input}`` written in place); see
+            :mod:`pyplugins.plugin_v3`.
 
     Example:
         >>> import pyplugins as pp
@@ -160,6 +171,16 @@ class Plugin(trt.IPluginV2DynamicExt):
     plan: ClassVar[Any] = None
     check_configure: ClassVar[Any] = None
     check_shapes: ClassVar[Any] = None
+    #: IPluginV3 only (see :mod:`pyplugins.plugin_v3`, :mod:`pyplugins.tactics`): named launch
+    #: variants TensorRT times, shape-tensor input count, 0-D size-tensor outputs, in-place
+    #: outputs ``{output: input}``.
+    tactics: ClassVar[Any] = ()
+    shape_inputs: ClassVar[int] = 0
+    size_tensors: ClassVar[Tuple[int, ...]] = ()
+    aliases: ClassVar[Dict[int, int]] = {}
+    #: The tactic chosen for this instance's next launch: a name of ``tactics``, or None for the
+    #: plugin's default (always None as IPluginV2DynamicExt).
+    tactic: Any = None
     __pp_fields__: ClassVar[Dict[str, _fields.Field]] = {}
     __pp_formats__: ClassVar[_formats.Formats]
 
@@ -202,6 +223,13 @@ class Plugin(trt.IPluginV2DynamicExt):
         return {n: copy.deepcopy(self.__dict__[n]) for n in type(self).__pp_fields__}
 
     @classmethod
+    def advertised_fields(cls) -> List[Any]:
+        """The ``trt.PluginField`` entries of the creator's ``field_names`` (the ONNX parser
+        passes only attributes named there): one per declared field. A plugin that also
+        accepts other names in :meth:`from_fields` lists them by extending this."""
+        return [spec.plugin_field() for spec in cls.__pp_fields__.values()]
+
+    @classmethod
     def from_fields(cls, fc: Any, layer_name: str = "") -> "Plugin":
         """A plugin from the ``PluginFieldCollection_`` given to ``create_plugin``."""
         obj = cls(**_fields.values_from_fc(cls.__pp_fields__, fc, cls.name))
@@ -234,7 +262,8 @@ class Plugin(trt.IPluginV2DynamicExt):
         leaves none behind). ``check_configure(inp, out)`` then runs on every call with
         TensorRT's ``DynamicPluginTensorDesc`` lists (``.desc``, ``.min``, ``.opt``, ``.max``):
         the place for checks of what the build phase knows. Unless every input and output dim
-        is concrete (the build phase has ``-1`` for runtime dims) nothing else happens. Then
+        is concrete (the build phase has ``-1`` for runtime dims; a class with ``size_tensors``
+        needs only concrete inputs) nothing else happens. Then
         ``check_shapes(inputs, outputs)`` runs, GPU or not; then, if :func:`~pyplugins.device.usable_device` finds no GPU,
         ``self.launch`` records that ``enqueue`` cannot run (``Unlaunchable.no_device``) and
         nothing is compiled; otherwise ``self.launch = self.plan(inputs, outputs, device)``.
@@ -251,8 +280,11 @@ class Plugin(trt.IPluginV2DynamicExt):
             return
         inputs: List[Any] = [t.desc for t in inp]
         outputs: List[Any] = [t.desc for t in out]
-        if not all(_shapes.is_concrete(t.dims) for t in (*inputs, *outputs)):
-            return  # build phase: runtime dims are -1, nothing to size yet
+        # Build phase: runtime dims are -1, nothing to size yet. Outputs sized by a size
+        # tensor (``size_tensors``, IPluginV3) keep -1 until enqueue has run: inputs decide.
+        sized = (*inputs, *outputs) if not cls.size_tensors else inputs
+        if not all(_shapes.is_concrete(t.dims) for t in sized):
+            return
         if cls.check_shapes is not None:
             self.check_shapes(inputs, outputs)
         if cls.plan is None:

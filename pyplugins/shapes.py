@@ -275,8 +275,34 @@ def is_concrete(shape: Iterable[int]) -> bool:
     return all(int(d) >= 0 for d in shape)
 
 
+def size_tensor(builder: Any, output_index: int, opt: IntLike, upper: IntLike) -> Dim:
+    """Declare output ``output_index`` a size tensor and return the :class:`Dim` it stands for
+    (``IExprBuilder.declare_size_tensor``, ``IPluginV3`` only, protocol §6).
+
+    Use the result in another output's shape (e.g. NonZero's ``[rank, count]``); TensorRT then
+    reads that output's extent from what ``enqueue`` writes into the size tensor, a 0-D INT32 or
+    INT64 output the plugin lists in its ``size_tensors`` class attribute. ``opt`` is the extent
+    TensorRT optimizes for, ``upper`` the bound it allocates for; neither may depend on a size
+    tensor.
+
+    Example (in ``get_output_dimensions``, output 1 being the count)::
+
+        x = shapes.dims(inputs[0], expr_builder)
+        n = x[0] * x[1]                            # upper bound: every element non-zero
+        count = shapes.size_tensor(expr_builder, 1, opt=n // 2, upper=n)
+        return [len(x), count]
+    """
+    declare = getattr(builder, "declare_size_tensor", None)
+    if declare is None:
+        msg = ("size tensors need IPluginV3 (IExprBuilder.declare_size_tensor, TensorRT 10.0+); "
+               "register the plugin with interface='v3'.")
+        raise ShapeError(msg)
+    expr = declare(int(output_index), wrap(opt, builder).expr, wrap(upper, builder).expr)
+    return Dim(expr, builder)
+
+
 max = maximum  # noqa: A001 - shapes.max / shapes.min read naturally
 min = minimum  # noqa: A001
 
 __all__ = ["Dim", "cdiv", "dims", "inputs", "is_concrete", "max", "maximum", "min", "minimum",
-           "output", "volume", "wrap"]
+           "output", "size_tensor", "volume", "wrap"]

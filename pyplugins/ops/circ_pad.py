@@ -49,7 +49,8 @@ from pyplugins.device import resident_blocks
 from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BLOCK", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "launch_plan", "pad_widths"]
+__all__ = ["BLOCK", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "launch_plan",
+           "pad_widths"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
 BLOCK = 256
@@ -58,6 +59,8 @@ PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift"
                          ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
                          ("strip_vecs", "<i8"), ("group", "<i8")], align=True)
 _MAX_RANK = 8
+#: NVRTC options of the ``strips`` tactic's kernel (``circ_pad.cu``: 0 turns staging off).
+STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
 
@@ -186,6 +189,12 @@ class CircPad(Plugin):
     pads = Field.ints(min=0, max=_DIM_LIMIT - 1, max_len=2 * _MAX_RANK, validate=_pairs,
                       doc="(before, after) pairs, the last dim first")
     kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
+    #: The kernel with its staged (shared-memory) path off: every row takes the strips path.
+    strips_kernel = Kernel("circ_pad.cu", "circ_pad<{T}>", options=STRIPS_ONLY)
+    #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
+    #: "staged" is the kernel's own per-launch choice (staged where rows fit 16 KB, the
+    #: default as V2), "strips" never stages.
+    tactics = ("staged", "strips")
 
     # -- shape inference ---------------------------------------------------------------------------
 
@@ -217,11 +226,13 @@ class CircPad(Plugin):
         self._launch_plan(inputs[0])
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads."""
+        """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads; the
+        ``strips`` tactic compiles the kernel without its staged path."""
         desc = inputs[0]
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
-        fn = self.kernel.function(ctype, device)
+        kernel = self.strips_kernel if self.tactic == "strips" else self.kernel
+        fn = kernel.function(ctype, device)
         grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK, device=device))
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")

@@ -131,6 +131,13 @@ class LeakyReLU(Plugin):
         items = [_Renamed(f, "neg_slope") if f.name == NVIDIA_FIELD_NAME else f for f in items]
         return super().from_fields(items, layer_name)
 
+    @classmethod
+    def advertised_fields(cls) -> List[Any]:
+        """``neg_slope`` and TensorRT's name ``negSlope``, so the ONNX parser passes either."""
+        return [*super().advertised_fields(),
+                trt.PluginField(NVIDIA_FIELD_NAME, np.array([], dtype=np.float32),
+                                trt.PluginFieldType.FLOAT32)]
+
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
                               expr_builder: Any) -> Any:
         """The input's dims."""
@@ -163,18 +170,6 @@ class LeakyReLU(Plugin):
         v = x.astype(np.float64)
         slope = float(np.float32(self.neg_slope))
         return (round_to(np.where(v >= 0, v, v * slope), x.dtype),)
-
-
-def _advertise_nvidia_name(creator: Any) -> None:
-    """Add ``negSlope`` to the creator's ``field_names`` so the ONNX parser passes it on."""
-    fields: List[Any] = [creator.field_names[i] for i in range(len(creator.field_names))]
-    fields.append(trt.PluginField(NVIDIA_FIELD_NAME, np.array([], dtype=np.float32),
-                                  trt.PluginFieldType.FLOAT32))
-    creator._field_names = trt.PluginFieldCollection(fields)  # our reference keeps it alive
-    creator.field_names = creator._field_names
-
-
-_advertise_nvidia_name(LeakyReLU.creator)
 
 
 #: The plugin namespace the numba variant is registered in.

@@ -78,7 +78,7 @@ CHECKS: Dict[str, str] = {
     "tactics_invalid": "get_valid_tactics() returned a repeated tactic or 0 (§2.4)",
     "fields_nondeterministic": "get_fields_to_serialize() gave different fields on two calls (§4.2)",
     "fields_incomplete": "the plugin create_plugin(RUNTIME) rebuilt from the serialized fields "
-                         "serializes to other fields (§4.2)",
+                         "differs from the built one: fields or outputs (§4.2)",
     "tactic_not_set": "enqueue ran on a runtime object that never received set_tactic (§2.5)",
     "shape_change_not_kept": "enqueue ran on a runtime object whose on_shape_change never ran "
                              "or raised: get_capability_interface(RUNTIME) must return the same "
