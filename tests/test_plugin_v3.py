@@ -310,8 +310,14 @@ def test_default_interface_rule(monkeypatch):
         assert creator_mod.default_interface(LeakyReLU) == "v3"
     with override(interface="v2"):
         assert creator_mod.default_interface(LeakyReLU) == "v2"
-    monkeypatch.delattr(trt, "IPluginV2DynamicExt")
-    assert creator_mod.default_interface(LeakyReLU) == "v3"  # a TensorRT without V2
+    class WithoutV2:  # a TensorRT that no longer binds IPluginV2DynamicExt
+        def __getattr__(self, name):
+            if name == "IPluginV2DynamicExt":
+                raise AttributeError(name)
+            return getattr(trt, name)
+
+    monkeypatch.setattr(creator_mod, "trt", WithoutV2())
+    assert creator_mod.default_interface(LeakyReLU) == "v3"
 
 
 def test_unknown_interface_is_refused():

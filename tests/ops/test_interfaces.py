@@ -20,7 +20,7 @@ CHECKS = [
     (CircPad, "pyplugins.ops.circ_pad", "CircPad", ["1-2-3x3x8x8:float32"], ["pads=1,1,2,2"]),
     (LeakyReLU, "pyplugins.ops.leaky_relu", "LReLU_TRT", ["1-2-4x3x5:float16"],
      ["neg_slope=0.2"]),
-    (LeakyReLUNumba, "pyplugins.ops.leaky_relu_numba", "LReLU_TRT:1:numba", ["1-2-4x3x5:float32"],
+    (LeakyReLUNumba, "pyplugins.ops.leaky_relu", "LReLU_TRT:1:numba", ["1-2-4x3x5:float32"],
      ["neg_slope=0.2"]),
     (BarPlugin, "pyplugins.ops.bar", "BarPlugin", ["2x3x5:float16", "1-4-8x3x5:float16"], []),
     (Pool, "pyplugins.ops.pool", "Pool", ["1-2-4x3x9-12-16x9-9-16:float16"],
