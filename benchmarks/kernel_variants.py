@@ -36,8 +36,8 @@ from pyplugins.device import resident_blocks  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import WIDE_WINDOWS, Pool, output_size  # noqa: E402
-from pyplugins.ops.rope import LAYOUTS, RoPE  # noqa: E402
+from pyplugins.ops.pool import Pool, block_size, kernel_name, output_size  # noqa: E402
+from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, RoPE  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
 CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}
@@ -50,6 +50,7 @@ class Variant(NamedTuple):
     options: Tuple[str, ...] = ()
     block: int = 256
     grid: str = "default"  # the op module's rule, or "<k>x" resident blocks, or "full"
+    kernel: str = ""       # kernel expression ("pool2d<{T}>"), if not the case's
 
 
 class Built(NamedTuple):
@@ -160,11 +161,12 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
                   padding=[pad, pad], in_scale=1.0, out_scale=1.0)
     plugin = Pool(**fields)
     itemsize = np.dtype(dtype).itemsize
-    wide_window = (kernel, kernel, stride, stride, pad) in WIDE_WINDOWS
+    chosen = kernel_name(plugin.window(), CTYPES[dtype], True)  # the op's kernel at ratio 1
+    block = block_size(chosen, itemsize)                          # and block
+    expr = chosen + "<{T}>"
 
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        expr = "pool2d_wide<{T}>" if wide_window else "pool2d<{T}>"
-        fn = Kernel("pool.cu", expr, options=v.options).function(CTYPES[dtype])
+        fn = Kernel("pool.cu", v.kernel or expr, options=v.options).function(CTYPES[dtype])
         n, c, h, w = shape
         ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
         total = n * c * ho * wo
@@ -177,18 +179,32 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
                 np.float32(1.0), np.float32(1.0))
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
+    other = 256 if block == 128 else 128
     if kernel == 5:
-        variants = (Variant("default (rows2 u1)"), Variant("rows1", ("-DPP_POOL_ROWS_5=1",)),
-                    Variant("rows3", ("-DPP_POOL_ROWS_5=3",)),
-                    Variant("rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2")),
-                    Variant("rows2 2x", grid="2x"), Variant("rows2 b128", (), 128),
-                    Variant("generic (old)", ("-DPP_POOL_MORE_WINDOWS=0",)))
+        variants = (Variant(f"default (rows2 b{block})", (), block),
+                    Variant(f"b{other}", (), other),
+                    Variant("rows1", ("-DPP_POOL_ROWS_5=1",), block),
+                    Variant("rows3", ("-DPP_POOL_ROWS_5=3",), block),
+                    Variant("rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"), block),
+                    Variant("rows2 2x", (), block, "2x"),
+                    Variant("generic (old)", ("-DPP_POOL_MORE_WINDOWS=0",), block))
+    elif chosen == "pool2d_i8":
+        old = "pool2d<{T}>"
+        variants = (Variant(f"default (simd u2 b{block})", (), block),
+                    Variant("simd u1", ("-DPP_POOL_UNITS_I8=1",), block),
+                    Variant("simd u4", ("-DPP_POOL_UNITS_I8=4",), block),
+                    Variant("simd b256", (), 256), Variant("simd b512", (), 512),
+                    Variant("simd 2x", (), block, "2x"), Variant("simd 4x", (), block, "4x"),
+                    Variant("old pool2d b256", (), 256, kernel=old),
+                    Variant("old pool2d b128", (), 128, kernel=old),
+                    Variant("i8 no simd (spills)", ("-DPP_POOL_INT8_SIMD=0",), block))
     else:
-        variants = (Variant("default"), Variant("units_s2 1", ("-DPP_POOL_UNITS_S2=1",)),
-                    Variant("units_s2 2", ("-DPP_POOL_UNITS_S2=2",)),
-                    Variant("units_s2 4", ("-DPP_POOL_UNITS_S2=4",)),
-                    Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
-                    Variant("block 128", (), 128), Variant("block 512", (), 512))
+        variants = (Variant(f"default (b{block})", (), block),
+                    Variant("units_s2 1", ("-DPP_POOL_UNITS_S2=1",), block),
+                    Variant("units_s2 2", ("-DPP_POOL_UNITS_S2=2",), block),
+                    Variant("units_s2 4", ("-DPP_POOL_UNITS_S2=4",), block),
+                    Variant("grid 2x", (), block, "2x"), Variant("grid 4x", (), block, "4x"),
+                    Variant(f"block {other}", (), other), Variant("block 512", (), 512))
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F
@@ -199,8 +215,7 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
     label = f"Pool-{mode}-{kernel}x{kernel}s{stride} {dtype}"
     check_shape = (1, 5, 130 if kernel == 5 else 128, 512)
     return Case(label, dtype, plugin, lambda b: _nchw(b, itemsize), check_shape, build, variants,
-                None if dtype == "int8" else torch_fn,
-                ("pool.cu", "pool2d_wide<{T}>" if wide_window else "pool2d<{T}>"))
+                None if dtype == "int8" else torch_fn, ("pool.cu", expr))
 
 
 def rope_case(dtype: str) -> Case:
@@ -214,18 +229,23 @@ def rope_case(dtype: str) -> Case:
                       16 if itemsize == 4 else 8))
         items = b * s * -(-heads // hp) * -(-head_dim * itemsize // 16)
         needed = -(-items // v.block)
-        default = min(needed, resident_blocks(fn, v.block))
+        default = min(needed, GRID_WAVES[itemsize] * resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
         args = (POINTER, POINTER, POINTER, np.int64(b * s), np.int32(s), np.int32(heads),
                 np.int32(head_dim), np.int32(128), np.int32(LAYOUTS["neox"]), np.int32(0),
                 np.float32(10000.0))
         return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
 
-    variants = (Variant("default"), Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
+    # default: batch 2 and grid 4x for float, batch 1 and grid 1x for half; "old" = round 1's
+    # default (batch 2, grid 1x) for both.
+    variants = (Variant("default"), Variant("old (batch 2, 1x)", ("-DPP_ROPE_BATCH=2",), grid="1x"),
+                Variant("grid 1x", grid="1x"),
+                Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
                 Variant("grid full", grid="full"),
                 Variant("heads 16", ("-DPP_ROPE_HEADS=16",)),
                 Variant("heads 4", ("-DPP_ROPE_HEADS=4",)),
                 Variant("batch 1", ("-DPP_ROPE_BATCH=1",)),
+                Variant("batch 2", ("-DPP_ROPE_BATCH=2",)),
                 Variant("batch 4", ("-DPP_ROPE_BATCH=4",)),
                 Variant("heads 16 batch 4", ("-DPP_ROPE_HEADS=16", "-DPP_ROPE_BATCH=4")),
                 Variant("block 128", (), 128), Variant("block 128 2x", (), 128, "2x"))
@@ -263,7 +283,7 @@ def precompile(cases: Sequence[Case], workers: int) -> None:
     the timing process only loads them (NVRTC takes seconds per pool.cu variant)."""
     import concurrent.futures
     import multiprocessing
-    jobs = sorted({(c.kernel[0], c.kernel[1], v.options, CTYPES[c.dtype])
+    jobs = sorted({(c.kernel[0], v.kernel or c.kernel[1], v.options, CTYPES[c.dtype])
                    for c in cases for v in c.variants})
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:

@@ -19,6 +19,10 @@
 //               int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale)
 //     pool2d_wide<T>(same arguments): the same function, with vector paths for more windows
 //               (below) at the cost of more registers; launch it for those windows.
+//     pool2d_i8<signed char>(same arguments): the same function; launch it for INT8 2x2 stride 2
+//               padding 0 at in_scale == out_scale, which it computes four bytes at a time with
+//               byte-SIMD (max = __vmaxs4, average = rne(sum / 4) in 16-bit lanes, exact) when x
+//               is 16-byte aligned and w % 16 == 0; everything else takes the generic path.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -46,10 +50,12 @@
 // @instantiate pool2d_wide<float>
 // @instantiate pool2d_wide<__half>
 // @instantiate pool2d_wide<signed char>
+// @instantiate pool2d_i8<signed char>
 //
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
-// (pool2d_wide without its extra windows).
+// (pool2d_wide without its extra windows), PP_POOL_UNITS_I8 (pool2d_i8's units per trip),
+// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path).
 
 #include "common.cuh"
 
@@ -85,6 +91,15 @@ constexpr int kOutputs = 4;
 #ifndef PP_POOL_UNITS_5
 #define PP_POOL_UNITS_5 1
 #endif
+// pool2d_i8: its byte-SIMD path (1), or only the generic path (0);
+// PP_POOL_UNITS_I8 units (16 input bytes x 2 rows) per thread per trip.
+#ifndef PP_POOL_INT8_SIMD
+#define PP_POOL_INT8_SIMD 1
+#endif
+#ifndef PP_POOL_UNITS_I8
+#define PP_POOL_UNITS_I8 2
+#endif
+__host__ __device__ constexpr int units_i8() { return PP_POOL_UNITS_I8; }
 // Defaults: one stride-2 unit per trip for half (two take it from 64 to 78 registers, 3 blocks
 // of 256 per SM instead of 4), two for float and int8 (no register cost there).
 template <typename T> __host__ __device__ constexpr int units_stride2() {
@@ -373,6 +388,79 @@ __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict_
     }
 }
 
+// ---- INT8 2x2 stride 2, unit ratio: four bytes at a time ----------------------------------------
+
+// Bytes 0 and 2 of each word, a then b: [a0, a2, b0, b2].
+__device__ __forceinline__ unsigned even_bytes(unsigned a, unsigned b) { return __byte_perm(a, b, 0x6420); }
+
+// Max of each adjacent byte pair of rows a and b (signed): bytes 0 and 2 hold the pairs' results.
+__device__ __forceinline__ unsigned max_2x2(unsigned a, unsigned b) {
+    const unsigned m = __vmaxs4(a, b);
+    return __vmaxs4(m, __byte_perm(m, 0, 0x2301));
+}
+
+// rne(sum / 4) of each adjacent byte pair of rows a and b (signed), in bytes 0 and 2 as signed
+// bytes again. Biased (q + 128, 0..255) values summed in 16-bit lanes: U = S + 512 <= 1020, and
+// rne(S / 4) = rne(U / 4) - 128 = ((U + 1 + ((U >> 2) & 1)) >> 2) - 128 (half to even: a
+// remainder of 2 rounds up only from an odd quotient); no saturation is needed (|S / 4| <= 128).
+__device__ __forceinline__ unsigned avg_2x2(unsigned a, unsigned b) {
+    const unsigned ea = a ^ 0x80808080u, eb = b ^ 0x80808080u;
+    const unsigned u = (ea & 0x00ff00ffu) + ((ea >> 8) & 0x00ff00ffu) + (eb & 0x00ff00ffu) +
+                       ((eb >> 8) & 0x00ff00ffu);
+    const unsigned v = u + 0x00010001u + ((u >> 2) & 0x00010001u);
+    return ((v >> 2) & 0x00ff00ffu) ^ 0x00800080u;
+}
+
+// INT8 2x2 stride 2 with padding 0 and in_scale == out_scale (every window full, max = q and the
+// average rne(sum / 4)): a unit is 16 input bytes of two input rows -> 8 output bytes, computed
+// four bytes at a time with byte-SIMD (no widening per element); U units per thread per trip,
+// all loads first. Needs x 16-byte aligned and w % 16 == 0 (so wo = w / 2, a multiple of 8).
+template <bool AVG, int U>
+__device__ __forceinline__ void pool_i8_2x2(const signed char* __restrict__ x, signed char* __restrict__ y,
+                                            const Params& p) {
+    const int chunks = p.w / 16;
+    const long long units = static_cast<long long>(p.nc) * p.ho * chunks;
+    const FastDiv by_chunks(chunks), by_ho(p.ho);
+    const long long step = static_cast<long long>(gridDim.x) * blockDim.x * U;
+    for (long long base = static_cast<long long>(blockIdx.x) * blockDim.x * U + threadIdx.x;
+         base < units; base += step) {
+        uint4 r0[U], r1[U];
+        int row[U], chunk[U];
+#pragma unroll
+        for (int k = 0; k < U; ++k) {
+            const long long g = base + static_cast<long long>(k) * blockDim.x;
+            const int gg = g < units ? static_cast<int>(g) : 0;
+            row[k] = static_cast<int>(by_chunks(gg));  // plane * ho + oh
+            chunk[k] = gg - row[k] * chunks;
+            const int plane = static_cast<int>(by_ho(row[k]));
+            const int oh = row[k] - plane * p.ho;
+            const signed char* src = x + (plane * p.h + 2 * oh) * p.w + chunk[k] * 16;
+            r0[k] = __ldg(reinterpret_cast<const uint4*>(src));
+            r1[k] = __ldg(reinterpret_cast<const uint4*>(src + p.w));
+        }
+#pragma unroll
+        for (int k = 0; k < U; ++k) {
+            if (base + static_cast<long long>(k) * blockDim.x >= units) continue;
+            uint2 out;
+            if (AVG) {
+                out.x = even_bytes(avg_2x2(r0[k].x, r1[k].x), avg_2x2(r0[k].y, r1[k].y));
+                out.y = even_bytes(avg_2x2(r0[k].z, r1[k].z), avg_2x2(r0[k].w, r1[k].w));
+            } else {
+                out.x = even_bytes(max_2x2(r0[k].x, r1[k].x), max_2x2(r0[k].y, r1[k].y));
+                out.y = even_bytes(max_2x2(r0[k].z, r1[k].z), max_2x2(r0[k].w, r1[k].w));
+            }
+            signed char* dst = y + row[k] * p.wo + chunk[k] * 8;
+            if ((reinterpret_cast<unsigned long long>(dst) & 7u) == 0) {
+                *reinterpret_cast<uint2*>(dst) = out;
+            } else {
+#pragma unroll
+                for (int o = 0; o < 8; ++o)
+                    dst[o] = static_cast<signed char>(((o < 4 ? out.x : out.y) >> (8 * (o & 3))) & 0xffu);
+            }
+        }
+    }
+}
+
 template <typename T, typename Div, bool AVG>
 __device__ __forceinline__ void pool_window(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
     if (p.kh == 2 && p.kw == 2) pool_body<T, Div, AVG, 2, 2>(x, y, p);
@@ -403,6 +491,34 @@ __device__ __forceinline__ void pool_small(const T* __restrict__ x, T* __restric
         pool_window<T, FastDiv, AVG>(x, y, p);
 }
 
+// pool2d_i8's body: the byte-SIMD path where it applies, the generic path elsewhere (so that the
+// kernel keeps the generic path's few registers).
+template <bool AVG>
+__device__ __forceinline__ void pool_i8_entry(const signed char* __restrict__ x, signed char* __restrict__ y,
+                                              const Params& p) {
+    const bool small = p.total < (1ll << 31) && p.nc * p.h * static_cast<long long>(p.w) < (1ll << 31);
+    if (PP_POOL_INT8_SIMD && small && pp::is_aligned16(x) && p.w % 16 == 0 && p.unit && p.kh == 2 && p.kw == 2 &&
+        p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0)
+        pool_i8_2x2<AVG, units_i8()>(x, y, p);
+    else if (small)
+        pool_window<signed char, FastDiv, AVG>(x, y, p);
+    else
+        pool_body<signed char, SlowDiv, AVG, 0, 0>(x, y, p);
+}
+
+__device__ __forceinline__ bool fill_params(Params& p, long long nc, int h, int w, int ho, int wo, int kh,
+                                            int kw, int sh, int sw, int ph, int pw, float in_scale,
+                                            float out_scale) {
+    if (nc <= 0 || ho <= 0 || wo <= 0) return false;
+    p.nc = nc;
+    p.total = nc * ho * wo;
+    p.h = h; p.w = w; p.ho = ho; p.wo = wo; p.kh = kh; p.kw = kw;
+    p.sh = sh; p.sw = sw; p.ph = ph; p.pw = pw;
+    p.ratio = static_cast<double>(in_scale) / static_cast<double>(out_scale);
+    p.unit = in_scale == out_scale;
+    return true;
+}
+
 // Both kernels' body: WIDE adds the later vector windows (more registers, so a kernel of its own:
 // a kernel's register count is its most demanding path's, and it sets every path's occupancy).
 template <typename T, bool WIDE>
@@ -410,14 +526,8 @@ __device__ __forceinline__ void pool_entry(const T* __restrict__ x, T* __restric
                                            int h, int w, int ho, int wo, int kh, int kw, int sh,
                                            int sw, int ph, int pw, int mode, float in_scale,
                                            float out_scale) {
-    if (nc <= 0 || ho <= 0 || wo <= 0) return;
     Params p;
-    p.nc = nc;
-    p.total = nc * ho * wo;
-    p.h = h; p.w = w; p.ho = ho; p.wo = wo; p.kh = kh; p.kw = kw;
-    p.sh = sh; p.sw = sw; p.ph = ph; p.pw = pw;
-    p.ratio = static_cast<double>(in_scale) / static_cast<double>(out_scale);
-    p.unit = in_scale == out_scale;
+    if (!fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
     const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
     if (small) {
         if (mode == 0) pool_small<T, false, WIDE>(x, y, p);
@@ -444,4 +554,18 @@ __global__ void pool2d_wide(const T* __restrict__ x, T* __restrict__ y, long lon
                             int mode, float in_scale, float out_scale) {
     pp_pool::pool_entry<T, true>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
                                  out_scale);
+}
+
+// INT8 only (instantiated for signed char): launch it for 2x2 stride 2 padding 0 at in_scale ==
+// out_scale. Any window and ratio is still computed (generic path), but the register cap that
+// keeps the byte-SIMD path at full occupancy (40; it needs 32) makes the generic path spill.
+template <typename T>
+__global__ void __launch_bounds__(512, 3) pool2d_i8(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w,
+                          int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw, int mode,
+                          float in_scale, float out_scale) {
+    static_assert(sizeof(T) == 1, "pool2d_i8 is INT8 only");
+    pp_pool::Params p;
+    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
+    if (mode == 0) pp_pool::pool_i8_entry<false>(x, y, p);
+    else pp_pool::pool_i8_entry<true>(x, y, p);
 }

@@ -33,8 +33,8 @@
 //     for half) and one column of 16 bytes (one element / one pair where unaligned): a
 //     rotation column (rotate-half: its 16 bytes and their partners rotary_dim / 2 further)
 //     or a copy column.
-//     Suggested: 256 threads, grid = clamp(cdiv(items, 256), 1, 32 * SMs), items = tokens *
-//     cdiv(heads, H) * head_dim * sizeof(T) / 16.
+//     Suggested: 256 threads, grid = min(cdiv(items, 256), W * resident blocks) with W = 4
+//     for float, 1 for half, items = tokens * cdiv(heads, H) * head_dim * sizeof(T) / 16.
 //   - 16-byte accesses when x and y are 16-byte aligned, head_dim is a multiple of
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
@@ -47,15 +47,20 @@
 namespace pp_rope {
 
 // Heads per work item (they share the item's angles; 16 for float, 8 for half) and heads whose
-// loads are issued together, a batch ahead of the math (docs/ops/rope.md says how they were
-// chosen). Compile options override them, for tuning (-DPP_ROPE_HEADS=16, -DPP_ROPE_BATCH=4).
+// loads are issued together, a batch ahead of the math (2 for float, 1 for half: fewer
+// registers, more warps in flight). Compile options override them, for tuning
+// (-DPP_ROPE_HEADS=16, -DPP_ROPE_BATCH=4; -DPP_ROPE_BATCH=2 is the former half default).
 #ifndef PP_ROPE_HEADS
 #define PP_ROPE_HEADS 0
 #endif
 #ifndef PP_ROPE_BATCH
-#define PP_ROPE_BATCH 2
+#define PP_ROPE_BATCH 0
 #endif
-constexpr int kBatch = PP_ROPE_BATCH;
+
+template <typename T>
+__host__ __device__ constexpr int batch_heads() {
+    return PP_ROPE_BATCH > 0 ? PP_ROPE_BATCH : (sizeof(T) >= 4 ? 2 : 1);
+}
 
 template <typename T>
 __host__ __device__ constexpr int heads_per_item() {
@@ -126,7 +131,7 @@ struct Shape {
 };
 
 // A batch of kBatch heads of one column: A at x (+ head offsets), and B `half` further when PAIRED.
-template <typename T, int N, bool WIDE, bool PAIRED>
+template <typename T, int N, bool WIDE, bool PAIRED, int kBatch>
 struct Batch {
     Vec<T, N> a[kBatch], b[kBatch];
 
@@ -164,11 +169,12 @@ struct Batch {
 
 // nh heads of one column, from x to y, a batch of loads ahead of the math. The angles are
 // computed (by `angles`) while the first batch's loads are in flight.
-template <typename T, int N, bool WIDE, bool PAIRED, bool COPY, bool INTERLEAVED, int kPairs, typename F>
+template <typename T, int N, bool WIDE, bool PAIRED, bool COPY, bool INTERLEAVED, int kPairs, int kBatch,
+          typename F>
 __device__ __forceinline__ void heads_loop(const T* __restrict__ x, T* __restrict__ y, long long stride,
                                            int half, int nh, F angles) {
     float cs[kPairs], sn[kPairs];
-    Batch<T, N, WIDE, PAIRED> b0, b1;
+    Batch<T, N, WIDE, PAIRED, kBatch> b0, b1;
     b0.load_from(x, stride, half, 0, nh);
     angles(cs, sn);
 #pragma unroll 1
@@ -187,6 +193,7 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     constexpr int kN = WIDE ? 16 / sizeof(T) : (INTERLEAVED ? 2 : 1);  // rotary column width
     constexpr int kPairs = INTERLEAVED ? kN / 2 : kN;                   // pairs per column
     constexpr int kCopyN = WIDE ? 16 / sizeof(T) : 1;                   // copy column width
+    constexpr int kB = batch_heads<T>();                                // heads per load batch
     const int half = p.rotary_dim / 2;
     const int rot_cols = INTERLEAVED ? p.rotary_dim / kN : half / kN;
     const int cols = rot_cols + (p.head_dim - p.rotary_dim) / kCopyN;
@@ -225,17 +232,17 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
                     inv_freq *= step;
                 }
             };
-            heads_loop<T, kN, WIDE, !INTERLEAVED, false, INTERLEAVED, kPairs>(x + off, y + off, head_stride,
+            heads_loop<T, kN, WIDE, !INTERLEAVED, false, INTERLEAVED, kPairs, kB>(x + off, y + off, head_stride,
                                                                           half, nh, angles);
         } else {
             const long long off = first + p.rotary_dim + static_cast<long long>(col) * kCopyN;
             auto none = [](float (&)[1], float (&)[1]) {};
             if constexpr (WIDE) {  // moved as uint4: copied structs of T can be split into narrow stores
-                heads_loop<uint4, 1, true, false, true, false, 1>(
+                heads_loop<uint4, 1, true, false, true, false, 1, kB>(
                     reinterpret_cast<const uint4*>(x + off), reinterpret_cast<uint4*>(y + off),
                     head_stride * static_cast<long long>(sizeof(T)) / 16, 0, nh, none);
             } else {
-                heads_loop<T, 1, false, false, true, false, 1>(x + off, y + off, head_stride, 0, nh, none);
+                heads_loop<T, 1, false, false, true, false, 1, kB>(x + off, y + off, head_stride, 0, nh, none);
             }
         }
     }

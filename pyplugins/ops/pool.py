@@ -58,10 +58,15 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "output_size"]
+__all__ = ["BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "block_size", "kernel_name", "output_size"]
 
-#: Threads per block of the pool2d launch.
+#: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
+#: others).
 BLOCK = 256
+#: Threads per block of the pool2d_wide and INT8 launches (measured faster than 256 on an H100:
+#: 5x5 stride 2 0.91 / 0.65 / 0.44 of copy bandwidth for float / half / INT8 against 0.85 /
+#: 0.58 / 0.40, INT8 2x2 0.54 / 0.95 (avg / max) against 0.48 / 0.90).
+SMALL_BLOCK = 128
 #: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
 _OUTPUTS_PER_THREAD = 4
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
@@ -70,6 +75,33 @@ _INT32_MAX = 2**31 - 1
 #: Windows ``(kh, kw, sh, sw, pw)`` that pool.cu's ``pool2d_wide`` kernel has a vector path for
 #: (``pool2d`` has the others; both compute every window, with the same arguments).
 WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
+
+
+def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool) -> str:
+    """The pool.cu kernel to launch for ``window`` ``(kh, kw, sh, sw, ph, pw)`` and element type:
+    ``pool2d_i8`` (byte-SIMD) for INT8 2x2 stride 2 padding 0 when in_scale == out_scale,
+    ``pool2d_wide`` for :data:`WIDE_WINDOWS`, else ``pool2d`` (each computes every window).
+
+    Example:
+        >>> kernel_name((2, 2, 2, 2, 0, 0), "signed char", True)
+        'pool2d_i8'
+        >>> [kernel_name(w, "float", True) for w in [(5, 5, 2, 2, 2, 2), (2, 2, 2, 2, 0, 0)]]
+        ['pool2d_wide', 'pool2d']
+    """
+    kh, kw, sh, sw, ph, pw = window
+    if ctype == "signed char" and unit_ratio and window == (2, 2, 2, 2, 0, 0):
+        return "pool2d_i8"
+    return "pool2d_wide" if (kh, kw, sh, sw, pw) in WIDE_WINDOWS else "pool2d"
+
+
+def block_size(kernel: str, itemsize: int) -> int:
+    """Threads per block for ``kernel`` (a :func:`kernel_name`) on elements of ``itemsize`` bytes.
+
+    Example:
+        >>> block_size("pool2d", 4), block_size("pool2d", 1), block_size("pool2d_wide", 2)
+        (256, 128, 128)
+    """
+    return BLOCK if kernel == "pool2d" and itemsize > 1 else SMALL_BLOCK
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -124,6 +156,7 @@ class Pool(Plugin):
 
     pool2d = Kernel("pool.cu", "pool2d<{T}>")
     pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
+    pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>")
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -260,21 +293,22 @@ class Pool(Plugin):
                 raise ShapeError(msg)
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``pool2d<T>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``."""
+        """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
+        kernel and block from :func:`kernel_name` and :func:`block_size`."""
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
         ho, wo = output_size(h, kh, sh, ph), output_size(w, kw, sw, pw)
         nc = n * c
         ctype = dtypes.ctype_from_trt(x.type)
-        wide = (kh, kw, sh, sw, pw) in WIDE_WINDOWS
-        fn = (self.pool2d_wide if wide else self.pool2d).function(ctype, device)
-        total = nc * ho * wo
-        blocks = shapes.cdiv(total, BLOCK * _OUTPUTS_PER_THREAD)
-        grid = min(blocks, resident_blocks(fn, BLOCK, device=device)) if total else 0
         in_scale, out_scale = self.scales
-        name = f"pool2d{'_wide' if wide else ''}<{ctype}>"
-        return Launch(fn, grid=grid, block=BLOCK, device=device, name=name,
+        kernel = kernel_name(self.window(), ctype, np.float32(in_scale) == np.float32(out_scale))
+        fn = getattr(self, kernel).function(ctype, device)
+        block = block_size(kernel, dtypes.itemsize_from_trt(x.type))
+        total = nc * ho * wo
+        blocks = shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
+        grid = min(blocks, resident_blocks(fn, block, device=device)) if total else 0
+        return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
                       args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
                             np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
                             np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),

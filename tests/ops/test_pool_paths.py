@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyplugins.ops.pool import WIDE_WINDOWS, Pool
+from pyplugins.kernels import Kernel
+from pyplugins.ops.pool import WIDE_WINDOWS, Pool, block_size, kernel_name, output_size
 from pyplugins.testing import assert_close
 
 from .test_pool import data, ref, run_gpu
@@ -80,3 +81,89 @@ def test_reference_int8_rounds_half_to_even():
     x = np.array([[1, 1, 3, 3, -1, -1, -3, -3], [0, 0, 0, 0, 0, 0, 0, 0]], np.int8)
     y = Pool(mode="avg", kernel=[2, 2], in_scale=1.0, out_scale=1.0).reference(x[None, None])[0]
     assert y.ravel().tolist() == [0, 2, 0, -2]
+
+
+# -- pool2d_i8: INT8 2x2 stride 2 padding 0 at a unit ratio, byte-SIMD ---------------------------------
+
+def test_int8_2x2_at_unit_ratio_takes_pool2d_i8():
+    """Only INT8 2x2/2 padding 0 with equal scales (float32 equality, as the kernel tests it)
+    goes to pool2d_i8; any other ratio, window or type keeps pool2d / pool2d_wide."""
+    w22 = (2, 2, 2, 2, 0, 0)
+    assert kernel_name(w22, "signed char", True) == "pool2d_i8"
+    assert kernel_name(w22, "signed char", False) == "pool2d"
+    assert kernel_name(w22, "float", True) == kernel_name(w22, "__half", True) == "pool2d"
+    assert kernel_name((2, 2, 2, 2, 1, 0), "signed char", True) == "pool2d"
+    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == "pool2d_wide"
+    assert block_size("pool2d_i8", 1) == block_size("pool2d_wide", 4) == 128
+    assert block_size("pool2d", 4) == block_size("pool2d", 2) == 256
+
+
+#: Whole 16-byte rows (the SIMD path), odd heights (last row unused), a single output row; and
+#: rows that are not (the kernel's generic fallback).
+I8_SHAPES = [(2, 3, 17, 32), (1, 2, 9, 16), (1, 4, 6, 48), (3, 1, 2, 64), (1, 1, 3, 16),
+             (2, 3, 9, 24), (1, 2, 5, 18), (1, 1, 4, 2)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("shape", I8_SHAPES)
+def test_gpu_int8_2x2_unit_ratio_exact(mode, shape):
+    fields = dict(mode=mode, kernel=[2, 2], in_scale=0.25, out_scale=0.25)
+    x = data(shape, np.int8, seed=sum(shape))
+    y, expected = run_gpu(x, fields), ref(x, fields)
+    bad = np.flatnonzero(y != expected)
+    assert bad.size == 0, (f"{mode} {shape}: {bad.size} outputs differ, first "
+                           f"{y.flat[bad[0]]} != {expected.flat[bad[0]]}")
+
+
+def _ties(shape, seed):
+    """INT8 whose 2x2 sums are often 2 mod 4 (exact ties of sum / 4) and reach both extremes."""
+    rng = np.random.default_rng(seed)
+    x = rng.choice(np.array([-128, -127, -1, 0, 1, 2, 3, 126, 127], np.int8), size=shape)
+    x[..., 0, :4] = [1, 1, 3, 3]     # sums 2 + row 1
+    x[..., 0, 4:8] = [-128] * 4
+    x[..., 1, 4:8] = [-128] * 4      # the minimum, -128 exactly
+    x[..., 0, 8:12] = [127] * 4
+    x[..., 1, 8:12] = [127] * 4      # the maximum
+    return x
+
+
+def _launch_i8(x, mode, x_offset=0, y_offset=0, nc=None):
+    """pool2d_i8 on x placed x_offset bytes into its buffer, y y_offset bytes into a poisoned
+    one (with a guard after it); returns y and the guard bytes."""
+    import cupy as cp
+    n, c, h, w = x.shape
+    ho, wo = output_size(h, 2, 2, 0), output_size(w, 2, 2, 0)
+    xbuf = cp.zeros(x.size + x_offset + 16, cp.int8)
+    xbuf[x_offset:x_offset + x.size] = cp.asarray(x.ravel())
+    ny = n * c * ho * wo
+    ybuf = cp.full(ny + y_offset + 64, 0x5A, cp.int8)
+    fn = Kernel("pool.cu", "pool2d_i8<{T}>").function("signed char")
+    fn((7,), (128,), (xbuf[x_offset:], ybuf[y_offset:], np.int64(n * c if nc is None else nc),
+                      np.int32(h), np.int32(w), np.int32(ho), np.int32(wo), np.int32(2),
+                      np.int32(2), np.int32(2), np.int32(2), np.int32(0), np.int32(0),
+                      np.int32(mode == "avg"), np.float32(1.0), np.float32(1.0)))
+    out = cp.asnumpy(ybuf)
+    return out[y_offset:y_offset + ny].reshape(n, c, ho, wo), out[:y_offset], out[y_offset + ny:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("x_offset, y_offset", [(0, 0), (0, 1), (0, 4), (0, 3), (1, 0), (5, 8)])
+def test_gpu_pool2d_i8_ties_and_unaligned_pointers(mode, x_offset, y_offset):
+    """Ties round half to even and the extremes stay exact; an unaligned y stores byte by byte,
+    an unaligned x takes the generic path; nothing outside y is written."""
+    x = _ties((2, 3, 10, 64), seed=7 + x_offset + y_offset)
+    fields = dict(mode=mode, kernel=[2, 2], in_scale=1.0, out_scale=1.0)
+    y, before, after = _launch_i8(x, mode, x_offset, y_offset)
+    expected = ref(x, fields)
+    bad = np.flatnonzero(y != expected)
+    assert bad.size == 0, f"{bad.size} differ, first {y.flat[bad[0]]} != {expected.flat[bad[0]]}"
+    assert (before == 0x5A).all() and (after == 0x5A).all()
+
+
+@pytest.mark.gpu
+def test_gpu_pool2d_i8_empty_writes_nothing():
+    x = _ties((1, 2, 4, 32), seed=1)
+    y, _, after = _launch_i8(x, "avg", nc=0)
+    assert (y == 0x5A).all() and (after == 0x5A).all()
