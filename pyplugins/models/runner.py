@@ -168,6 +168,23 @@ class ModelRunner:
         part = helper.make_model(graph, opset_imports=list(self.model.opset_import),
                                  ir_version=self.model.ir_version)
         part.functions.extend(self.model.functions)
+        try:
+            return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph types
+            if "Unsupported model IR version" not in str(err):
+                raise
+            lowest = helper.find_min_ir_version_for(list(part.opset_import), True)
+            if lowest >= part.ir_version:
+                msg = (f"onnxruntime {ort.__version__} cannot load IR version {part.ir_version} "
+                       f"(the model's) nor any lower one its opsets allow ({err}); upgrade "
+                       "onnxruntime or re-export the model with an older onnx.")
+                raise ModelRunError(msg) from err
+        # The segment is pyplugins' own: the lowest IR version its opsets need is valid for it,
+        # and an onnxruntime older than the installed onnx package (seen: onnx 1.23 writes IR 14,
+        # onnxruntime 1.30 reads up to 13) can load it.
+        _LOG.info("segment %d: onnxruntime %s refused IR version %d; using IR version %d",
+                  index, ort.__version__, part.ir_version, lowest)
+        part.ir_version = lowest
         return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:

@@ -13,7 +13,8 @@ order: ``pads[2i]`` and ``pads[2i + 1]`` are the before and after pads of dim ``
 the last dim first (as in ``torch.nn.functional.pad``). ``[1, 2, 3, 4]`` on ``[N, C, H, W]``
 pads W by 1 before and 2 after, H by 3 and 4. The ONNX parser hands them over as int32.
 
-Data types: every tensor of one type among FP32, FP16, BF16, INT8, UINT8, BOOL, INT32 and INT64
+Data types: every tensor of one type among FP32, FP16, BF16, INT8, INT32 and INT64, and, as an
+IPluginV3 only (TensorRT gives V2 plugins no BOOL or UINT8 tensors), UINT8 and BOOL
 (the kernel moves elements as raw bits, so any element size works); LINEAR format; any rank up
 to 8. The output is bit-for-bit ``np.pad(x, ..., mode="wrap")``: no arithmetic happens, so the
 tests demand exact equality, stricter than :data:`pyplugins.testing.TOLERANCES` (FP32 1e-5,

@@ -46,8 +46,8 @@ def flow(tmp_path_factory):
     """The model, replaced by the CLI, and the environment the commands run in."""
     work = tmp_path_factory.mktemp("cli_flow")
     shim = _entry_point_shim(work / "shim")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(shim)]),
-               PYPLUGINS_TRT="emulator")
+    env = dict(os.environ, PYPLUGINS_TRT="emulator", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(shim), *filter(None, [os.environ.get("PYTHONPATH")])]))
     # Not the block the other tests use: other sizes, theta, slope and weights.
     onnx.save(b.export(b.block(batch=1, seq=5, heads=2, dim=12, eps=2e-5, theta=500000.0,
                                offset=0, slope=0.2, seed=7)), str(work / "model.onnx"))

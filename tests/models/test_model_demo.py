@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _demo(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     return subprocess.run([sys.executable, str(ROOT / "demos" / "model_demo.py"), *args],
                           capture_output=True, text=True, env=env, timeout=300)
 

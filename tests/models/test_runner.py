@@ -119,3 +119,26 @@ def test_a_lifecycle_failure_of_a_plugin_node_is_reported_with_the_report():
 def test_missing_inputs_are_named():
     with pytest.raises(ModelRunError, match=r"missing model input\(s\) \['b'\]"):
         ModelRunner(_axpy_model(), plugins=[AXPY], device="cpu").infer({"a": _x((3, 4))})
+
+
+def test_an_onnxruntime_older_than_onnx_gets_segments_at_the_lowest_ir_version(monkeypatch):
+    # onnx 1.23 writes IR version 14; onnxruntime 1.30 (the GPU machine's) reads up to 13.
+    real = ort.InferenceSession
+    seen = []
+
+    def picky(model_bytes, *args, **kwargs):
+        model = onnx.load_from_string(model_bytes)
+        seen.append(model.ir_version)
+        if model.ir_version > 13:
+            raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Unsupported model IR version: "
+                               f"{model.ir_version}, max supported IR version: 13")
+        return real(model_bytes, *args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", picky)
+    model = _axpy_model()
+    model.ir_version = 14
+    a, bb = _x((3, 4), 1), _x((3, 4), 2)
+    y = ModelRunner(model, plugins=[AXPY], device="cpu").infer({"a": a, "b": bb})["y"]
+    np.testing.assert_allclose(y, -(2.0 * np.maximum(a, 0) + bb), rtol=1e-6)
+    lowest = helper.find_min_ir_version_for(list(model.opset_import), True)
+    assert seen == [14, lowest] * 2  # each segment: refused at 14, loaded at the lowest
