@@ -43,7 +43,7 @@ EOF
 workers=""
 python3 -c "import xdist" 2>/dev/null && workers="-n 6"
 python3 -c "import pytest_timeout" 2>/dev/null && workers="$workers --timeout 600"
-python3 -m pytest -q -rs -p no:cacheprovider $workers > "$stem-pytest.log" 2>&1
+python3 -m pytest -q -rfEs -p no:cacheprovider $workers > "$stem-pytest.log" 2>&1
 status=$?
 grep -E "^(FAILED|ERROR) " "$stem-pytest.log" >> "$stem.txt"
 grep -E "^SKIPPED" "$stem-pytest.log" | sed 's/\[[0-9]*\] //' | cut -d: -f3- | sort | uniq -c >> "$stem.txt"
@@ -81,7 +81,7 @@ if [ -n "$samples" ] && [ -d "$samples" ]; then
     for s in circ_pad_plugin_cuda_python circ_pad_plugin_inetdef_cuda_python; do [ -e "$samples/$s.py" ] && check "sample-$s" "$samples/$s.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr N=4 --fresh-process; done
     [ -e "$samples/circ_pad_plugin_multi_tactic.py" ] && check sample-multi-tactic "$samples/circ_pad_plugin_multi_tactic.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr per_format_tactics=0
     [ -e "$samples/non_zero_plugin.py" ] && check sample-non-zero "$samples/non_zero_plugin.py" --input 8x5:float32
-    [ -e "$samples/aliased_io_plugin.py" ] && check sample-aliased-io "$samples/aliased_io_plugin.py" --input 16:float32 --input 16:float32
+    [ -e "$samples/aliased_io_plugin.py" ] && check sample-aliased-io "$samples/aliased_io_plugin.py" --input 4:float32 --input 6:float32 --input 6:int64 --aliased-io
 fi
 summarize
 tail -n 3 "$stem.txt"
