@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import pyplugins.emulator
-from pyplugins import cli
-from pyplugins.cli import UsageError, main, parse_input, parse_plugin
+from pyplugins import check_command, cli
+from pyplugins.check_command import UsageError, parse_input, parse_plugin
+from pyplugins.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,14 +168,14 @@ def test_parse_plugin():
 
 
 def test_parse_attrs():
-    assert cli._parse_attrs(["pads=1,1,2,2", "mode=wrap", "alpha=0.5", "k=3", "s='7'", "e="]) == {
+    assert check_command._parse_attrs(["pads=1,1,2,2", "mode=wrap", "alpha=0.5", "k=3", "s='7'", "e="]) == {
         "pads": [1, 1, 2, 2], "mode": "wrap", "alpha": 0.5, "k": 3, "s": "7", "e": ""}
     with pytest.raises(UsageError, match="expected NAME=VALUE"):
-        cli._parse_attrs(["pads"])
+        check_command._parse_attrs(["pads"])
     with pytest.raises(UsageError, match="expected NAME=VALUE"):
-        cli._parse_attrs(["=3"])
+        check_command._parse_attrs(["=3"])
     with pytest.raises(UsageError, match="given twice"):
-        cli._parse_attrs(["a=1", "a=2"])
+        check_command._parse_attrs(["a=1", "a=2"])
 
 
 # -- help and argparse usage errors -----------------------------------------------------------------

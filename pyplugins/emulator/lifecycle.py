@@ -13,7 +13,8 @@ listeners are per thread, so runs in many threads at once report what sequential
 are bounded (``knobs.max_tensor_bytes``, ``knobs.max_outputs``) and a limit hit says which.
 
 This module is the order of TensorRT's calls; the pieces live beside it: the inputs
-(:mod:`~pyplugins.emulator.specs`), the tensors' shapes and descriptors
+(:mod:`~pyplugins.emulator.specs`), the run's creator, fields, device and size limits
+(:mod:`~pyplugins.emulator.run_setup`), the tensors' shapes and descriptors
 (:mod:`~pyplugins.emulator.tensors`), the builder's format search
 (:mod:`~pyplugins.emulator.format_search`), the runtime ``enqueue``
 (:mod:`~pyplugins.emulator.runtime_enqueue`), the checks (:mod:`~pyplugins.emulator.checks`, one
@@ -29,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -37,73 +38,24 @@ from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.emulator import (_fresh, buffers, discovery, host_buffers, runtime_enqueue,
                                 trampoline)
-from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.emulator.bases_v3 import IPluginCreatorV3One
 from pyplugins.emulator.checks import Violation, pybind
 from pyplugins.emulator.checks.fresh_process import fresh_violations
 from pyplugins.emulator.checks.recorder import Recorder
 from pyplugins.emulator.checks.serialization import serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
-from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.format_search import choose_formats, search_formats
-from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.lifecycle_report import LifecycleReport
 from pyplugins.emulator.lifecycle_v3 import DriverV3
+from pyplugins.emulator.registry import get_plugin_registry
+from pyplugins.emulator.run_setup import (check_input_sizes, field_collection, oversized_outputs,
+                                         pick_device, resolve_creator)
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
 __all__ = ["run"]
 
 _MAX_TIMED = 8
-
-
-def _resolve_creator(plugin: Any) -> Any:
-    if isinstance(plugin, IPluginCreatorInterface):
-        return plugin
-    if isinstance(getattr(plugin, "creator", None), IPluginCreatorInterface):
-        return plugin.creator
-    if isinstance(plugin, str):
-        parts = plugin.split(":")
-    elif isinstance(plugin, (tuple, list)):
-        parts = [str(p) for p in plugin]
-    else:
-        msg = (f"plugin must be a creator, a (name, version, namespace) tuple or "
-               f"'Name[:Version[:Namespace]]' (got {plugin!r})")
-        raise TypeError(msg)
-    key = (parts[0], parts[1] if len(parts) > 1 and parts[1] else "1",
-           parts[2] if len(parts) > 2 else "")
-    creator = get_plugin_registry().get_creator(*key)
-    if creator is None:
-        known = sorted(":".join(map(str, (c.name, c.plugin_version, c.plugin_namespace)))
-                       for c in get_plugin_registry().all_creators)
-        msg = (f"no plugin creator is registered for {key!r} (registered: {known or 'none'}); "
-               f"import the module that registers it, or pass plugin_module=...")
-        raise LookupError(msg)
-    return creator
-
-
-def _fields(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_, List[str]]:
-    if isinstance(fields, PluginFieldCollection_):
-        return fields, []
-    if isinstance(fields, PluginFieldCollection):
-        return PluginFieldCollection_(fields), []
-    from pyplugins.emulator import onnx_import
-
-    return onnx_import.fields_from_attributes(fields or {}, creator.field_names)
-
-
-def _device(device: str) -> Tuple[Any, Optional[str]]:
-    if device not in ("auto", "cpu", "gpu", "cuda"):
-        msg = f"device must be 'auto', 'cpu' or 'gpu' (got {device!r})"
-        raise ValueError(msg)
-    if device == "cpu":
-        return None, "device='cpu' was asked for, so the run stopped before enqueue"
-    if device == "auto" and knobs.device == "cpu":
-        return None, "PYPLUGINS_DEVICE=cpu is set, so the run stopped before enqueue"
-    cp, reason = buffers.cupy_or_reason()
-    if cp is None and device != "auto":
-        raise RuntimeError(reason)
-    return cp, reason
 
 
 class _Driver:
@@ -176,7 +128,7 @@ class _Driver:
         self.tensors = PluginTensors(self.specs, self.out_dims)
         self.report.output_shapes = list(self.out_dims["opt"])
         self.report.output_dtypes = list(self.out_types)
-        over = _oversized(self.out_dims["max"], self.out_types)
+        over = oversized_outputs(self.out_dims["max"], self.out_types)
         for text in bad + over:
             self.violations.append(Violation("shape", text, "get_output_dimensions"))
         if bad or over:
@@ -338,38 +290,6 @@ class _Driver:
         self.host_outputs = outcome.host_outputs
 
 
-def _bytes(dims: Sequence[int], itemsize: int) -> int:
-    total = max(itemsize, 1)
-    for d in dims:
-        total *= max(int(d), 0)
-    return total
-
-
-def _oversized(shapes: Sequence[Sequence[int]], types: Sequence[Any]) -> List[str]:
-    """A sentence per output larger than ``knobs.max_tensor_bytes`` at the profile's max."""
-    limit, found = knobs.max_tensor_bytes, []
-    for i, (dims, t) in enumerate(zip(shapes, types)):
-        if any(int(d) < 0 for d in dims):
-            continue  # unevaluable: reported as a bad shape already
-        size = _bytes(dims, dtypes.itemsize_from_trt(t))
-        if size > limit:
-            found.append(f"output {i} is {tuple(dims)} {t.name} at the profile's max: {size} "
-                         f"bytes, over the limit of {limit} bytes on one tensor "
-                         "(PYPLUGINS_MAX_TENSOR_BYTES)")
-    return found
-
-
-def _check_input_sizes(specs: Sequence[TensorSpec]) -> None:
-    limit = knobs.max_tensor_bytes
-    for k, spec in enumerate(specs):
-        size = _bytes(spec.max, dtypes.itemsize_from_trt(spec.datatype))
-        if size > limit:
-            msg = (f"input {k} is {spec.max} {spec.datatype.name} at the profile's max: {size} "
-                   f"bytes, over the limit of {limit} bytes on one tensor "
-                   "(PYPLUGINS_MAX_TENSOR_BYTES); give a smaller shape or raise the limit")
-            raise ValueError(msg)
-
-
 def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
@@ -409,14 +329,14 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     """
     if plugin_module is not None:
         _fresh.import_module(plugin_module)
-    creator = _resolve_creator(plugin)
+    creator = resolve_creator(plugin)
     specs = [spec_from_input(s) for s in inputs]
-    _check_input_sizes(specs)
+    check_input_sizes(specs)
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
-    fc, report.warnings = _fields(creator, fields)
+    fc, report.warnings = field_collection(creator, fields)
     report.warnings += discovery.notes_for(creator)
-    cp, reason = _device(device)
+    cp, reason = pick_device(device)
     recorder = Recorder()
     tracer = None
     if trace:

@@ -200,7 +200,7 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
     Args:
         model: the ONNX model.
         inputs: ``{input name: dict(shape, dtype, min, opt, max)}`` overriding the graph's
-            declared inputs (``pyplugins.cli.parse_input``'s form; -1 = dynamic).
+            declared inputs (``pyplugins.check_command.parse_input``'s form; -1 = dynamic).
         plugins: plugin modules to import first.
         device: ``"cpu"`` (no kernel runs; the default) or ``"auto"`` (enqueue on a GPU too).
 
