@@ -198,8 +198,12 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
     other = 256 if block == 128 else 128
-    if kernel == 5:
+    if kernel == 5:  # "packed": rows reduced on packed words (PP_POOL_PACKED, half and int8)
+        unpacked = ("-DPP_POOL_PACKED=0",)
         variants = (Variant(f"default (rows2 b{block})", (), block),
+                    Variant("unpacked (old default)", unpacked, block),
+                    Variant("unpacked rows3", unpacked + ("-DPP_POOL_ROWS_5=3",), block),
+                    Variant("unpacked 2x", unpacked, block, "2x"),
                     Variant(f"b{other}", (), other),
                     Variant("rows1", ("-DPP_POOL_ROWS_5=1",), block),
                     Variant("rows3", ("-DPP_POOL_ROWS_5=3",), block),
