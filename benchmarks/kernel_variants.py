@@ -124,10 +124,17 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
     itemsize = np.dtype(dtype).itemsize
 
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        fn = Kernel("circ_pad.cu", "circ_pad<{T}>", options=v.options).function(CTYPES[dtype])
+        expr = v.kernel or "circ_pad<{T}>"
+        fn = Kernel("circ_pad.cu", expr, options=v.options).function(CTYPES[dtype])
         plan = circ_pad_op.launch_plan(shape, pads, itemsize)
-        needed = -(-plan.threads // v.block)
-        default = min(needed, 4 * resident_blocks(fn, v.block))
+        if expr.startswith("circ_pad_narrow"):  # as CircPad.plan: one block per plane at most
+            if not plan.narrow_planes:
+                raise AssertionError(f"circ_pad_narrow does not apply to {shape}")
+            needed = plan.narrow_planes
+            default = min(needed, 2 * resident_blocks(fn, v.block))
+        else:
+            needed = -(-plan.threads // v.block)
+            default = min(needed, 4 * resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
         return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, plan.params)),
                      plan.out_shape)
@@ -149,7 +156,18 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
         import torch.nn.functional as F
         return F.pad(t, pads, mode="circular")
 
-    if narrow:
+    if narrow:  # CircPad.plan takes circ_pad_narrow here; the rest is the old kernel
+        nk = "circ_pad_narrow<{T}>"
+        variants = (
+            Variant("default (narrow 2x)", kernel=nk), Variant("narrow 1x", grid="1x", kernel=nk),
+            Variant("narrow 4x", grid="4x", kernel=nk),
+            Variant("narrow full", grid="full", kernel=nk),
+            Variant("narrow no pipeline", ("-DCIRC_PAD_PIPELINE=0",), kernel=nk),
+            Variant("narrow block 512", (), 512, kernel=nk),
+            Variant("narrow block 128", (), 128, kernel=nk),
+            Variant("old circ_pad (4x)"), Variant("old grid 2x", grid="2x"),
+            Variant("old strips only", ("-DCIRC_PAD_STAGE_BYTES=0",)),
+        )
         return Case(f"CircPad-narrow {dtype}", dtype, plugin, lambda b: _narrow(b, itemsize),
                     (1, 7, 512, 8), build, variants, torch_fn, ("circ_pad.cu", "circ_pad<{T}>"))
     return Case(f"CircPad {dtype}", dtype, plugin, lambda b: _nchw(b, itemsize),
@@ -180,8 +198,12 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
     other = 256 if block == 128 else 128
-    if kernel == 5:
+    if kernel == 5:  # "packed": rows reduced on packed words (PP_POOL_PACKED, half and int8)
+        unpacked = ("-DPP_POOL_PACKED=0",)
         variants = (Variant(f"default (rows2 b{block})", (), block),
+                    Variant("unpacked (old default)", unpacked, block),
+                    Variant("unpacked rows3", unpacked + ("-DPP_POOL_ROWS_5=3",), block),
+                    Variant("unpacked 2x", unpacked, block, "2x"),
                     Variant(f"b{other}", (), other),
                     Variant("rows1", ("-DPP_POOL_ROWS_5=1",), block),
                     Variant("rows3", ("-DPP_POOL_ROWS_5=3",), block),

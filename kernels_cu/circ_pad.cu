@@ -60,6 +60,27 @@
 //              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
 //              once per row (an odometer over the 7 outer dims).
 //
+// A second kernel for narrow rows (circ_pad.py picks it; same parameters):
+//   kernel     circ_pad_narrow<T>(const T* x, T* y, CircPadParams p), p as above (rows,
+//              strips, strip_vecs and group unused).
+//   needs      with S = sizeof(T), planes = prod(out_dims[0..5]), one input plane of
+//              in_dims[6] * in_dims[7] * S bytes: (plane bytes + 30) rounded down to 16
+//              <= CIRC_PAD_NARROW_DATA (20480); out_dims[6] * out_dims[7] <= 2^24. The host
+//              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
+//   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
+//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks).
+//   shared     0 dynamic; 42,560 bytes static (two stages).
+//   how        a block writes tiles of pk whole output planes (pk = as many as a stage holds,
+//              at most 64 and at most ceil(planes / grid)); tiles go to blocks round-robin.
+//              Per tile: (0) one thread per plane finds its source plane; (1) the block copies
+//              each source plane's aligned 16-byte blocks, coalesced, into a slot of shared
+//              memory (cp.async into the other of two stages, as the staged path does); (2) it
+//              writes the tile's output as aligned 16-byte vectors of the flat output, each
+//              element read from shared memory through the wrap of the last two dims: one
+//              multiply-shift division by H_out * W_out and one by W_out per vector, then an
+//              odometer (plane, row, column) element by element; only the tile's two end
+//              vectors store element by element.
+//
 // ONNX/sample order of `pads` (the host's business): pads[2i], pads[2i+1] are the before and
 // after pads of dim rank-1-i, the last dim first, like torch.nn.functional.pad.
 //
@@ -71,6 +92,14 @@
 // @instantiate circ_pad<bool>
 // @instantiate circ_pad<int>
 // @instantiate circ_pad<long long>
+// @instantiate circ_pad_narrow<float>
+// @instantiate circ_pad_narrow<__half>
+// @instantiate circ_pad_narrow<__nv_bfloat16>
+// @instantiate circ_pad_narrow<signed char>
+// @instantiate circ_pad_narrow<unsigned char>
+// @instantiate circ_pad_narrow<bool>
+// @instantiate circ_pad_narrow<int>
+// @instantiate circ_pad_narrow<long long>
 #include "common.cuh"
 
 #ifndef CIRC_PAD_UNROLL
@@ -84,6 +113,9 @@
 #endif
 #ifndef CIRC_PAD_TILE_OUT
 #define CIRC_PAD_TILE_OUT 16384  // staged path: output bytes per tile to aim for
+#endif
+#ifndef CIRC_PAD_NARROW_DATA
+#define CIRC_PAD_NARROW_DATA 20480  // circ_pad_narrow: plane bytes per stage (circ_pad.py knows)
 #endif
 #ifndef CIRC_PAD_PIPELINE
 #define CIRC_PAD_PIPELINE 1  // staged path: cp.async into the next stage (sm_80+); 0: plain loads
@@ -331,9 +363,9 @@ __device__ __forceinline__ void stage_emit(const StageBuf& buf, B* tile_out, uns
 template <typename B>
 __device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __restrict__ yb,
                                                 const CircPadParams& p, unsigned int wi,
-                                                unsigned int wo, unsigned int s) {
+                                                unsigned int wo, unsigned int s,
+                                                StageBuf* bufs) {
     constexpr unsigned int S = sizeof(B);
-    __shared__ StageBuf bufs[2];
 
     StageGeom g;
     g.wi = wi;
@@ -394,6 +426,246 @@ __device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __r
     }
 }
 
+// ---- The narrow path: tiles of whole planes (the last two dims) staged in shared memory. ----
+
+// n / d for n < 2^31 and 1 <= d < 2^31 by one 64-bit multiply and shift:
+// m = floor(2^(32+l) / d) + 1 with 2^l >= d makes the error n * (m - 2^(32+l)/d) / 2^(32+l)
+// < 2^31 / 2^(32+l) <= 1 / (2d), too small to reach the next multiple of 1/d.
+struct FastDiv {
+    unsigned long long m;
+    unsigned int shift;  // 32 + l
+    unsigned int d;
+};
+
+__device__ __forceinline__ FastDiv make_fastdiv(unsigned int d) {
+    const unsigned int l = d > 1 ? 32u - static_cast<unsigned int>(__clz(d - 1u)) : 0u;
+    FastDiv f;
+    f.shift = 32u + l;
+    f.m = (1ull << f.shift) / d + 1ull;
+    f.d = d;
+    return f;
+}
+
+__device__ __forceinline__ unsigned int fastdiv(unsigned int n, const FastDiv& f) {
+    return static_cast<unsigned int>((static_cast<unsigned long long>(n) * f.m) >> f.shift);
+}
+
+// A stage of the narrow path, laid over one StageBuf: the byte address of each of the tile's
+// source planes, where each begins in `data`, then the planes, each in a slot of whole
+// aligned 16-byte blocks copied from x.
+constexpr unsigned int kNarrowPlanes = 64;  // most planes per tile
+constexpr unsigned int kNarrowHead = 800;   // src[64] (512 bytes), at[72] (288 bytes)
+constexpr unsigned int kNarrowData = CIRC_PAD_NARROW_DATA;
+constexpr unsigned int kNarrowStage = kNarrowHead + kNarrowData;
+static_assert(kNarrowData % 16 == 0 && kNarrowData <= 32768,
+              "circ_pad: CIRC_PAD_NARROW_DATA must be a multiple of 16, at most 32768");
+
+struct NarrowGeom {
+    unsigned int wi, wo, hi, ho, sw, sh;  // plane dims and the last two dims' shifts
+    unsigned int row_bytes;               // wi * sizeof(B)
+    unsigned int in_bytes;                // hi * wi * sizeof(B): one source plane
+    unsigned int slot, nbs;               // bytes and 16-byte blocks per plane slot
+    unsigned int magic_nbs;               // q / nbs == umulhi(q, magic_nbs) for q < 2^16
+    unsigned int plane_out;               // ho * wo
+    unsigned int pk;                      // planes per tile
+    pp::uindex_t planes, tiles;
+    FastDiv div_plane, div_wo;
+};
+
+__device__ __forceinline__ pp::uindex_t* narrow_src(unsigned char* st) {
+    return reinterpret_cast<pp::uindex_t*>(st);
+}
+__device__ __forceinline__ unsigned int* narrow_at(unsigned char* st) {
+    return reinterpret_cast<unsigned int*>(st + 512);
+}
+
+// (0) The source plane of each of the tile's np planes from plane q0 on.
+template <unsigned int S>
+__device__ __forceinline__ void narrow_locate(unsigned char* st, pp::uindex_t q0, unsigned int np,
+                                              const CircPadParams& p, const unsigned char* x,
+                                              const NarrowGeom& g) {
+    for (unsigned int t = threadIdx.x; t < np; t += blockDim.x) {
+        // source_row of the plane's row 0 is its source plane's row sh.
+        const pp::index_t row0 = source_row((q0 + t) * g.ho, p) -
+                                 static_cast<pp::index_t>(g.sh) * g.wi;
+        const pp::uindex_t a = reinterpret_cast<pp::uindex_t>(x) +
+                               static_cast<pp::uindex_t>(row0) * S;
+        narrow_src(st)[t] = a;
+        narrow_at(st)[t] = t * g.slot + static_cast<unsigned int>(a & 15u);
+    }
+}
+
+// (1) Source planes into their slots, coalesced 16-byte blocks (cp.async where it can).
+__device__ __forceinline__ void narrow_fetch(unsigned char* st, unsigned int np,
+                                             const NarrowGeom& g) {
+    unsigned char* data = st + kNarrowHead;
+    const unsigned int nq = np * g.nbs;
+    for (unsigned int q = threadIdx.x; q < nq; q += blockDim.x) {
+        const unsigned int i = __umulhi(q, g.magic_nbs);
+        const unsigned int b = q - i * g.nbs;
+        const pp::uindex_t a = narrow_src(st)[i];
+        const unsigned int mis = static_cast<unsigned int>(a & 15u);
+        if (b * 16u < mis + g.in_bytes) {
+            copy16_async(data + i * g.slot + b * 16u, reinterpret_cast<const uint4*>(a - mis) + b);
+        }
+    }
+}
+
+// V output elements from tile element `rel` on (Guard: only those in [0, ne)), each read from
+// its source plane in shared memory; the plane/row/column odometer moves element by element.
+template <typename B, bool Guard>
+__device__ __forceinline__ pp::Vec16<B> narrow_gather(const unsigned char* data,
+                                                      const unsigned int* at, int rel,
+                                                      unsigned int ne, const NarrowGeom& g) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    constexpr unsigned int S = sizeof(B);
+    const unsigned int e0 = rel < 0 ? 0u : static_cast<unsigned int>(rel);
+    unsigned int j = fastdiv(e0, g.div_plane);
+    const unsigned int rem = e0 - j * g.plane_out;
+    unsigned int h = fastdiv(rem, g.div_wo);
+    unsigned int w = rem - h * g.wo;
+    unsigned int r = wrap_col(h + g.sh, g.hi);
+    unsigned int c = wrap_col(w + g.sw, g.wi);
+    const unsigned char* rowp = data + at[j] + r * g.row_bytes;
+    pp::Vec16<B> v;
+#pragma unroll
+    for (unsigned int t = 0; t < V; ++t) {
+        if (!Guard || (rel + static_cast<int>(t) >= 0 && static_cast<unsigned int>(rel) + t < ne)) {
+            v.v[t] = *reinterpret_cast<const B*>(rowp + c * S);
+            if (t + 1 < V) {
+                if (++c == g.wi) {
+                    c = 0;
+                }
+                if (++w == g.wo) {
+                    w = 0;
+                    c = g.sw;
+                    if (++r == g.hi) {
+                        r = 0;
+                    }
+                    if (++h == g.ho) {
+                        h = 0;
+                        r = g.sh;
+                        ++j;  // <= pk <= 64: at[] has 72 entries
+                    }
+                    rowp = data + at[j] + r * g.row_bytes;
+                }
+            }
+        }
+    }
+    return v;
+}
+
+// (2) The tile's ne output elements as aligned 16-byte vectors of the flat output.
+template <typename B>
+__device__ __forceinline__ void narrow_emit(unsigned char* st, B* tile_out, unsigned int ne,
+                                            const NarrowGeom& g) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    constexpr unsigned int S = sizeof(B);
+    const unsigned char* data = st + kNarrowHead;
+    const unsigned int* at = narrow_at(st);
+    const pp::uindex_t ybeg = reinterpret_cast<pp::uindex_t>(tile_out);
+    const unsigned int lead = static_cast<unsigned int>(ybeg & 15u) / S;
+    B* const vbase = reinterpret_cast<B*>(ybeg - (ybeg & 15u));
+    const unsigned int nv = (lead + ne + V - 1) / V;
+    for (unsigned int k = threadIdx.x; k < nv; k += blockDim.x) {
+        const int rel = static_cast<int>(k * V) - static_cast<int>(lead);
+        B* const dst = vbase + k * V;
+        if (rel >= 0 && static_cast<unsigned int>(rel) + V <= ne) {
+            pp::store16(dst, narrow_gather<B, false>(data, at, rel, ne, g));
+        } else {
+            const pp::Vec16<B> v = narrow_gather<B, true>(data, at, rel, ne, g);
+#pragma unroll
+            for (unsigned int t = 0; t < V; ++t) {
+                const int e = rel + static_cast<int>(t);
+                if (e >= 0 && static_cast<unsigned int>(e) < ne) {
+                    dst[t] = v.v[t];
+                }
+            }
+        }
+    }
+}
+
+// The narrow path's geometry (the launch contract of circ_pad_narrow holds).
+template <typename B>
+__device__ __forceinline__ void narrow_geom(const CircPadParams& p, NarrowGeom& g) {
+    constexpr unsigned int S = sizeof(B);
+    const long long wo = p.out_dims.d[7], ho = p.out_dims.d[6];
+    const long long wi = p.in_dims.d[7], hi = p.in_dims.d[6];
+    pp::uindex_t planes = 1;
+#pragma unroll
+    for (int d = 0; d < pp::kMaxRank - 2; ++d) {
+        planes *= static_cast<pp::uindex_t>(p.out_dims.d[d]);
+    }
+    g.wi = static_cast<unsigned int>(wi);
+    g.wo = static_cast<unsigned int>(wo);
+    g.hi = static_cast<unsigned int>(hi);
+    g.ho = static_cast<unsigned int>(ho);
+    g.sw = static_cast<unsigned int>(p.shift.d[7]);
+    g.sh = static_cast<unsigned int>(p.shift.d[6]);
+    g.row_bytes = g.wi * S;
+    g.in_bytes = g.hi * g.row_bytes;
+    g.slot = (g.in_bytes + 15u + 15u) & ~15u;
+    g.nbs = g.slot >> 4;
+    g.magic_nbs = 0xffffffffu / g.nbs + 1u;
+    g.plane_out = g.ho * g.wo;
+    g.planes = planes;
+    const pp::uindex_t per_block = (planes + gridDim.x - 1) / gridDim.x;
+    g.pk = min(kNarrowPlanes, kNarrowData / g.slot);
+    if (per_block < g.pk) {
+        g.pk = static_cast<unsigned int>(per_block);
+    }
+    g.tiles = (planes + g.pk - 1) / g.pk;
+    g.div_plane = make_fastdiv(g.plane_out);
+    g.div_wo = make_fastdiv(g.wo);
+}
+
+// The narrow path (see the header): each block walks its tiles of pk whole output planes
+// with two stages, the next tile's source planes in flight while this tile is written.
+template <typename B>
+__device__ __forceinline__ void circ_pad_narrow_tiles(const B* __restrict__ xb, B* __restrict__ yb,
+                                                const CircPadParams& p, const NarrowGeom& g) {
+    constexpr unsigned int S = sizeof(B);
+    __shared__ __align__(16) unsigned char stages[2 * kNarrowStage];
+    const unsigned char* x = reinterpret_cast<const unsigned char*>(xb);
+    pp::uindex_t tile = blockIdx.x;
+    if (tile >= g.tiles) {
+        return;
+    }
+    unsigned char* const st0 = stages;
+    unsigned int cur = 0;
+    unsigned int np = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.pk),
+                                                    g.planes - tile * g.pk));
+    narrow_locate<S>(st0, tile * g.pk, np, p, x, g);
+    __syncthreads();
+    narrow_fetch(st0, np, g);
+    cp_async_commit();
+    for (;;) {
+        const pp::uindex_t next = tile + gridDim.x;
+        const bool more = next < g.tiles;
+        unsigned int next_np = 0;
+        if (more) {
+            next_np = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.pk),
+                                                    g.planes - next * g.pk));
+            narrow_locate<S>(st0 + (cur ^ 1) * kNarrowStage, next * g.pk, next_np, p, x, g);
+        }
+        __syncthreads();  // the next tile's source planes are known
+        if (more) {
+            narrow_fetch(st0 + (cur ^ 1) * kNarrowStage, next_np, g);
+        }
+        cp_async_commit();
+        cp_async_wait_prior();
+        __syncthreads();  // the current tile's planes have landed
+        narrow_emit<B>(st0 + cur * kNarrowStage, yb + tile * g.pk * g.plane_out, np * g.plane_out, g);
+        if (!more) {
+            break;
+        }
+        __syncthreads();  // the current stage is free to refill
+        tile = next;
+        np = next_np;
+        cur ^= 1;
+    }
+}
+
 }  // namespace
 
 template <typename T>
@@ -404,13 +676,13 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
     constexpr int R = pp::kMaxRank - 1;  // outer (row) dims: slots 0..R-1
     const B* __restrict__ xb = reinterpret_cast<const B*>(x);
     B* __restrict__ yb = reinterpret_cast<B*>(y);
-
+    __shared__ StageBuf bufs[2];  // the staged path's two stages
     if (CIRC_PAD_STAGE_BYTES > 0 &&
         static_cast<pp::uindex_t>(p.in_dims.d[R]) * sizeof(B) + 47u <= CIRC_PAD_STAGE_BYTES &&
         static_cast<pp::uindex_t>(p.out_dims.d[R]) * sizeof(B) <= CIRC_PAD_STAGE_BYTES) {
         circ_pad_staged<B>(xb, yb, p, static_cast<unsigned int>(p.in_dims.d[R]),
                            static_cast<unsigned int>(p.out_dims.d[R]),
-                           static_cast<unsigned int>(p.shift.d[R]));
+                           static_cast<unsigned int>(p.shift.d[R]), bufs);
         return;
     }
 
@@ -530,4 +802,12 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
             }
         }
     }
+}
+
+template <typename T>
+__global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, CircPadParams p) {
+    typedef typename pp::Bits<sizeof(T)>::type B;
+    NarrowGeom g;
+    narrow_geom<B>(p, g);
+    circ_pad_narrow_tiles<B>(reinterpret_cast<const B*>(x), reinterpret_cast<B*>(y), p, g);
 }

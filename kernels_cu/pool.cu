@@ -91,6 +91,18 @@ constexpr int kOutputs = 4;
 #ifndef PP_POOL_UNITS_5
 #define PP_POOL_UNITS_5 1
 #endif
+// 5x5 stride 2 (pool2d_wide) for half and INT8: reduce down the window's rows on packed words
+// (max: __hmax2 / __vmaxs4; INT8 average: biased bytes summed in 16-bit lanes; half average:
+// __half22float2 pairs, the same float additions in the same order), widening each column once
+// instead of once per row; 0 widens every element first (the old path), for comparison.
+#ifndef PP_POOL_PACKED
+#define PP_POOL_PACKED 1
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define PP_POOL_HMAX2 0  // __hmax2 needs sm_80: half max keeps the unpacked path before that
+#else
+#define PP_POOL_HMAX2 1
+#endif
 // pool2d_i8: its byte-SIMD path (1), or only the generic path (0);
 // PP_POOL_UNITS_I8 units (16 input bytes x 2 rows) per thread per trip.
 #ifndef PP_POOL_INT8_SIMD
@@ -279,9 +291,80 @@ struct alignas(sizeof(T) * N) Pack {
     T e[N];
 };
 
+// The chunk's V columns reduced down rows t0 .. t0 + KH - 1 of raw (max, or sum), widened once
+// per column: the same values as widening every element and reducing in A. Max: __hmax2 /
+// __vmaxs4 (max of exact values is exact; the rows the unit reads outside the input hold the
+// identity). INT8 sum: bytes biased to 0..255 (q ^ 0x80), even and odd bytes summed in 16-bit
+// lanes (KH * 255 < 2^16), the bias KH * 128 taken off after. Half sum: __half22float2 pairs,
+// added in float in row order as the unpacked path does.
+template <typename T, bool AVG, int KH, int NR, int V>
+__device__ __forceinline__ void packed_columns(const uint4 (&raw)[NR], int t0,
+                                               typename Acc<T>::type (&out)[V]) {
+    const unsigned* w0 = reinterpret_cast<const unsigned*>(&raw[t0]);
+    if constexpr (sizeof(T) == 1 && !AVG) {
+        unsigned m[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) m[i] = w0[i];
+#pragma unroll
+        for (int dy = 1; dy < KH; ++dy) {
+            const unsigned* w = reinterpret_cast<const unsigned*>(&raw[t0 + dy]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) m[i] = __vmaxs4(m[i], w[i]);
+        }
+#pragma unroll
+        for (int c = 0; c < V; ++c)
+            out[c] = static_cast<int>(static_cast<signed char>((m[c / 4] >> (8 * (c % 4))) & 0xffu));
+    } else if constexpr (sizeof(T) == 1) {
+        unsigned ev[4] = {0u, 0u, 0u, 0u}, od[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int dy = 0; dy < KH; ++dy) {
+            const unsigned* w = reinterpret_cast<const unsigned*>(&raw[t0 + dy]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const unsigned b = w[i] ^ 0x80808080u;
+                ev[i] += b & 0x00ff00ffu;
+                od[i] += (b >> 8) & 0x00ff00ffu;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < V; ++c) {
+            const unsigned lanes = (c % 2 == 0 ? ev : od)[c / 4];
+            out[c] = static_cast<int>((lanes >> (16 * ((c % 4) / 2))) & 0xffffu) - 128 * KH;
+        }
+    } else if constexpr (!AVG) {
+        __half2 m[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) m[i] = *reinterpret_cast<const __half2*>(&w0[i]);
+#pragma unroll
+        for (int dy = 1; dy < KH; ++dy) {
+            const __half2* w = reinterpret_cast<const __half2*>(&raw[t0 + dy]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) m[i] = __hmax2(m[i], w[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(m[i]);
+            out[2 * i] = f.x;
+            out[2 * i + 1] = f.y;
+        }
+    } else {
+#pragma unroll
+        for (int dy = 0; dy < KH; ++dy) {
+            const __half2* w = reinterpret_cast<const __half2*>(&raw[t0 + dy]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float2 f = __half22float2(w[i]);
+                out[2 * i] = dy == 0 ? f.x : out[2 * i] + f.x;
+                out[2 * i + 1] = dy == 0 ? f.y : out[2 * i + 1] + f.y;
+            }
+        }
+    }
+}
+
 // Window KH x KW, stride S both ways, left padding PW (all compile time; ph at run time); each
-// unit gives RO output rows of 16 / S bytes; U units per thread per trip.
-template <typename T, bool AVG, int KH, int KW, int S, int PW, int RO, int U>
+// unit gives RO output rows of 16 / S bytes; U units per thread per trip. PK: reduce down the
+// rows on packed words (packed_columns; half and INT8 only).
+template <typename T, bool AVG, int KH, int KW, int S, int PW, int RO, int U, bool PK = false>
 __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
     typedef typename Acc<T>::type A;
     constexpr int V = 16 / sizeof(T);                      // input columns per chunk
@@ -350,6 +433,23 @@ __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict_
                 if (oh >= p.ho) continue;
                 // Down the window's rows first (column by column), then across.
                 A col[E];
+                if constexpr (PK && sizeof(T) < 4 && (sizeof(T) == 1 || AVG || PP_POOL_HMAX2)) {
+                    A mid[V];
+                    packed_columns<T, AVG, KH, NR, V>(raw[k], r * S, mid);
+#pragma unroll
+                    for (int j = 0; j < E; ++j) {
+                        if (j >= LH && j < LH + V) {
+                            col[j] = mid[j - LH];
+                            continue;
+                        }
+                        const int hj = j < LH ? j : j - V;
+#pragma unroll
+                        for (int dy = 0; dy < KH; ++dy) {
+                            const A v = halo[k][r * S + dy][hj];
+                            col[j] = dy == 0 ? v : (AVG ? col[j] + v : (v > col[j] ? v : col[j]));
+                        }
+                    }
+                } else
 #pragma unroll
                 for (int dy = 0; dy < KH; ++dy) {
                     const int t = r * S + dy;
@@ -482,7 +582,7 @@ __device__ __forceinline__ void pool_small(const T* __restrict__ x, T* __restric
     else if (vec && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.pw == 1)
         pool_vec<T, AVG, 3, 3, 1, 1, R1, U1>(x, y, p);
     else if (more && p.kh == 5 && p.kw == 5 && p.sh == 2 && p.pw == 2)
-        pool_vec<T, AVG, 5, 5, 2, 2, PP_POOL_ROWS_5, PP_POOL_UNITS_5>(x, y, p);
+        pool_vec<T, AVG, 5, 5, 2, 2, PP_POOL_ROWS_5, PP_POOL_UNITS_5, PP_POOL_PACKED != 0>(x, y, p);
     else if (more && p.kh == 3 && p.kw == 3 && p.sh == 2 && p.pw == 0)
         pool_vec<T, AVG, 3, 3, 2, 0, 1, U2>(x, y, p);
     else if (more && p.kh == 2 && p.kw == 2 && p.sh == 1 && p.pw == 0)

@@ -50,7 +50,7 @@ from pyplugins.device import resident_blocks
 from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BLOCK", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "launch_plan",
+__all__ = ["BLOCK", "NARROW_DATA", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "launch_plan",
            "pad_widths"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
@@ -62,6 +62,12 @@ PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift"
 _MAX_RANK = 8
 #: NVRTC options of the ``strips`` tactic's kernel (``circ_pad.cu``: 0 turns staging off).
 STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
+#: Output rows of at most this many bytes go to ``circ_pad_narrow`` (whole planes staged in
+#: shared memory) when a plane fits; 0 turns that kernel off (every shape takes ``circ_pad``).
+NARROW_ROW_BYTES = 128
+#: ``CIRC_PAD_NARROW_DATA`` of ``circ_pad.cu``: bytes of source planes one stage holds.
+NARROW_DATA = 20480
+_NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
 
@@ -103,11 +109,14 @@ class LaunchPlan(NamedTuple):
         out_shape: the output shape.
         params: the ``CircPadParams`` struct, a NumPy structured scalar of :data:`PARAMS_DTYPE`.
         threads: threads the work needs (``rows * strips * group``); 0 for an empty output.
+        narrow_planes: the number of planes (last two dims) when ``circ_pad_narrow`` applies
+            (narrow output rows, a plane fits a stage), else 0; 0 for an empty output.
     """
 
     out_shape: Tuple[int, ...]
     params: np.void
     threads: int
+    narrow_planes: int = 0
 
 
 def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> LaunchPlan:
@@ -155,7 +164,17 @@ def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> 
     strips = max(1, -(-nvec // strip_vecs))
     p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
     threads = rows * strips * group if math.prod(out_shape) else 0
-    return LaunchPlan(out_shape, p, threads)
+    return LaunchPlan(out_shape, p, threads, _narrow_planes(in8, out8, itemsize) if threads else 0)
+
+
+def _narrow_planes(in8: Sequence[int], out8: Sequence[int], itemsize: int) -> int:
+    """``prod(out8[:6])`` where ``circ_pad_narrow``'s contract holds and rows are narrow, else 0."""
+    plane_in = in8[6] * in8[7] * itemsize
+    plane_out = out8[6] * out8[7] * itemsize
+    if (out8[7] * itemsize > NARROW_ROW_BYTES or (plane_in + 30) // 16 * 16 > NARROW_DATA
+            or plane_out > _NARROW_PLANE_OUT):
+        return 0
+    return math.prod(out8[:6])
 
 
 def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int, int]],
@@ -192,9 +211,11 @@ class CircPad(Plugin):
     kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
     #: The kernel with its staged (shared-memory) path off: every row takes the strips path.
     strips_kernel = Kernel("circ_pad.cu", "circ_pad<{T}>", options=STRIPS_ONLY)
+    #: Narrow rows (:data:`NARROW_ROW_BYTES`): whole planes staged in shared memory.
+    narrow_kernel = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>")
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
     #: "staged" is the kernel's own per-launch choice (staged where rows fit 16 KB, the
-    #: default as V2), "strips" never stages.
+    #: default as V2; ``circ_pad_narrow`` for narrow rows), "strips" never stages.
     tactics = ("staged", "strips")
 
     # -- shape inference ---------------------------------------------------------------------------
@@ -228,10 +249,17 @@ class CircPad(Plugin):
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
         """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads; the
-        ``strips`` tactic compiles the kernel without its staged path."""
+        ``strips`` tactic compiles the kernel without its staged path. Narrow rows
+        (:attr:`LaunchPlan.narrow_planes`) take ``circ_pad_narrow<T>``, at most 2 resident
+        grids, except under ``strips``."""
         desc = inputs[0]
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
+        if plan.narrow_planes and self.tactic != "strips":
+            fn = self.narrow_kernel.function(ctype, device)
+            grid = min(plan.narrow_planes, 2 * resident_blocks(fn, BLOCK, device=device))
+            return Launch(fn, grid=grid, block=BLOCK, device=device,
+                          args=(POINTER, POINTER, plan.params), name=f"circ_pad_narrow<{ctype}>")
         kernel = self.strips_kernel if self.tactic == "strips" else self.kernel
         fn = kernel.function(ctype, device)
         grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK, device=device))

@@ -167,3 +167,64 @@ def test_gpu_pool2d_i8_empty_writes_nothing():
     x = _ties((1, 2, 4, 32), seed=1)
     y, _, after = _launch_i8(x, "avg", nc=0)
     assert (y == 0x5A).all() and (after == 0x5A).all()
+
+
+# -- 5x5 stride 2: rows reduced on packed words (PP_POOL_PACKED, half and INT8) -----------------
+
+def _launch_wide(x, fields, options=(), scales=(1.0, 1.0)):
+    """pool2d_wide on x (NCHW) with compile options; returns y."""
+    import cupy as cp
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw) = fields["kernel"], fields["stride"], fields["padding"]
+    ho, wo = output_size(h, kh, sh, ph), output_size(w, kw, sw, pw)
+    ctype = {np.dtype(np.float16): "__half", np.dtype(np.int8): "signed char"}[x.dtype]
+    y = cp.full((n, c, ho, wo), 0x5A, cp.int8).view(x.dtype) if x.dtype == np.int8 else \
+        cp.full((n, c, ho, wo), np.nan, x.dtype)
+    fn = Kernel("pool.cu", "pool2d_wide<{T}>", options=options).function(ctype)
+    fn((5,), (128,), (cp.asarray(x), y, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
+                      np.int32(wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw),
+                      np.int32(ph), np.int32(pw), np.int32(fields["mode"] == "avg"),
+                      np.float32(scales[0]), np.float32(scales[1])))
+    return cp.asnumpy(y)
+
+
+#: Rows of whole 16-byte chunks, heights odd and even (the last unit's second output row
+#: unused), one output row; more units than the 5 x 128 threads (the grid-stride loop).
+PACKED_SHAPES = [(2, 3, 17, 32), (1, 2, 10, 16), (1, 1, 3, 48), (3, 5, 33, 64)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("dtype", [np.float16, np.int8])
+def test_gpu_5x5_packed_rows_equal_the_unpacked_path(mode, dtype):
+    """The packed reduction is the same function as widening every element: bit for bit (max is
+    exact, INT8 sums are exact integers, half sums are the same float additions in order)."""
+    fields = window_fields(mode, 5, 2, 2)
+    for i, shape in enumerate(PACKED_SHAPES):
+        x = data(shape, dtype, seed=40 + i)
+        new = _launch_wide(x, fields)
+        old = _launch_wide(x, fields, ("-DPP_POOL_PACKED=0",))
+        assert np.array_equal(new.view(np.uint8), old.view(np.uint8)), f"{mode} {shape}"
+        if dtype == np.int8:
+            assert np.array_equal(new, ref(x, fields)), f"{mode} {shape}"
+        else:
+            assert_close(new, ref(x, fields), dtype, what=f"{fields} {shape}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.75, 0.25)])
+def test_gpu_5x5_packed_int8_extremes_exact(mode, scales):
+    """All -128 and all 127 windows (the 16-bit lanes' least and largest sums), and ties of
+    sum / count, exact against the reference at ratio 1 and 3."""
+    rng = np.random.default_rng(3)
+    x = rng.choice(np.array([-128, -127, -1, 0, 1, 2, 126, 127], np.int8), size=(2, 3, 12, 32))
+    x[0, 0] = -128
+    x[0, 1] = 127
+    x[1, 2, :, :16] = 127
+    x[1, 2, :, 16:] = -128
+    fields = dict(window_fields(mode, 5, 2, 2), in_scale=scales[0], out_scale=scales[1])
+    y = _launch_wide(x, fields, scales=scales)
+    expected = ref(x, fields, *scales)
+    bad = np.flatnonzero(y != expected)
+    assert bad.size == 0, f"{bad.size} differ, first {y.flat[bad[0]]} != {expected.flat[bad[0]]}"
