@@ -112,6 +112,9 @@ def export(graph: Any) -> Any:
     import onnx_graphsurgeon as gs
 
     model = gs.export_onnx(graph.cleanup().toposort())
+    # The lowest IR version the opsets need (an exporter's habit): an onnxruntime older than the
+    # onnx package (onnx 1.23 writes IR 14; onnxruntime 1.30 reads up to 13) still loads it.
+    model.ir_version = onnx.helper.find_min_ir_version_for(list(model.opset_import), True)
     onnx.checker.check_model(model)
     return model
 

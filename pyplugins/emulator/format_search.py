@@ -80,7 +80,9 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
     for k in range(n):
         fmt0 = tensors.specs[k].format if k < n_in else TensorFormat.LINEAR
         formats = FORMAT_TABLE if len(tensors.net_dims(k)) >= 3 else (TensorFormat.LINEAR,)
-        types = v2_types([declared[k]] + [t for t in TYPE_TABLE if t != declared[k]])
+        types = [declared[k]] + [t for t in TYPE_TABLE if t != declared[k]]
+        if not dynamic:  # V2 plugins never get BOOL or UINT8 tensors; V3 plugins may
+            types = v2_types(types)
         fmts = [fmt0] + [f for f in formats if f is not fmt0]
         candidates.append([(t, f) for t in types for f in fmts])
     probe, combos, tried = PoisonProbe(), [], []

@@ -18,7 +18,8 @@ Example:
     >>> node = helper.make_node("Relu", ["x"], ["y"])
     >>> model = helper.make_model(helper.make_graph([node], "g",
     ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]))
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+    ...     opset_imports=[helper.make_opsetid("", 17)])
     >>> ModelRunner(model).infer({"x": np.float32([-1, 2])})["y"]
     array([0., 2.], dtype=float32)
 """

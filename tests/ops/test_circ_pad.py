@@ -347,6 +347,20 @@ def _gpu_check_v3(spec, pads, **kwargs):
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8])
+def test_bool_and_uint8_are_accepted_as_v3(dtype):
+    from pyplugins.creator import register
+
+    try:
+        register(CircPad, replace=True, interface="v3")
+        report = lifecycle.run(CircPad.creator, [TensorSpec((2, 3), dtype)], {"pads": [1, 1]},
+                               device="cpu")
+    finally:
+        register(CircPad, replace=True, interface="v2")
+    assert report.ok, report.format()
+    assert report.output_shapes == [(2, 5)]
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8])
 def test_bool_and_uint8_are_refused_to_the_v2_plugin(dtype):
     report = lifecycle.run(CircPad.creator, [TensorSpec((2, 3), dtype)], {"pads": [1, 1]},
                            device="cpu")
