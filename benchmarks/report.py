@@ -348,6 +348,8 @@ def latest_per_device(results_dir: Path) -> List[Path]:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if not isinstance(data, dict) or "schema" not in data or "env" not in data:
+            continue  # another script's record kept beside (numba_cases, tactics)
         if data.get("quick") or data.get("synthetic"):
             continue
         device = str(data.get("env", {}).get("device"))
