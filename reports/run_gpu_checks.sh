@@ -38,7 +38,7 @@ for n in names:
 print("python", sys.version.split()[0], "|", " | ".join(found))
 EOF
     echo
-    echo "## python3 -m pytest -q -rs (GPU tests included; TensorRT tests skip: no TensorRT here)"
+    echo "## python3 -m pytest -q -rfEs (GPU tests included; TensorRT tests skip: no TensorRT here)"
 } > "$stem.txt"
 workers=""
 python3 -c "import xdist" 2>/dev/null && workers="-n 6"
