@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from benchmarks.cases import format_bytes, parse_bytes
-from benchmarks.timing import host_loops, stats
+from benchmarks.timing import capture, host_loops, replay_seconds, stats
 
 DEFAULT_SIZES = ("64K", "1M", "16M", "64M", "256M")
 
@@ -49,23 +49,6 @@ def _launches(cp: Any, n: int, device: int) -> Dict[str, Any]:
     }
 
 
-def _graph_time_ms(cp: Any, stream: Any, call: Any, replays: int = 20) -> List[float]:
-    stream.begin_capture()
-    call()
-    graph = stream.end_capture()
-    graph.launch(stream)
-    stream.synchronize()
-    times = []
-    for _ in range(replays):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        graph.launch(stream)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return times
-
-
 def kernel_times(cp: Any, sizes: Sequence[str]) -> List[Dict[str, Any]]:
     """Median device time of each launch per size (graph replays), outputs checked equal."""
     device = cp.cuda.runtime.getDevice()
@@ -81,7 +64,7 @@ def kernel_times(cp: Any, sizes: Sequence[str]) -> List[Dict[str, Any]]:
             def call(launch: Any = launch, y: Any = outs[name]) -> None:
                 launch(stream.ptr, x.data.ptr, y.data.ptr)
 
-            row[name] = stats(_graph_time_ms(cp, stream, call), 1e3)  # microseconds
+            row[name] = stats(replay_seconds(capture(stream, call), stream, reps=20), 1e6)  # us
             row[name]["GBps"] = 2 * n * 4 / (row[name]["median"] * 1e3)
         row["outputs_equal"] = bool(cp.array_equal(outs["numba"], outs["cuda_cpp"]))
         row["numba_over_cuda_cpp"] = row["numba"]["median"] / row["cuda_cpp"]["median"]

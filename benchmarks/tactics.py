@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks.timing import stats
+from benchmarks.timing import capture, replay_seconds, stats
 
 #: (label, input shape, pads, dtype): rows that stage, short rows, and rows too long to stage.
 SHAPES: Dict[str, List[Tuple[str, Tuple[int, ...], List[int], str]]] = {
@@ -60,23 +60,6 @@ def _desc(shape: Sequence[int], dtype: str) -> Any:
     return desc
 
 
-def _graph_ms(cp: Any, stream: Any, call: Any, replays: int) -> List[float]:
-    stream.begin_capture()
-    call()
-    graph = stream.end_capture()
-    graph.launch(stream)
-    stream.synchronize()
-    times = []
-    for _ in range(replays):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        graph.launch(stream)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return times
-
-
 def measure(cp: Any, shape: Tuple[int, ...], pads: List[int], dtype: str,
             replays: int) -> Dict[str, Any]:
     """Median ms per tactic (outputs checked against ``np.pad``) and the gain of choosing."""
@@ -106,7 +89,7 @@ def measure(cp: Any, shape: Tuple[int, ...], pads: List[int], dtype: str,
         if not np.array_equal(cp.asnumpy(y), expected):
             msg = f"CircPad tactic {name!r} gave a wrong result for {shape} {dtype}"
             raise AssertionError(msg)
-        row["ms"][name] = stats(_graph_ms(cp, stream, call, replays))
+        row["ms"][name] = stats(replay_seconds(capture(stream, call), stream, reps=replays), 1e3)
     medians = {n: s["median"] for n, s in row["ms"].items() if n != "default"}
     best = min(medians, key=medians.get)
     row["chosen"] = best
