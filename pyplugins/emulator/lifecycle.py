@@ -29,8 +29,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -48,8 +47,9 @@ from pyplugins.emulator.format_search import choose_formats, search_formats
 from pyplugins.emulator.lifecycle_report import LifecycleReport
 from pyplugins.emulator.lifecycle_v3 import DriverV3
 from pyplugins.emulator.registry import get_plugin_registry
-from pyplugins.emulator.run_setup import (check_input_sizes, field_collection, oversized_outputs,
-                                         pick_device, resolve_creator)
+from pyplugins.emulator.run_setup import (check_input_sizes, field_collection, labelled_step,
+                                          oversized_outputs, pick_device, resolve_creator,
+                                          stop_before_enqueue)
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
@@ -73,20 +73,12 @@ class _Driver:
         self.violations: List[Violation] = []
         self.host_outputs: Optional[List[np.ndarray]] = None
 
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        saved, self.recorder.step = self.recorder.step, name
-        try:
-            with self.trace.phase(name) if self.trace is not None else contextlib.nullcontext():
-                yield
-        finally:
-            self.recorder.step = saved
+    def phase(self, name: str) -> Any:
+        """A context in which the calls carry ``name`` (errors, trace)."""
+        return labelled_step(self.recorder, self.trace, name)
 
     def stop(self, check: str, message: str, method: Optional[str] = None) -> bool:
-        self.violations.append(Violation(check, message, method))
-        if self.report.skipped is None:
-            self.report.skipped = f"the lifecycle stopped before enqueue: {message}"
-        return False
+        return stop_before_enqueue(self.violations, self.report, check, message, method)
 
     # -- 1. parse: create_plugin, add_plugin_v2 ------------------------------------------------
     def parse(self) -> bool:

@@ -50,6 +50,7 @@ from pyplugins.emulator.enums import TensorRTPhase
 from pyplugins.emulator.format_search import choose_formats, search_formats
 from pyplugins.emulator.lifecycle_report import LifecycleReport
 from pyplugins.emulator.registry import get_plugin_registry
+from pyplugins.emulator.run_setup import labelled_step, stop_before_enqueue
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 
@@ -96,21 +97,12 @@ class DriverV3:
         finally:
             trampoline.listeners.remove(self.v3)
 
-    @contextlib.contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        """Label the calls inside (errors and the trace) with ``name``."""
-        saved, self.recorder.step = self.recorder.step, name
-        try:
-            with self.trace.phase(name) if self.trace is not None else contextlib.nullcontext():
-                yield
-        finally:
-            self.recorder.step = saved
+    def step(self, name: str) -> Any:
+        """A context in which the calls carry ``name`` (errors, trace)."""
+        return labelled_step(self.recorder, self.trace, name)
 
     def stop(self, check: str, message: str, method: Optional[str] = None) -> bool:
-        self._violations.append(Violation(check, message, method))
-        if self.report.skipped is None:
-            self.report.skipped = f"the lifecycle stopped before enqueue: {message}"
-        return False
+        return stop_before_enqueue(self._violations, self.report, check, message, method)
 
     def capabilities(self, plugin: Any, kinds: Sequence[Cap]) -> Optional[Dict[Cap, Any]]:
         """Ask ``plugin`` for each capability; a second RUNTIME ask must give the same object."""

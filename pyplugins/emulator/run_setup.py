@@ -1,5 +1,6 @@
 """What one :func:`pyplugins.emulator.lifecycle.run` starts from: its creator, its fields, its
-device, and the bound on tensor sizes (``knobs.max_tensor_bytes``).
+device, and the bound on tensor sizes (``knobs.max_tensor_bytes``); and the two things both
+drivers (V2 and V3) do while it runs: label a step's calls, and stop before ``enqueue``.
 
 Example:
     >>> pick_device("cpu")
@@ -8,18 +9,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+import contextlib
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.emulator import buffers
 from pyplugins.emulator.bases import IPluginCreatorInterface
+from pyplugins.emulator.checks import Violation
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.specs import TensorSpec
 
-__all__ = ["check_input_sizes", "field_collection", "oversized_outputs", "pick_device",
-           "resolve_creator"]
+__all__ = ["check_input_sizes", "field_collection", "labelled_step", "oversized_outputs",
+           "pick_device", "resolve_creator", "stop_before_enqueue"]
 
 
 def resolve_creator(plugin: Any) -> Any:
@@ -133,3 +136,25 @@ def check_input_sizes(specs: Sequence[TensorSpec]) -> None:
                    f"bytes, over the limit of {limit} bytes on one tensor "
                    "(PYPLUGINS_MAX_TENSOR_BYTES); give a smaller shape or raise the limit")
             raise ValueError(msg)
+
+
+@contextlib.contextmanager
+def labelled_step(recorder: Any, trace: Any, name: str) -> Iterator[None]:
+    """Within the block, the calls into plugin code carry ``name``: in the recorder's error
+    reports and, when there is one, as a phase of the trace."""
+    saved, recorder.step = recorder.step, name
+    try:
+        with trace.phase(name) if trace is not None else contextlib.nullcontext():
+            yield
+    finally:
+        recorder.step = saved
+
+
+def stop_before_enqueue(found: List[Violation], report: Any, check: str, message: str,
+                        method: Optional[str] = None) -> bool:
+    """Record why the run stops (a ``check`` violation in ``found``; the report's ``skipped``
+    reason unless one is set already); False, for ``return driver.stop(...)``."""
+    found.append(Violation(check, message, method))
+    if report.skipped is None:
+        report.skipped = f"the lifecycle stopped before enqueue: {message}"
+    return False
