@@ -4,7 +4,8 @@ For every case x dtype x size the plugin is configured through the trampoline an
 a CUDA graph of ``k`` enqueues; so are ``k`` calls of each copy baseline
 (:mod:`benchmarks.baselines`) and of each torch equivalent. When the data would fit in L2, ``k``
 rotates over enough input/output sets to overflow it twice. Then ``rounds`` rounds each replay
-every graph ``reps`` times in turn (median per round), so a claim can take the worst round.
+every graph ``reps`` times in turn (median per round), after one untimed warm-up round, so a
+claim can take the worst round.
 Bytes moved: each input read once plus each output written once. Sizes up to ``SMALL_MAX`` are
 also timed eagerly (a loop of enqueues as TensorRT calls them, then a synchronize), for the
 fraction of the C++ launch floor they reach.
@@ -108,12 +109,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, rounds: in
     torch_graphs = _torch_graphs(case, prob, ins, outs, enqueues, stream, sets, calls,
                                  torch_labels, record) if torch_labels else {}
     timers.update({f"torch:{k}": g.seconds for k, g in torch_graphs.items()})
-    per_round: Dict[str, List[List[float]]] = {k: [] for k in timers}
-    for r in range(max(1, rounds)):
-        order = list(timers)
-        order = order[r % len(order):] + order[:r % len(order)]
-        for key in order:
-            per_round[key].append(timers[key](reps))
+    per_round = timing.rounds(timers, reps=reps, rounds=rounds, warmup_reps=max(2, reps // 4))
     if "plugin" in per_round:
         record["plugin_s"] = _rounds_stats(per_round["plugin"], 1.0 / calls)
     record["baselines"] = {name: {"bytes": nbytes, "s": _rounds_stats(per_round[name],

@@ -61,6 +61,38 @@ def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, ca
                 "calls": n_batches * batch, "batch": batch} for n in names}
 
 
+def rounds(timers: Dict[str, Callable[[int], List[float]]], *, reps: int, rounds: int,
+           warmup_reps: int) -> Dict[str, List[List[float]]]:
+    """Each timer's ``reps`` samples per round, for ``rounds`` rounds, after one warm-up round.
+
+    ``timers`` maps a name to a function taking a repetition count and returning that many
+    samples (e.g. :func:`replay_seconds` of one graph). The warm-up round calls every timer
+    once with ``warmup_reps`` and discards what it returns, so the first timed round does not
+    pay for clocks ramping up or memory touched for the first time. The timers then take turns,
+    the order rotating one place per round.
+
+    Example:
+        >>> calls = []
+        >>> def timer(name):
+        ...     return lambda n: calls.append((name, n)) or [1.0] * n
+        >>> got = rounds({"a": timer("a"), "b": timer("b")}, reps=3, rounds=2, warmup_reps=1)
+        >>> calls
+        [('a', 1), ('b', 1), ('a', 3), ('b', 3), ('b', 3), ('a', 3)]
+        >>> got["a"]
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+    names = list(timers)
+    if warmup_reps > 0:
+        for name in names:
+            timers[name](warmup_reps)
+    out: Dict[str, List[List[float]]] = {n: [] for n in names}
+    for r in range(max(1, rounds)):
+        shift = r % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            out[name].append(timers[name](reps))
+    return out
+
+
 def capture(stream: Any, body: Callable[[], Any]) -> Any:
     """Run ``body`` under CUDA-graph capture on the CuPy ``stream``; the instantiated graph.
 
