@@ -106,9 +106,19 @@ def leaky_case(dtype: str) -> Case:
         return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, np.int64(n),
                                                                np.float32(0.01))), shape)
 
-    variants = tuple(Variant(f"vecs{u} b{b}", (f"-DLEAKY_RELU_VECS={u}",), b)
-                     for u in (1, 2, 4) for b in (256, 512, 1024))
-    variants = (Variant("default", (), 512),) + variants + (Variant("vecs1 b512 4x", (), 512, "4x"),)
+    # default: one vector per thread, a full grid of 256 threads, plain loads and stores; "old"
+    # is the former default (512 threads, __ldg loads, __stwb stores).
+    ld = {"ld": (), "ldcs": ("-DLEAKY_RELU_LOAD=1",), "ldg": ("-DLEAKY_RELU_LOAD=2",)}
+    st = {"st": (), "stwb": ("-DLEAKY_RELU_STORE=1",), "stcs": ("-DLEAKY_RELU_STORE=2",)}
+    variants = (Variant("default (b256 ld st)", (), 256),
+                Variant("old (b512 ldg stwb)", ld["ldg"] + st["stwb"], 512))
+    variants += tuple(Variant(f"b256 {a} {b}", ld[a] + st[b], 256)
+                      for a in ld for b in st if (a, b) != ("ld", "st"))
+    variants += tuple(Variant(f"b{b} {a} {c}", ld[a] + st[c], b)
+                      for b in (128, 512) for a, c in (("ld", "st"), ("ldcs", "stcs")))
+    variants += tuple(Variant(f"vecs{u} b{b} {c}", (f"-DLEAKY_RELU_VECS={u}",) + st[c], b)
+                      for u in (2, 4) for b in (128, 256) for c in ("st", "stcs"))
+    variants += (Variant("b256 4x", (), 256, "4x"),)
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F
