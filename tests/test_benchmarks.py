@@ -395,6 +395,28 @@ def test_gpu_copy_baseline_kernels_write_every_vector(n_in, n_out):
     np.testing.assert_array_equal(cp.asnumpy(d_out), expected)
 
 
+def test_kernel_variant_cases_name_each_variant_once_and_check_against_the_op():
+    import numpy as np
+
+    from benchmarks import kernel_variants
+
+    cases = kernel_variants.all_cases()
+    names = [c.name for c in cases]
+    for op in ("LeakyReLU", "RoPE", "RMSNorm", "SeqRepeat", "BarPlugin"):
+        assert f"{op} float32" in names and f"{op} float16" in names
+    for case in cases:
+        assert len({v.name for v in case.variants}) == len(case.variants), case.name
+    # The cases whose op takes more than one tensor check one input against one output.
+    by_name = {c.name: c for c in cases}
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    (stacked,) = by_name["BarPlugin float32"].plugin.reference(x)
+    np.testing.assert_array_equal(stacked, np.stack([x[0], x[1], x[1]]))  # out0 = [A; B], out1 = B
+    rms = by_name["RMSNorm float16"]
+    x16 = np.ones(rms.check_shape, np.float16)
+    (y,) = rms.plugin.reference(x16)
+    np.testing.assert_allclose(y[0], rms.plugin.rest[0], rtol=1e-3)  # rows of ones: y = weight
+
+
 def test_trt_call_builds_fresh_descriptors_and_lists_on_every_call():
     from pyplugins.emulator import DataType, PluginTensorDesc
 
