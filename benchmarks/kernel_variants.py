@@ -32,7 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pyplugins.kernels import Kernel  # noqa: E402
 from pyplugins.launch import POINTER, Launch  # noqa: E402
-from pyplugins.device import resident_blocks  # noqa: E402
+from pyplugins.device import current_device, multiprocessors, resident_blocks  # noqa: E402
+from pyplugins.ops import bar as bar_op  # noqa: E402
+from pyplugins.ops import rmsnorm as rmsnorm_op  # noqa: E402
+from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
@@ -106,9 +109,19 @@ def leaky_case(dtype: str) -> Case:
         return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, np.int64(n),
                                                                np.float32(0.01))), shape)
 
-    variants = tuple(Variant(f"vecs{u} b{b}", (f"-DLEAKY_RELU_VECS={u}",), b)
-                     for u in (1, 2, 4) for b in (256, 512, 1024))
-    variants = (Variant("default", (), 512),) + variants + (Variant("vecs1 b512 4x", (), 512, "4x"),)
+    # default: one vector per thread, a full grid of 256 threads, plain loads and stores; "old"
+    # is the former default (512 threads, __ldg loads, __stwb stores).
+    ld = {"ld": (), "ldcs": ("-DLEAKY_RELU_LOAD=1",), "ldg": ("-DLEAKY_RELU_LOAD=2",)}
+    st = {"st": (), "stwb": ("-DLEAKY_RELU_STORE=1",), "stcs": ("-DLEAKY_RELU_STORE=2",)}
+    variants = (Variant("default (b256 ld st)", (), 256),
+                Variant("old (b512 ldg stwb)", ld["ldg"] + st["stwb"], 512))
+    variants += tuple(Variant(f"b256 {a} {b}", ld[a] + st[b], 256)
+                      for a in ld for b in st if (a, b) != ("ld", "st"))
+    variants += tuple(Variant(f"b{b} {a} {c}", ld[a] + st[c], b)
+                      for b in (128, 512) for a, c in (("ld", "st"), ("ldcs", "stcs")))
+    variants += tuple(Variant(f"vecs{u} b{b} {c}", (f"-DLEAKY_RELU_VECS={u}",) + st[c], b)
+                      for u in (2, 4) for b in (128, 256) for c in ("st", "stcs"))
+    variants += (Variant("b256 4x", (), 256, "4x"),)
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F
@@ -270,11 +283,169 @@ def rope_case(dtype: str) -> Case:
                 Variant("batch 2", ("-DPP_ROPE_BATCH=2",)),
                 Variant("batch 4", ("-DPP_ROPE_BATCH=4",)),
                 Variant("heads 16 batch 4", ("-DPP_ROPE_HEADS=16", "-DPP_ROPE_BATCH=4")),
-                Variant("block 128", (), 128), Variant("block 128 2x", (), 128, "2x"))
+                Variant("block 128", (), 128), Variant("block 128 2x", (), 128, "2x"),
+                # every head of an item loaded before its math (half: 8 heads, float: 16)
+                Variant("batch all", ("-DPP_ROPE_BATCH=16",)),
+                Variant("batch all full", ("-DPP_ROPE_BATCH=16",), grid="full"),
+                # fewer heads per item, all in flight, one item per thread (full grid)
+                Variant("heads 4 batch 4 full", ("-DPP_ROPE_HEADS=4", "-DPP_ROPE_BATCH=4"),
+                        grid="full"),
+                Variant("heads 2 batch 2 full", ("-DPP_ROPE_HEADS=2", "-DPP_ROPE_BATCH=2"),
+                        grid="full"),
+                Variant("heads 8 batch 8 full", ("-DPP_ROPE_HEADS=8", "-DPP_ROPE_BATCH=8"),
+                        grid="full"))
     per_pos = 8 * 128
     return Case(f"RoPE {dtype}", dtype, plugin,
                 lambda nb: (1, nb // itemsize // per_pos, 8, 128), (2, 100, 8, 128), build,
                 variants, None, ("rope.cu", "rope<{T}>"))
+
+
+class _Fixed(NamedTuple):
+    """A plugin's reference with its other inputs fixed: ``reference(x)``."""
+
+    plugin: Any
+    rest: Tuple[Any, ...]
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray, ...]:
+        return self.plugin.reference(x, *self.rest)
+
+
+class _BarStacked(NamedTuple):
+    """BarPlugin's reference for x = [A, B] stacked: [out0, out1] stacked, (3, *A.shape)."""
+
+    plugin: Any
+
+    def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
+        out0, out1 = self.plugin.reference(x[0], x[1])
+        return (np.concatenate([out0, out1]).reshape((3,) + x.shape[1:]),)
+
+
+class _Derived(NamedTuple):
+    """A Launch given (x, y) whose pointers are byte offsets into x and y (several tensors of
+    an op carved from one input and one output buffer)."""
+
+    launch: Launch
+    x_offsets: Tuple[int, ...]
+    y_offsets: Tuple[int, ...]
+
+    @property
+    def grid(self) -> Tuple[int, ...]:
+        return self.launch.grid
+
+    def __call__(self, stream: int, x: int, y: int) -> None:
+        self.launch(stream, *(x + o for o in self.x_offsets), *(y + o for o in self.y_offsets))
+
+
+def _stream_grid(rule: str, needed: int, fn: Any, block: int) -> int:
+    """A grid rule of the streaming cases: "default"/"full" the full grid (``needed``), "sm32"
+    the former 32 blocks per multiprocessor (grid-stride), else as :func:`_grid`."""
+    if rule == "sm32":
+        return max(1, min(needed, 32 * multiprocessors(current_device())))
+    return _grid(rule, needed, needed, fn, block)
+
+
+def rmsnorm_case(dtype: str) -> Case:
+    d = 4096
+    plugin = rmsnorm_op.RMSNorm(eps=1e-6)
+    itemsize = np.dtype(dtype).itemsize
+    w_host = (np.random.default_rng(5).standard_normal(d) * 0.5 + 1.0).astype(dtype)
+    w_dev: Dict[str, Any] = {}
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        import cupy as cp
+        if "w" not in w_dev:
+            w_dev["w"] = cp.asarray(w_host)
+        fn = Kernel("rmsnorm.cu", "rmsnorm<{T}>", options=v.options).function(CTYPES[dtype])
+        rows = math.prod(shape[:-1])
+        needed = rmsnorm_op.grid_size(rows, d, itemsize, v.block)
+        grid = _stream_grid(v.grid, needed, fn, v.block)
+        args = (POINTER, np.uint64(w_dev["w"].data.ptr), POINTER, np.int64(rows), np.int32(d),
+                np.float32(1e-6))
+        return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
+
+    late = ("-DPP_RMSNORM_EARLY_WEIGHT=0",)
+    variants = (Variant("default (full, early w)"),
+                Variant("old (late w, 32/SM)", late, grid="sm32"),
+                Variant("late weight", late), Variant("grid 32/SM", grid="sm32"),
+                Variant("grid 2x", grid="2x"), Variant("grid 4x", grid="4x"),
+                Variant("cached 2", ("-DPP_RMSNORM_CACHED=2",)),
+                Variant("cached 2 b512", ("-DPP_RMSNORM_CACHED=2",), 512),
+                Variant("block 128", (), 128), Variant("block 512", (), 512),
+                Variant("maxrreg 40", ("--maxrregcount=40",)))
+
+    def torch_fn(t: Any) -> Any:
+        import torch.nn.functional as F
+        return F.rms_norm(t, (d,), eps=1e-6)
+
+    return Case(f"RMSNorm {dtype}", dtype, _Fixed(plugin, (w_host,)),
+                lambda b: (b // itemsize // d, d), (37, d), build, variants, torch_fn,
+                ("rmsnorm.cu", "rmsnorm<{T}>"))
+
+
+def seq_repeat_case(dtype: str) -> Case:
+    width, factor = 1024, 2
+    plugin = seq_repeat_op.SeqRepeat(factor=factor)
+    itemsize = np.dtype(dtype).itemsize
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        fn = Kernel("seq_repeat.cu", "seq_repeat<{T}>", options=v.options).function(CTYPES[dtype])
+        d0, length, inner = shape
+        unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), 1))
+        needed = -(-d0 * length * inner // (16 // itemsize * v.block * unroll))
+        grid = _stream_grid(v.grid, needed, fn, v.block)
+        args = (POINTER, POINTER, np.int64(d0), np.int64(length), np.int64(inner),
+                np.int32(factor))
+        return Built(Launch(fn, grid=grid, block=v.block, args=args),
+                     (d0, length * factor, inner))
+
+    u = {k: (f"-DPP_SEQ_REPEAT_UNROLL={k}",) for k in (2, 4)}
+    variants = (Variant("default (u1 full)"), Variant("old (u2, 32/SM)", u[2], grid="sm32"),
+                Variant("u2 full", u[2]), Variant("u4 full", u[4]),
+                Variant("grid 32/SM", grid="sm32"), Variant("grid 4x", grid="4x"),
+                Variant("block 128", (), 128), Variant("block 512", (), 512))
+
+    def torch_fn(t: Any) -> Any:
+        return t.repeat_interleave(factor, dim=1)
+
+    return Case(f"SeqRepeat {dtype}", dtype, plugin,
+                lambda b: (1, b // itemsize // width, width), (2, 100, width), build, variants,
+                torch_fn, ("seq_repeat.cu", "seq_repeat<{T}>"))
+
+
+def bar_case(dtype: str) -> Case:
+    """A and B of the same shape, carved from one input (x[0], x[1]); out0 and out1 from one
+    output (y[0:2], y[2])."""
+    width = 1024
+    plugin = bar_op.BarPlugin()
+    itemsize = np.dtype(dtype).itemsize
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        fn = Kernel("bar.cu", "bar<{T}>", options=v.options).function(CTYPES[dtype])
+        half = math.prod(shape[1:])
+        unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), 1))
+        needed = -(-2 * half // (16 // itemsize * v.block * unroll))
+        grid = _stream_grid(v.grid, needed, fn, v.block)
+        launch = Launch(fn, grid=grid, block=v.block,
+                        args=(POINTER, POINTER, POINTER, POINTER, np.int64(half),
+                              np.int64(half)))
+        step = half * itemsize
+        return Built(_Derived(launch, (0, step), (0, 2 * step)), (3,) + tuple(shape[1:]))
+
+    u = {k: (f"-DPP_BAR_UNROLL={k}",) for k in (2, 4)}
+    nosplit = ("-DPP_BAR_SPLIT=0",)
+    variants = (Variant("default (split u1 full)"),
+                Variant("old (no split u4 32/SM)", nosplit + u[4], grid="sm32"),
+                Variant("no split", nosplit), Variant("u2", u[2]), Variant("u4", u[4]),
+                Variant("grid 32/SM", grid="sm32"), Variant("grid 4x", grid="4x"),
+                Variant("block 128", (), 128), Variant("block 512", (), 512))
+
+    def torch_fn(t: Any) -> Any:
+        import torch
+        return torch.cat([t[0], t[1]]), t[1].clone()
+
+    return Case(f"BarPlugin {dtype}", dtype, _BarStacked(plugin),
+                lambda b: (2, b // itemsize // 2 // width, width), (2, 100, width), build,
+                variants, torch_fn, ("bar.cu", "bar<{T}>"))
 
 
 def all_cases() -> List[Case]:
@@ -284,6 +455,8 @@ def all_cases() -> List[Case]:
     for dt in ("float32", "float16"):
         cases += [circ_pad_case(dt, False), circ_pad_case(dt, True)]
     cases += [rope_case("float16"), rope_case("float32")]
+    for dt in ("float32", "float16"):
+        cases += [rmsnorm_case(dt), seq_repeat_case(dt), bar_case(dt)]
     for dt in ("int8", "float32", "float16"):
         for mode in ("avg", "max"):
             cases.append(pool_case(dt, mode, 2, 2, 0))

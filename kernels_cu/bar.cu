@@ -11,8 +11,11 @@
 //     bar<T>(const T* a, const T* b, T* out0, T* out1, long long na, long long nb)
 //   - na = numel(A), nb = numel(B), in elements, each >= 0 (0-size work writes nothing).
 //   - 1-D grid of any size, 1-D block of at most 512 threads (register use): the kernel
-//     strides over the whole grid. Suggested:
-//     256 threads, grid = clamp(cdiv(na + nb, 256 * 4 * (16 / sizeof(T))), 1, 32 * SMs).
+//     strides over the whole grid. The grid's threads are split between A and B in proportion
+//     to na and nb (a grid of one thread does both), so with the suggested full grid each
+//     thread moves one 16-byte vector: 256 threads,
+//     grid = cdiv(cdiv(na, V) + cdiv(nb, V), 256 * PP_BAR_UNROLL), V = 16 / sizeof(T).
+//     PP_BAR_SPLIT=0 (a compile option, for tuning) gives every thread a share of both.
 //   - The outputs must not overlap the inputs.
 //   - Copies move 16 bytes per access where source and destination share their alignment
 //     modulo 16 (always so for TensorRT's 256-byte aligned buffers, except out0 + na when
@@ -28,8 +31,17 @@
 
 namespace pp_bar {
 
-// Independent 16-byte accesses each thread keeps in flight per loop trip.
-constexpr int kUnroll = 4;
+// Independent 16-byte loads each thread issues before its stores, per loop trip (tuning knob;
+// 1 with a full grid is the fastest copy structure measured).
+#ifndef PP_BAR_UNROLL
+#define PP_BAR_UNROLL 1
+#endif
+constexpr int kUnroll = PP_BAR_UNROLL;
+
+// Split the grid's threads between A and B (1), or stride every thread over both (0).
+#ifndef PP_BAR_SPLIT
+#define PP_BAR_SPLIT 1
+#endif
 
 template <typename W>
 union Pack {
@@ -104,7 +116,22 @@ __global__ void bar(const T* __restrict__ a, const T* __restrict__ b, T* __restr
     const long long tid = pp::global_thread_id();
     const long long nthreads = pp::grid_threads();
     W* const o0 = reinterpret_cast<W*>(out0);
-    pp_bar::copy_span<W>(reinterpret_cast<const W*>(a), o0, nullptr, na, tid, nthreads);
-    pp_bar::copy_span<W>(reinterpret_cast<const W*>(b), o0 + (na > 0 ? na : 0),
-                         reinterpret_cast<W*>(out1), nb, tid, nthreads);
+    const W* const wa = reinterpret_cast<const W*>(a);
+    const W* const wb = reinterpret_cast<const W*>(b);
+    W* const o0b = o0 + (na > 0 ? na : 0);
+    W* const o1 = reinterpret_cast<W*>(out1);
+    if (PP_BAR_SPLIT && nthreads >= 2 && na > 0 && nb > 0) {
+        // Threads [0, ta) copy A, the rest B: ta in [1, nthreads - 1], in proportion to na.
+        long long ta = static_cast<long long>(static_cast<double>(nthreads) *
+                                              (static_cast<double>(na) / (static_cast<double>(na) + nb)));
+        ta = ta < 1 ? 1 : (ta > nthreads - 1 ? nthreads - 1 : ta);
+        if (tid < ta) {
+            pp_bar::copy_span<W>(wa, o0, nullptr, na, tid, ta);
+        } else {
+            pp_bar::copy_span<W>(wb, o0b, o1, nb, tid - ta, nthreads - ta);
+        }
+        return;
+    }
+    pp_bar::copy_span<W>(wa, o0, nullptr, na, tid, nthreads);
+    pp_bar::copy_span<W>(wb, o0b, o1, nb, tid, nthreads);
 }

@@ -5,7 +5,7 @@
 //   args       x, y: device pointers to n contiguous elements each. x == y (in place) is allowed;
 //              partial overlap is not. n >= 0 (the host skips the launch when n == 0).
 //              neg_slope: float32, by value.
-//   block      any multiple of 32 threads (512 recommended), 1-D.
+//   block      any multiple of 32 threads (256 recommended), 1-D.
 //   grid       any number of blocks >= 1, 1-D: the kernel loops grid-stride over the data.
 //              Recommended: LEAKY_RELU_VECS (a compile option, default 1) 16-byte vectors per
 //              thread, no loop: min(ceil(n / (V * LEAKY_RELU_VECS * block)), 2^31 - 1),
@@ -21,8 +21,17 @@
 // @instantiate leaky_relu<__nv_bfloat16>
 #include "common.cuh"
 
+// Tuning knobs (compile options; benchmarks/kernel_variants.py compares them). The defaults are
+// the fastest structure of a plain 16-byte copy on an H200 (one vector per thread, a full grid
+// of 256-thread blocks, plain loads and stores: copy speed).
 #ifndef LEAKY_RELU_VECS
-#define LEAKY_RELU_VECS 1  // 16-byte vectors per thread per trip (tuning knob)
+#define LEAKY_RELU_VECS 1  // 16-byte vectors per thread per trip
+#endif
+#ifndef LEAKY_RELU_LOAD
+#define LEAKY_RELU_LOAD 0  // 16-byte loads: 0 plain (read-only path), 1 __ldcs, 2 __ldg
+#endif
+#ifndef LEAKY_RELU_STORE
+#define LEAKY_RELU_STORE 0  // 16-byte stores: 0 plain, 1 __stwb, 2 __stcs (streaming)
 #endif
 
 namespace {
@@ -43,12 +52,37 @@ __device__ __forceinline__ pp::Vec16<T> leaky_vec(const pp::Vec16<T>& in, float 
     return out;
 }
 
-// One 16-byte store, kept whole: built element by element, a Vec16<float> written through a
-// plain assignment can be split by the compiler into 4- and 8-byte stores; the __stwb intrinsic
-// (the default write-back store) always stays one 16-byte store.
 template <typename T>
-__device__ __forceinline__ void store16_whole(T* p, const pp::Vec16<T>& v) {
-    __stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
+__device__ __forceinline__ pp::Vec16<T> load_vec(const T* __restrict__ p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    uint4 raw;
+    if (LEAKY_RELU_LOAD == 1) {
+        raw = __ldcs(q);
+    } else if (LEAKY_RELU_LOAD == 2) {
+        raw = __ldg(q);
+    } else {
+        raw = *q;
+    }
+    pp::Vec16<T> out;
+    *reinterpret_cast<uint4*>(&out) = raw;
+    return out;
+}
+
+// One 16-byte store. A plain store of the vector moved as a uint4 stays one 16-byte store at
+// LEAKY_RELU_VECS=1 (checked in the PTX for float, half and bfloat16); at VECS=4 for float the
+// compiler splits two of the four into 4- and 8-byte stores, which __stwb and __stcs (inline
+// assembly) never are.
+template <typename T>
+__device__ __forceinline__ void store_vec(T* p, const pp::Vec16<T>& v) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+    const uint4 raw = *reinterpret_cast<const uint4*>(&v);
+    if (LEAKY_RELU_STORE == 1) {
+        __stwb(q, raw);
+    } else if (LEAKY_RELU_STORE == 2) {
+        __stcs(q, raw);
+    } else {
+        *q = raw;
+    }
 }
 
 }  // namespace
@@ -90,15 +124,15 @@ __global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long
             pp::Vec16<T> v[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                v[u] = pp::load16(xv + (i0 + u * nthreads) * V);
+                v[u] = load_vec(xv + (i0 + u * nthreads) * V);
             }
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                store16_whole(yv + (i0 + u * nthreads) * V, leaky_vec(v[u], neg_slope));
+                store_vec(yv + (i0 + u * nthreads) * V, leaky_vec(v[u], neg_slope));
             }
         } else {
             for (pp::index_t i = i0; i < nvec; i += nthreads) {
-                store16_whole(yv + i * V, leaky_vec(pp::load16(xv + i * V), neg_slope));
+                store_vec(yv + i * V, leaky_vec(load_vec(xv + i * V), neg_slope));
             }
         }
     }

@@ -11,13 +11,16 @@
 //     nothing). y must not overlap x or weight.
 //   - 1-D grid of any size (rows are grid-strided); 1-D block of a multiple of 32 threads, at
 //     most 1024, the same for every block; no dynamic shared memory. Suggested: 256 threads
-//     (512 when d * sizeof(T) > 16 KiB), grid = clamp(rows, 1, 32 * SMs).
+//     (512 when d * sizeof(T) > 16 KiB), a full grid: cdiv(rows, block / g) blocks (g below),
+//     so that every block takes its rows once.
 //   - A row is handled by a group of g threads: with n 16-byte vectors per row (n elements
 //     when d * sizeof(T) is not a multiple of 16 or a pointer is unaligned), g is the smallest
 //     power of two with 4 * g >= n (kCached = 4 vectors per thread, kept in registers between
 //     the two passes), capped by the block; a g above 32 that does not divide the block
 //     becomes the whole block. Rows past 4 * blockDim.x vectors read the rest a second time
-//     (mostly from L1/L2).
+//     (mostly from L1/L2). The weight's vectors for the cached ones are loaded with x, before
+//     the reduction (PP_RMSNORM_EARLY_WEIGHT=0 loads them after it, as before), and every
+//     vector moves as one 16-byte access.
 //
 // @instantiate rmsnorm<float>
 // @instantiate rmsnorm<__half>
@@ -27,7 +30,15 @@
 namespace pp_rmsnorm {
 
 // Vectors of a row each thread keeps in registers between the two passes.
-constexpr int kCached = 4;
+#ifndef PP_RMSNORM_CACHED
+#define PP_RMSNORM_CACHED 4
+#endif
+constexpr int kCached = PP_RMSNORM_CACHED;
+
+// Load the weight vectors of the cached part before the reduction (1), or after it (0).
+#ifndef PP_RMSNORM_EARLY_WEIGHT
+#define PP_RMSNORM_EARLY_WEIGHT 1
+#endif
 
 using pp::from_float;
 using pp::to_float;
@@ -37,6 +48,19 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {
     T e[N];
 };
+
+// One vector at p (aligned to its size). A 16-byte vector is loaded as a uint4: copied as a
+// struct of T, the compiler splits it into one load per element (8 two-byte loads for half).
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const Vec<T, N>* p) {
+    Vec<T, N> v;
+    if constexpr (sizeof(Vec<T, N>) == 16) {
+        *reinterpret_cast<uint4*>(&v) = __ldg(reinterpret_cast<const uint4*>(p));
+    } else {
+        v = *p;
+    }
+    return v;
+}
 
 template <typename T, int N>
 __device__ __forceinline__ float sum_squares(const Vec<T, N>& v) {
@@ -99,17 +123,22 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
         const V* __restrict__ xr = reinterpret_cast<const V*>(x + (active ? row : 0) * d);
         V* yr = reinterpret_cast<V*>(y + (active ? row : 0) * d);
 
-        V cache[kCached];
+        V cache[kCached], wc[kCached];
         float ss = 0.f;
 #pragma unroll
         for (int j = 0; j < kCached; ++j) {
             const int i = lane + j * g;
             if (active && i < n) {
-                cache[j] = xr[i];
-                ss += sum_squares(cache[j]);
+                cache[j] = load_vec(xr + i);
+                if (PP_RMSNORM_EARLY_WEIGHT) wc[j] = load_vec(wv + i);
             }
         }
-        for (int i = lane + kCached * g; active && i < n; i += g) ss += sum_squares(xr[i]);
+#pragma unroll
+        for (int j = 0; j < kCached; ++j) {
+            const int i = lane + j * g;
+            if (active && i < n) ss += sum_squares(cache[j]);
+        }
+        for (int i = lane + kCached * g; active && i < n; i += g) ss += sum_squares(load_vec(xr + i));
 
         if (g > 32) {
             ss = group_sum(ss, g);
@@ -122,9 +151,9 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
 #pragma unroll
         for (int j = 0; j < kCached; ++j) {
             const int i = lane + j * g;
-            if (i < n) yr[i] = scaled(cache[j], wv[i], rs);
+            if (i < n) yr[i] = scaled(cache[j], PP_RMSNORM_EARLY_WEIGHT ? wc[j] : load_vec(wv + i), rs);
         }
-        for (int i = lane + kCached * g; i < n; i += g) yr[i] = scaled(xr[i], wv[i], rs);
+        for (int i = lane + kCached * g; i < n; i += g) yr[i] = scaled(load_vec(xr + i), load_vec(wv + i), rs);
     }
 }
 

@@ -9,8 +9,10 @@
 //     seq_repeat<T>(const T* x, T* y, long long d0, long long len, long long inner, int factor)
 //   - every tensor LINEAR (contiguous row-major); d0, len, inner >= 0; factor >= 1. 0-size work
 //     writes nothing.
-//   - 1-D grid and 1-D block of any sizes up to 1024 (grid-stride loops). Suggested: 256 threads,
-//     grid = clamp(cdiv(numel(y), 256 * 16 / sizeof(T)), 1, 32 * SMs).
+//   - 1-D grid and 1-D block of any sizes up to 1024 (grid-stride loops). Suggested: 256 threads
+//     and a full grid, one unit of work per thread: path "rows" cdiv(numel(x) * sizeof(T) / 16,
+//     256 * PP_SEQ_REPEAT_UNROLL) blocks (one 16-byte vector of x each), path "gather"
+//     cdiv(numel(y) * sizeof(T) / 16, 256) (16 bytes of y each).
 //   - y must not overlap x.
 //   - Path "rows" (inner * sizeof(T) a multiple of 16, x and y 16-byte aligned): each 16-byte
 //     vector of x is read once and stored `factor` times. Otherwise path "gather": each thread
@@ -54,7 +56,12 @@ struct SlowDiv {
     __device__ unsigned long long operator()(unsigned long long n) const { return n / d; }
 };
 
-constexpr int kUnroll = 2;
+// 16-byte vectors of x each thread loads before its stores, per trip of path "rows" (a
+// compile option, for tuning; 1 with a full grid is the fastest copy structure measured).
+#ifndef PP_SEQ_REPEAT_UNROLL
+#define PP_SEQ_REPEAT_UNROLL 1
+#endif
+constexpr int kUnroll = PP_SEQ_REPEAT_UNROLL;
 
 // Path "rows": x vector v sits in input row v / inner_v; input row r feeds output rows
 // r * factor ... r * factor + factor - 1.

@@ -353,6 +353,70 @@ def test_memcpy_baseline_is_split_into_pieces_of_at_most_256_mib():
     assert copy_bytes(100) == 4096
 
 
+def test_copy_baselines_launch_one_vector_per_thread_on_a_full_grid():
+    # The fastest copy structure measured (one 16-byte vector per thread, 256-thread blocks, no
+    # grid-stride loop): the kernels have no loop, so the grid must cover every vector.
+    from benchmarks.baselines import MAX_BLOCKS, THREADS, full_grid
+
+    assert THREADS == 256
+    assert full_grid(0) == 1 and full_grid(1) == 1 and full_grid(256) == 1
+    assert full_grid(257) == 2
+    assert full_grid((1 << 30) // 16) == (1 << 30) // 16 // 256  # 1 GiB: no cap
+    assert full_grid(MAX_BLOCKS * 256) == MAX_BLOCKS
+    with pytest.raises(ValueError, match="past CUDA's"):
+        full_grid(MAX_BLOCKS * 256 + 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n_in,n_out", [(257, 257), (1000, 300), (300, 1000), (1, 3), (3, 1)])
+def test_gpu_copy_baseline_kernels_write_every_vector(n_in, n_out):
+    cp = pytest.importorskip("cupy")
+    import numpy as np
+
+    from benchmarks.baselines import THREADS, _module, full_grid
+
+    mod = _module()
+    rng = np.random.default_rng(n_in * 7 + n_out)
+    src = rng.integers(0, 2**32, size=(n_in, 4), dtype=np.uint32)
+    d_src = cp.asarray(src)
+    d_dst = cp.zeros((n_in, 4), cp.uint32)
+    mod.get_function("pp_copy16")((full_grid(n_in),), (THREADS,),
+                                  (d_src, d_dst, cp.int64(n_in)))
+    np.testing.assert_array_equal(cp.asnumpy(d_dst), src)
+    d_out = cp.zeros((n_out, 4), cp.uint32)
+    mod.get_function("pp_shape16")((full_grid(min(n_in, n_out)),), (THREADS,),
+                                   (d_src, d_out, cp.int64(n_in), cp.int64(n_out)))
+    if n_in >= n_out:  # each output vector: XOR of the input vectors that fold onto it
+        pad = np.zeros((-(-n_in // n_out) * n_out, 4), np.uint32)
+        pad[:n_in] = src
+        expected = np.bitwise_xor.reduce(pad.reshape(-1, n_out, 4), axis=0)
+    else:  # each input vector repeated into every output vector i + k * n_in
+        expected = src[np.arange(n_out) % n_in]
+    np.testing.assert_array_equal(cp.asnumpy(d_out), expected)
+
+
+def test_kernel_variant_cases_name_each_variant_once_and_check_against_the_op():
+    import numpy as np
+
+    from benchmarks import kernel_variants
+
+    cases = kernel_variants.all_cases()
+    names = [c.name for c in cases]
+    for op in ("LeakyReLU", "RoPE", "RMSNorm", "SeqRepeat", "BarPlugin"):
+        assert f"{op} float32" in names and f"{op} float16" in names
+    for case in cases:
+        assert len({v.name for v in case.variants}) == len(case.variants), case.name
+    # The cases whose op takes more than one tensor check one input against one output.
+    by_name = {c.name: c for c in cases}
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    (stacked,) = by_name["BarPlugin float32"].plugin.reference(x)
+    np.testing.assert_array_equal(stacked, np.stack([x[0], x[1], x[1]]))  # out0 = [A; B], out1 = B
+    rms = by_name["RMSNorm float16"]
+    x16 = np.ones(rms.check_shape, np.float16)
+    (y,) = rms.plugin.reference(x16)
+    np.testing.assert_allclose(y[0], rms.plugin.rest[0], rtol=1e-3)  # rows of ones: y = weight
+
+
 def test_trt_call_builds_fresh_descriptors_and_lists_on_every_call():
     from pyplugins.emulator import DataType, PluginTensorDesc
 

@@ -44,18 +44,26 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.kernels import Kernel
-from pyplugins.device import multiprocessors
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BarPlugin"]
+__all__ = ["BarPlugin", "grid_size"]
 
 #: Threads per block (the kernel accepts any 1-D block; 256 is its suggestion).
 BLOCK = 256
-#: 16-byte accesses each thread keeps in flight per trip (``kUnroll`` in bar.cu).
-UNROLL = 4
-#: Blocks per multiprocessor at most (the kernel strides over the grid).
-BLOCKS_PER_SM = 32
+
+
+def grid_size(na: int, nb: int, itemsize: int) -> int:
+    """Blocks of ``BLOCK`` threads for a full grid: one 16-byte vector of A or B per thread
+    (``bar.cu`` splits the threads between them in proportion to ``na`` and ``nb``); 0 when
+    both are empty.
+
+    Example:
+        >>> grid_size(2**24, 2**24, 4), grid_size(1, 0, 2), grid_size(0, 0, 4)
+        (32768, 1, 0)
+    """
+    v = 16 // itemsize
+    return min(shapes.cdiv(shapes.cdiv(na, v) + shapes.cdiv(nb, v), BLOCK), MAX_GRID[0])
 
 
 @register
@@ -127,11 +135,10 @@ class BarPlugin(Plugin):
         _check_dims(self, _known(a_dims), _known(b_dims), "at configure_plugin")
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``bar<T>(A, B, out0, out1, na, nb)``, a grid-stride grid of at most 32 blocks per SM."""
+        """``bar<T>(A, B, out0, out1, na, nb)`` on a full grid (:func:`grid_size`)."""
         a, b = inputs
         na, nb = shapes.volume(a.dims), shapes.volume(b.dims)
-        per_block = BLOCK * UNROLL * (16 // itemsize_from_trt(a.type))
-        grid = min(shapes.cdiv(na + nb, per_block), BLOCKS_PER_SM * multiprocessors(device))
+        grid = grid_size(na, nb, itemsize_from_trt(a.type))
         fn = self.kernel.function(ctype_from_trt(a.type), device)
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, POINTER, POINTER, np.int64(na), np.int64(nb)))

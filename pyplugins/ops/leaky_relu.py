@@ -57,8 +57,8 @@ from pyplugins.testing import round_to
 __all__ = ["BLOCK", "NUMBA_BLOCK", "NUMBA_NAMESPACE", "NVIDIA_FIELD_NAME", "LeakyReLU",
            "LeakyReLUNumba", "grid_size", "leaky_relu_kernel"]
 
-#: Threads per block (any multiple of 32 works; 512 is the kernel's recommendation).
-BLOCK = 512
+#: Threads per block (any multiple of 32 works; 256 is the kernel's recommendation).
+BLOCK = 256
 #: The name TensorRT's own ``LReLU_TRT`` creator gave the slope field.
 NVIDIA_FIELD_NAME = "negSlope"
 
@@ -74,13 +74,16 @@ def grid_size(n: int, itemsize: int, max_blocks: int = MAX_GRID[0]) -> int:
     """Blocks for ``n`` elements, per ``leaky_relu.cu``'s recommendation (0 when ``n`` is 0).
 
     One 16-byte vector (``16 // itemsize`` elements) per thread of a ``BLOCK``-thread block, so
-    the kernel's grid-stride loop runs once; on an H100 this ran about 5% faster than a grid
-    capped at 4x the resident blocks. ``max_blocks`` caps the grid (CUDA's limit by default);
-    the kernel loops over whatever a smaller grid leaves.
+    the kernel's grid-stride loop runs once: the structure that copied at ``cudaMemcpy`` speed
+    on an H200 (4.24 TB/s at 1 GiB), ahead of 2 to 8 vectors per thread (3 to 3.5% slower),
+    512-thread blocks (1%) and a grid capped at a few waves of resident blocks (6%). With 512
+    threads and write-back stores, the former launch, LeakyReLU ran at 0.97 to 0.98 of
+    ``F.leaky_relu`` (``benchmarks/results/2026-11-24-nvidia-h200.md``). ``max_blocks`` caps
+    the grid (CUDA's limit by default); the kernel loops over whatever a smaller grid leaves.
 
     Example:
         >>> grid_size(0, 4), grid_size(1000, 4), grid_size(2**28, 4), grid_size(10**9, 2, 528)
-        (0, 1, 131072, 528)
+        (0, 1, 262144, 528)
     """
     per_block = (16 // itemsize) * BLOCK
     return min(shapes.cdiv(n, per_block), max_blocks)

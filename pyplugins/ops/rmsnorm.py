@@ -44,20 +44,54 @@ from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.device import multiprocessors
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["RMSNorm"]
+__all__ = ["RMSNorm", "grid_size", "rows_per_block"]
 
 #: Threads per block: 256, or 512 when a row is longer than LONG_ROW_BYTES (kernel contract).
 BLOCK = 256
 LONG_ROW_BLOCK = 512
 LONG_ROW_BYTES = 16 * 1024
-#: Blocks per multiprocessor at most (the kernel strides over the rows).
-BLOCKS_PER_SM = 32
+#: 16-byte vectors of a row each thread keeps in registers (rmsnorm.cu's kCached).
+CACHED = 4
 INT32_MAX = 2**31 - 1
+
+
+def rows_per_block(d: int, itemsize: int, block: int) -> int:
+    """Rows one block of ``block`` threads takes per trip, as ``rmsnorm.cu`` decides it for
+    16-byte aligned tensors: ``block // g`` with ``g`` the threads of a row (the fewest, a power
+    of two, that hold at most ``CACHED`` vectors each; the whole block past that).
+
+    Example:
+        >>> rows_per_block(4096, 2, 256), rows_per_block(4096, 4, 256), rows_per_block(64, 2, 256)
+        (2, 1, 128)
+        >>> rows_per_block(6, 2, 256)     # 6 halves are no whole vector: element by element
+        128
+    """
+    v = 16 // itemsize
+    n = d // v if d % v == 0 else d
+    g = 1
+    while g < block and g * CACHED < n:
+        g <<= 1
+    if g > block or (g > 32 and block % g):
+        g = block
+    return block // g
+
+
+def grid_size(rows: int, d: int, itemsize: int, block: int) -> int:
+    """Blocks for a full grid: each block takes its rows once (0 when there is no work). The
+    kernel strides over rows, so fewer blocks (pointers off 16-byte alignment make ``g``
+    larger) stay correct.
+
+    Example:
+        >>> grid_size(8192, 4096, 2, 256), grid_size(8192, 4096, 4, 256), grid_size(0, 64, 4, 256)
+        (4096, 8192, 0)
+    """
+    if rows <= 0 or d <= 0:
+        return 0
+    return min(shapes.cdiv(rows, rows_per_block(d, itemsize, block)), MAX_GRID[0])
 
 
 def _positive_finite(value: float) -> None:
@@ -126,12 +160,13 @@ class RMSNorm(Plugin):
             raise ShapeError(msg)
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``rmsnorm<T>(x, weight, y, rows, D, eps)``: one block per row, grid-stride."""
+        """``rmsnorm<T>(x, weight, y, rows, D, eps)`` on a full grid (:func:`grid_size`)."""
         x = inputs[0]
         x_dims = [int(v) for v in x.dims]
         d, rows = x_dims[-1], shapes.volume(x_dims[:-1])
-        block = LONG_ROW_BLOCK if d * itemsize_from_trt(x.type) > LONG_ROW_BYTES else BLOCK
-        grid = min(rows, BLOCKS_PER_SM * multiprocessors(device)) if d > 0 else 0
+        itemsize = itemsize_from_trt(x.type)
+        block = LONG_ROW_BLOCK if d * itemsize > LONG_ROW_BYTES else BLOCK
+        grid = grid_size(rows, d, itemsize, block)
         fn = self.kernel.function(ctype_from_trt(x.type), device)
         return Launch(fn, grid=grid, block=block, device=device,
                       args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),

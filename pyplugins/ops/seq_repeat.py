@@ -44,17 +44,31 @@ from pyplugins.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
-from pyplugins.device import multiprocessors
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["SeqRepeat"]
+__all__ = ["SeqRepeat", "grid_size"]
 
 #: Threads per block (any 1-D block works; 256 is the kernel's suggestion).
 BLOCK = 256
-#: Blocks per multiprocessor at most (the kernel strides over the grid).
-BLOCKS_PER_SM = 32
 INT32_MAX = 2**31 - 1
+
+
+def grid_size(d0: int, length: int, inner: int, factor: int, itemsize: int) -> int:
+    """Blocks of ``BLOCK`` threads for a full grid, one unit of ``seq_repeat.cu`` per thread:
+    a 16-byte vector of x when a row is whole vectors (path "rows", for 16-byte aligned
+    tensors), else 16 bytes of y (path "gather"); 0 when there is no work. The kernel strides
+    over the grid, so a grid sized for "rows" stays correct when unaligned pointers send it
+    down "gather".
+
+    Example:
+        >>> grid_size(1, 16384, 1024, 2, 4), grid_size(2, 3, 5, 2, 4), grid_size(0, 3, 4, 2, 4)
+        (16384, 1, 0)
+    """
+    v = 16 // itemsize
+    numel = d0 * length * inner
+    units = numel // v if inner % v == 0 else shapes.cdiv(numel * factor, v)
+    return min(shapes.cdiv(units, BLOCK), MAX_GRID[0])
 
 
 @register
@@ -109,9 +123,7 @@ class SeqRepeat(Plugin):
         desc = inputs[0]
         dims = [int(v) for v in desc.dims]
         d0, length, inner = dims[0], dims[1], shapes.volume(dims[2:])
-        total = d0 * length * inner * self.factor
-        per_block = BLOCK * (16 // itemsize_from_trt(desc.type))
-        grid = min(shapes.cdiv(total, per_block), BLOCKS_PER_SM * multiprocessors(device))
+        grid = grid_size(d0, length, inner, self.factor, itemsize_from_trt(desc.type))
         fn = self.kernel.function(ctype_from_trt(desc.type), device)
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, np.int64(d0), np.int64(length), np.int64(inner),

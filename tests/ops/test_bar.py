@@ -287,3 +287,39 @@ def test_gpu_fresh_process():
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
     assert "OK" in run_demo("bar_demo.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [(), ("-DPP_BAR_UNROLL=4",), ("-DPP_BAR_SPLIT=0",),
+                                     ("-DPP_BAR_SPLIT=0", "-DPP_BAR_UNROLL=4")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_gpu_knobs_thread_split_and_grids(options, dtype):
+    # The knobs kernel_variants compares, on the plan's full grid (grid_size), on one block and
+    # on one thread (no split: it copies both), with A or B empty, na and nb far apart (the
+    # split gives A one thread), and na off a whole vector (out0 + na unaligned).
+    cp = pytest.importorskip("cupy")
+    from pyplugins.kernels import Kernel
+    from pyplugins.launch import POINTER, Launch
+    from pyplugins.ops.bar import BLOCK, grid_size
+
+    ctype = {np.float32: "float", np.float16: "__half", np.int8: "signed char"}[dtype]
+    fn = Kernel("bar.cu", "bar<{T}>", options=options).function(ctype)
+    stream = cp.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(len(options))
+    for na, nb in ((4096, 4096), (1000, 3), (3, 5000), (0, 777), (777, 0), (33, 4099)):
+        a = (rng.integers(-60, 60, na)).astype(dtype)
+        b = (rng.integers(-60, 60, nb)).astype(dtype)
+        exp0, exp1 = np.concatenate([a, b]), b
+        for grid, block in ((grid_size(na, nb, np.dtype(dtype).itemsize), BLOCK), (1, BLOCK),
+                            (1, 1)):
+            da, db = cp.asarray(a), cp.asarray(b)
+            o0 = cp.full(na + nb, 99, dtype)  # never a value of A or B
+            o1 = cp.full(max(nb, 1), 99, dtype)
+            launch = Launch(fn, grid=max(grid, 1), block=block,
+                            args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
+                                  np.int64(nb)))
+            launch(stream.ptr, da.data.ptr, db.data.ptr, o0.data.ptr, o1.data.ptr)
+            stream.synchronize()
+            what = f"{options} na {na} nb {nb} grid {grid} block {block}"
+            np.testing.assert_array_equal(cp.asnumpy(o0), exp0, err_msg=what)
+            np.testing.assert_array_equal(cp.asnumpy(o1)[:nb], exp1, err_msg=what)

@@ -185,13 +185,13 @@ def test_without_a_device_enqueue_explains():
 
 
 def test_grid_size_follows_the_kernel_recommendation():
-    assert BLOCK == 512
+    assert BLOCK == 256
     assert grid_size(0, 4) == 0                        # empty: the launch skips
     assert grid_size(1, 2) == 1
-    assert grid_size(4 * 512, 4) == 1                  # V=4 floats x 512 threads, one each
-    assert grid_size(4 * 512 + 1, 4) == 2
-    assert grid_size(8 * 512 * 3, 2) == 3              # V=8 halves
-    assert grid_size(2**30, 4) == 2**30 // (4 * 512)   # no cap short of CUDA's: no loop
+    assert grid_size(4 * 256, 4) == 1                  # V=4 floats x 256 threads, one each
+    assert grid_size(4 * 256 + 1, 4) == 2
+    assert grid_size(8 * 256 * 3, 2) == 3              # V=8 halves
+    assert grid_size(2**30, 4) == 2**30 // (4 * 256)   # no cap short of CUDA's: no loop
     assert grid_size(2**50, 2) == 2**31 - 1            # CUDA's grid limit; the kernel loops
     assert grid_size(10**9, 4, 100) == 100             # any cap works: the kernel loops
 
@@ -344,3 +344,42 @@ def test_gpu_configured_clone_has_its_own_launch():
 def test_gpu_demo():
     out = run_demo("leaky_relu_demo.py")
     assert re.search(r"OK: .* match the NumPy reference", out), out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [(), ("-DLEAKY_RELU_LOAD=1", "-DLEAKY_RELU_STORE=2"),
+                                     ("-DLEAKY_RELU_LOAD=2", "-DLEAKY_RELU_STORE=1"),
+                                     ("-DLEAKY_RELU_VECS=2",),
+                                     ("-DLEAKY_RELU_VECS=4", "-DLEAKY_RELU_STORE=2")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
+    # Every tuning knob kernel_variants compares, at blocks 128/256/512, on sizes one element
+    # around a whole grid of vectors, with x and y both off 16-byte alignment by one element
+    # (scalar head, vector body, scalar tail) and off by different amounts (all scalar), and
+    # on a grid capped below the need (the grid-stride loop takes the rest).
+    cp = pytest.importorskip("cupy")
+    from pyplugins.kernels import Kernel
+    from pyplugins.launch import POINTER, Launch
+
+    ctype = {np.float32: "float", np.float16: "__half"}[dtype]
+    fn = Kernel("leaky_relu.cu", "leaky_relu<{T}>", options=options).function(ctype)
+    vecs = int(next((o.split("=")[1] for o in options if "VECS" in o), 1))
+    v = 16 // np.dtype(dtype).itemsize
+    stream = cp.cuda.Stream(non_blocking=True)
+    for block in (128, 256, 512):
+        per_grid = v * vecs * block * 3
+        for n in (per_grid - 1, per_grid, per_grid + 1, 5):
+            for x_off, y_off, cap in ((0, 0, None), (1, 1, None), (1, 2, None), (0, 0, 1)):
+                x = data_of((n + x_off,), dtype, seed=n + block)
+                dx = cp.asarray(x)
+                dy = cp.full(n + y_off, cp.nan, dtype)
+                need = -(-n // (v * vecs * block))
+                grid = need if cap is None else min(need, cap)
+                launch = Launch(fn, grid=grid, block=block,
+                                args=(POINTER, POINTER, np.int64(n), np.float32(-0.3)))
+                launch(stream.ptr, dx.data.ptr + x_off * x.itemsize,
+                       dy.data.ptr + y_off * x.itemsize)
+                stream.synchronize()
+                assert_close(cp.asnumpy(dy)[y_off:], LeakyReLU(neg_slope=-0.3).reference(
+                    x[x_off:])[0], dtype, what=f"{options} block {block} n {n} "
+                                               f"offsets {x_off},{y_off} grid {grid}")

@@ -276,3 +276,46 @@ def test_gpu_fresh_process():
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
     assert "OK" in run_demo("rmsnorm_demo.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [(), ("-DPP_RMSNORM_EARLY_WEIGHT=0",),
+                                     ("-DPP_RMSNORM_CACHED=2",)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gpu_kernel_knobs_grids_and_alignment(options, dtype):
+    # The knobs kernel_variants compares, on the plan's full grid (grid_size), on one block
+    # (every row a grid-stride trip) and with x, weight and y one element off 16-byte alignment
+    # (the element path, whose rows take more threads than grid_size assumed: the kernel's
+    # row loop covers the rest).
+    cp = pytest.importorskip("cupy")
+    from pyplugins.kernels import Kernel
+    from pyplugins.launch import POINTER, Launch
+    from pyplugins.ops.rmsnorm import grid_size
+
+    ctype = {np.float32: "float", np.float16: "__half"}[dtype]
+    fn = Kernel("rmsnorm.cu", "rmsnorm<{T}>", options=options).function(ctype)
+    item = np.dtype(dtype).itemsize
+    stream = cp.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(len(options))
+    for d in (8, 64, 1001, 4096, 8192 + 8):
+        rows = 37
+        x = (rng.standard_normal((rows, d)) * 3.0).astype(dtype)
+        w = (rng.standard_normal(d) * 0.5 + 1.0).astype(dtype)
+        expected = RMSNorm(eps=1e-5).reference(x, w)[0]
+        for block in (256, 512):
+            for off, one_block in ((0, False), (0, True), (1, False)):
+                dx = cp.zeros(rows * d + 1, dtype)
+                dw = cp.zeros(d + 1, dtype)
+                dy = cp.full(rows * d + 1, cp.nan, dtype)
+                dx[off:off + rows * d] = cp.asarray(x.reshape(-1))
+                dw[off:off + d] = cp.asarray(w)
+                grid = 1 if one_block else grid_size(rows, d, item, block)
+                launch = Launch(fn, grid=grid, block=block,
+                                args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
+                                      np.float32(1e-5)))
+                launch(stream.ptr, dx.data.ptr + off * item, dw.data.ptr + off * item,
+                       dy.data.ptr + off * item)
+                stream.synchronize()
+                got = cp.asnumpy(dy[off:off + rows * d]).reshape(rows, d)
+                assert_close(got, expected, dtype, what=f"RMSNorm {options} d {d} block "
+                                                         f"{block} grid {grid} offset {off}")

@@ -238,3 +238,38 @@ def test_gpu_fresh_process():
 @pytest.mark.gpu
 def test_gpu_demo_checks_its_result():
     assert "OK" in run_demo("seq_repeat_demo.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_gpu_unroll_knob_grids_and_alignment(unroll, dtype):
+    # PP_SEQ_REPEAT_UNROLL as kernel_variants compares it, on the plan's full grid (grid_size),
+    # on one block (every unit a grid-stride trip), and with x and y one element off 16-byte
+    # alignment (path "gather" on a grid sized for path "rows").
+    cp = pytest.importorskip("cupy")
+    from pyplugins.kernels import Kernel
+    from pyplugins.launch import POINTER, Launch
+    from pyplugins.ops.seq_repeat import BLOCK, grid_size
+
+    ctype = {np.float32: "float", np.float16: "__half", np.int8: "signed char"}[dtype]
+    fn = Kernel("seq_repeat.cu", "seq_repeat<{T}>",
+                options=(f"-DPP_SEQ_REPEAT_UNROLL={unroll}",)).function(ctype)
+    item = np.dtype(dtype).itemsize
+    stream = cp.cuda.Stream(non_blocking=True)
+    for d0, length, inner, factor in ((2, 513, 64, 2), (3, 7, 5, 3), (1, 1000, 16, 1)):
+        x = (np.arange(d0 * length * inner) % 97 - 40).astype(dtype).reshape(d0, length, inner)
+        expected = np.repeat(x, factor, axis=1)
+        for off, one_block in ((0, False), (0, True), (1, False)):
+            dx = cp.zeros(x.size + 1, dtype)
+            dx[off:off + x.size] = cp.asarray(x.reshape(-1))
+            dy = cp.full(expected.size + 1, 77, dtype)  # never a value of x
+            grid = 1 if one_block else grid_size(d0, length, inner, factor, item)
+            launch = Launch(fn, grid=grid, block=BLOCK,
+                            args=(POINTER, POINTER, np.int64(d0), np.int64(length),
+                                  np.int64(inner), np.int32(factor)))
+            launch(stream.ptr, dx.data.ptr + off * item, dy.data.ptr + off * item)
+            stream.synchronize()
+            got = cp.asnumpy(dy[off:off + expected.size]).reshape(expected.shape)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{(d0, length, inner, factor)}"
+                                                                 f" offset {off} grid {grid}")
