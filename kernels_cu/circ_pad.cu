@@ -81,6 +81,39 @@
 //              odometer (plane, row, column) element by element; only the tile's two end
 //              vectors store element by element.
 //
+// A third kernel, the host's choice wherever it applies (pads on the last two dims only):
+//   kernel     circ_pad_flat<T>(const T* x, T* y, CircPadFlatParams p)
+//   args       x, y as above (any alignment). p by value (104 bytes, all 8-byte fields):
+//                total          output elements, < 2^62
+//                plane_in       hi * wi; plane_out = ho * wo < 2^31 (planes: the last 2 dims)
+//                wi, wo, hi, ho input and output widths and heights (>= 1)
+//                sw, sh         the last two dims' shifts, (-before) mod wi and mod hi
+//                magic_plane, shift_plane   e / plane_out for e < 2^63 (circ_pad.flat_magic64)
+//                magic_wo, shift_wo         n / wo for n < 2^31 (circ_pad.flat_magic31)
+//   needs      every dim before the last two unpadded (in == out there).
+//   block      1-D, a multiple of 32 threads, at most 1024 (256); at most 256 when compiled
+//              with CIRC_PAD_FLAT_MINB > 0.
+//   grid       any number of blocks >= 1; recommended the full grid,
+//              ceil(ceil((total + V - 1) / V) / (block * CIRC_PAD_FLAT_VECS)) blocks, V =
+//              16 / sizeof(T); a smaller grid loops grid-stride.
+//   shared     0 dynamic; CIRC_PAD_FLAT_TABLE * 4 bytes static (2 KB).
+//   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
+//   how        thread j of block b writes aligned 16-byte output vector k = (b * CIRC_PAD_FLAT_VECS
+//              + u) * block + j (u < VECS), elements k * V - lead on (lead: y's misalignment in
+//              elements). It locates the vector's first element (plane by a 64-bit multiply-high,
+//              row and column by a 32-bit multiply-shift: no division) and reads the vector as:
+//              contiguous  the vector within one output row and its source columns not wrapping:
+//                          one or two aligned 16-byte loads joined by byte selects (load16_any);
+//              table       output rows of wo <= CIRC_PAD_FLAT_TABLE / V elements and the
+//                          vector's source rows consecutive in x: element t from
+//                          row + table[w * V + t], a column table each block builds in shared
+//                          memory (one barrier) before its vectors;
+//              any         otherwise (a row wraps in H, a plane ends, or the tensor's two end
+//                          vectors, which store element by element): a (plane, row, column)
+//                          odometer element by element.
+//              No barrier in the loop, nothing staged: the bytes in flight are the loads of
+//              every resident thread, as in a plain copy.
+//
 // ONNX/sample order of `pads` (the host's business): pads[2i], pads[2i+1] are the before and
 // after pads of dim rank-1-i, the last dim first, like torch.nn.functional.pad.
 //
@@ -136,7 +169,7 @@
 #define CIRC_PAD_FLAT_TABLE 512  // circ_pad_flat: column table entries (wo * V); 0 turns it off
 #endif
 #ifndef CIRC_PAD_FLAT_MINB
-#define CIRC_PAD_FLAT_MINB 0  // circ_pad_flat: > 0 caps blocks at 256 threads, asks for this many per SM
+#define CIRC_PAD_FLAT_MINB 0  // circ_pad_flat: > 0: blocks of <= 256 threads, this many per SM
 #endif
 
 struct CircPadParams {
@@ -793,7 +826,8 @@ __device__ __forceinline__ uint4 flat_vector(const B* __restrict__ x, pp::index_
     }
     pp::Vec16<B> v;
     if (tab != nullptr) {
-        const unsigned int d = flat_div31(at.w + V - 1, g.magic_wo, g.shift_wo);  // rows spanned - 1
+        // d: the rows the vector spans, less one
+        const unsigned int d = flat_div31(at.w + V - 1, g.magic_wo, g.shift_wo);
         if (at.h + d < g.ho && at.r + d < g.hi) {
             const int* te = tab + at.w * V;
             if (V % 4 == 0) {  // the offsets as 16-byte loads of shared memory
@@ -987,7 +1021,8 @@ __global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, Circ
 #endif
 
 template <typename T>
-__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* __restrict__ y, CircPadFlatParams p) {
+__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* __restrict__ y,
+                                                   CircPadFlatParams p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     constexpr int U = CIRC_PAD_FLAT_VECS;
