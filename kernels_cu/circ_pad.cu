@@ -1037,7 +1037,7 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
     const int* tab = nullptr;
 #if CIRC_PAD_FLAT_TABLE > 0
     __shared__ __align__(16) int table[CIRC_PAD_FLAT_TABLE];
-    if (g.wo * static_cast<unsigned int>(V) <= CIRC_PAD_FLAT_TABLE) {  // same for every block
+    if (g.wo <= CIRC_PAD_FLAT_TABLE / V) {  // the same in every block (wo * V might overflow)
         // table[w * V + t]: offset of output column w + t (next rows included) from row start.
         for (unsigned int i = threadIdx.x; i < g.wo * V; i += blockDim.x) {
             const unsigned int u = i / V + i % V;
