@@ -137,10 +137,16 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
     itemsize = np.dtype(dtype).itemsize
 
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        expr = v.kernel or "circ_pad<{T}>"
+        expr = v.kernel or "circ_pad_flat<{T}>"
         fn = Kernel("circ_pad.cu", expr, options=v.options).function(CTYPES[dtype])
         plan = circ_pad_op.launch_plan(shape, pads, itemsize)
-        if expr.startswith("circ_pad_narrow"):  # as CircPad.plan: one block per plane at most
+        params = plan.params
+        if expr.startswith("circ_pad_flat"):  # as CircPad.plan: one thread a vector
+            vecs = int(next((o.split("=")[1] for o in v.options if "FLAT_VECS" in o), 1))
+            needed = -(-plan.flat_threads // (v.block * vecs))
+            default = needed
+            params = plan.flat_params
+        elif expr.startswith("circ_pad_narrow"):  # one block per plane at most
             if not plan.narrow_planes:
                 raise AssertionError(f"circ_pad_narrow does not apply to {shape}")
             needed = plan.narrow_planes
@@ -149,42 +155,44 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
             needed = -(-plan.threads // v.block)
             default = min(needed, 4 * resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
-        return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, plan.params)),
+        return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, params)),
                      plan.out_shape)
 
+    # circ_pad_flat (CircPad's default where pads touch the last two dims only): the full grid
+    # of one vector a thread, then grid-stride grids, vectors a thread, register caps, blocks.
     variants = (
-        Variant("default (4x)"), Variant("grid 1x", grid="1x"), Variant("grid 2x", grid="2x"),
-        Variant("grid 8x", grid="8x"), Variant("grid 16x", grid="16x"),
-        Variant("grid full", grid="full"),
-        Variant("tile 8K", ("-DCIRC_PAD_TILE_OUT=8192",)),
-        Variant("tile 32K", ("-DCIRC_PAD_TILE_OUT=32768",)),
-        Variant("tile 32K 16x", ("-DCIRC_PAD_TILE_OUT=32768",), grid="16x"),
-        Variant("no pipeline", ("-DCIRC_PAD_PIPELINE=0",)),
-        Variant("strips only", ("-DCIRC_PAD_STAGE_BYTES=0",)),
-        Variant("strips unroll4", ("-DCIRC_PAD_STAGE_BYTES=0", "-DCIRC_PAD_UNROLL=4")),
-        Variant("block 512", (), 512),
+        Variant("default (flat full)"),
+        Variant("flat 1x", grid="1x"), Variant("flat 2x", grid="2x"),
+        Variant("flat 4x", grid="4x"), Variant("flat 8x", grid="8x"),
+        Variant("flat vecs2", ("-DCIRC_PAD_FLAT_VECS=2",)),
+        Variant("flat vecs4", ("-DCIRC_PAD_FLAT_VECS=4",)),
+        Variant("flat minb6", ("-DCIRC_PAD_FLAT_MINB=6",)),
+        Variant("flat minb8", ("-DCIRC_PAD_FLAT_MINB=8",)),
+        Variant("flat vecs2 minb6", ("-DCIRC_PAD_FLAT_VECS=2", "-DCIRC_PAD_FLAT_MINB=6")),
+        Variant("flat block 128", (), 128), Variant("flat block 512", (), 512),
+        Variant("flat no table", ("-DCIRC_PAD_FLAT_TABLE=0",)),
     )
+    old = "circ_pad<{T}>"
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F
         return F.pad(t, pads, mode="circular")
 
-    if narrow:  # CircPad.plan takes circ_pad_narrow here; the rest is the old kernel
+    kernel = ("circ_pad.cu", "circ_pad_flat<{T}>")
+    if narrow:  # before circ_pad_flat, CircPad.plan took circ_pad_narrow here
         nk = "circ_pad_narrow<{T}>"
-        variants = (
-            Variant("default (narrow 2x)", kernel=nk), Variant("narrow 1x", grid="1x", kernel=nk),
-            Variant("narrow 4x", grid="4x", kernel=nk),
-            Variant("narrow full", grid="full", kernel=nk),
-            Variant("narrow no pipeline", ("-DCIRC_PAD_PIPELINE=0",), kernel=nk),
-            Variant("narrow block 512", (), 512, kernel=nk),
-            Variant("narrow block 128", (), 128, kernel=nk),
-            Variant("old circ_pad (4x)"), Variant("old grid 2x", grid="2x"),
-            Variant("old strips only", ("-DCIRC_PAD_STAGE_BYTES=0",)),
+        variants += (
+            Variant("old narrow (2x)", kernel=nk), Variant("old narrow 1x", grid="1x", kernel=nk),
+            Variant("old circ_pad (4x)", kernel=old),
         )
         return Case(f"CircPad-narrow {dtype}", dtype, plugin, lambda b: _narrow(b, itemsize),
-                    (1, 7, 512, 8), build, variants, torch_fn, ("circ_pad.cu", "circ_pad<{T}>"))
+                    (1, 7, 512, 8), build, variants, torch_fn, kernel)
+    variants += (
+        Variant("old circ_pad (4x)", kernel=old), Variant("old grid 1x", grid="1x", kernel=old),
+        Variant("old strips only", ("-DCIRC_PAD_STAGE_BYTES=0",), kernel=old),
+    )
     return Case(f"CircPad {dtype}", dtype, plugin, lambda b: _nchw(b, itemsize),
-                (1, 3, 512, 512), build, variants, torch_fn, ("circ_pad.cu", "circ_pad<{T}>"))
+                (1, 3, 512, 512), build, variants, torch_fn, kernel)
 
 
 def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case:

@@ -81,6 +81,39 @@
 //              odometer (plane, row, column) element by element; only the tile's two end
 //              vectors store element by element.
 //
+// A third kernel, the host's choice wherever it applies (pads on the last two dims only):
+//   kernel     circ_pad_flat<T>(const T* x, T* y, CircPadFlatParams p)
+//   args       x, y as above (any alignment). p by value (104 bytes, all 8-byte fields):
+//                total          output elements, < 2^62
+//                plane_in       hi * wi; plane_out = ho * wo < 2^31 (planes: the last 2 dims)
+//                wi, wo, hi, ho input and output widths and heights (>= 1)
+//                sw, sh         the last two dims' shifts, (-before) mod wi and mod hi
+//                magic_plane, shift_plane   e / plane_out for e < 2^63 (circ_pad.flat_magic64)
+//                magic_wo, shift_wo         n / wo for n < 2^31 (circ_pad.flat_magic31)
+//   needs      every dim before the last two unpadded (in == out there).
+//   block      1-D, a multiple of 32 threads, at most 1024 (256); at most 256 when compiled
+//              with CIRC_PAD_FLAT_MINB > 0.
+//   grid       any number of blocks >= 1; recommended the full grid,
+//              ceil(ceil((total + V - 1) / V) / (block * CIRC_PAD_FLAT_VECS)) blocks, V =
+//              16 / sizeof(T); a smaller grid loops grid-stride.
+//   shared     0 dynamic; CIRC_PAD_FLAT_TABLE * 4 bytes static (2 KB).
+//   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
+//   how        thread j of block b writes aligned 16-byte output vector k = (b * CIRC_PAD_FLAT_VECS
+//              + u) * block + j (u < VECS), elements k * V - lead on (lead: y's misalignment in
+//              elements). It locates the vector's first element (plane by a 64-bit multiply-high,
+//              row and column by a 32-bit multiply-shift: no division) and reads the vector as:
+//              contiguous  the vector within one output row and its source columns not wrapping:
+//                          one or two aligned 16-byte loads joined by byte selects (load16_any);
+//              table       output rows of wo <= CIRC_PAD_FLAT_TABLE / V elements and the
+//                          vector's source rows consecutive in x: element t from
+//                          row + table[w * V + t], a column table each block builds in shared
+//                          memory (one barrier) before its vectors;
+//              any         otherwise (a row wraps in H, a plane ends, or the tensor's two end
+//                          vectors, which store element by element): a (plane, row, column)
+//                          odometer element by element.
+//              No barrier in the loop, nothing staged: the bytes in flight are the loads of
+//              every resident thread, as in a plain copy.
+//
 // ONNX/sample order of `pads` (the host's business): pads[2i], pads[2i+1] are the before and
 // after pads of dim rank-1-i, the last dim first, like torch.nn.functional.pad.
 //
@@ -100,6 +133,14 @@
 // @instantiate circ_pad_narrow<bool>
 // @instantiate circ_pad_narrow<int>
 // @instantiate circ_pad_narrow<long long>
+// @instantiate circ_pad_flat<float>
+// @instantiate circ_pad_flat<__half>
+// @instantiate circ_pad_flat<__nv_bfloat16>
+// @instantiate circ_pad_flat<signed char>
+// @instantiate circ_pad_flat<unsigned char>
+// @instantiate circ_pad_flat<bool>
+// @instantiate circ_pad_flat<int>
+// @instantiate circ_pad_flat<long long>
 #include "common.cuh"
 
 #ifndef CIRC_PAD_UNROLL
@@ -121,6 +162,16 @@
 #define CIRC_PAD_PIPELINE 1  // staged path: cp.async into the next stage (sm_80+); 0: plain loads
 #endif
 
+#ifndef CIRC_PAD_FLAT_VECS
+#define CIRC_PAD_FLAT_VECS 1  // circ_pad_flat: output vectors per thread per pass
+#endif
+#ifndef CIRC_PAD_FLAT_TABLE
+#define CIRC_PAD_FLAT_TABLE 512  // circ_pad_flat: column table entries (wo * V); 0 turns it off
+#endif
+#ifndef CIRC_PAD_FLAT_MINB
+#define CIRC_PAD_FLAT_MINB 0  // circ_pad_flat: > 0: blocks of <= 256 threads, this many per SM
+#endif
+
 struct CircPadParams {
     pp::Dims8 in_dims;
     pp::Dims8 out_dims;
@@ -130,6 +181,23 @@ struct CircPadParams {
     long long strips;
     long long strip_vecs;
     long long group;
+};
+
+// circ_pad_flat's parameters (all 8-byte fields; circ_pad.py: FLAT_PARAMS_DTYPE).
+struct CircPadFlatParams {
+    long long total;
+    long long plane_in;
+    long long plane_out;
+    long long wi;
+    long long wo;
+    long long hi;
+    long long ho;
+    long long sw;
+    long long sh;
+    unsigned long long magic_plane;
+    long long shift_plane;
+    long long magic_wo;
+    long long shift_wo;
 };
 
 namespace {
@@ -666,6 +734,140 @@ __device__ __forceinline__ void circ_pad_narrow_tiles(const B* __restrict__ xb, 
     }
 }
 
+// ---- The flat path: one aligned 16-byte output vector per thread, read straight from x. ----
+
+// n / d for 0 <= n < 2^63 (flat_div64) and for 0 <= n < 2^31 (flat_div31), by the host's
+// magic numbers (circ_pad.py: flat_magic64 / flat_magic31).
+__device__ __forceinline__ pp::uindex_t flat_div64(pp::uindex_t n, pp::uindex_t m, int s) {
+    return s == 0 ? n : (__umul64hi(n, m) >> (s - 1));
+}
+
+__device__ __forceinline__ unsigned int flat_div31(unsigned int n, unsigned int m, int sh) {
+    return static_cast<unsigned int>((static_cast<pp::uindex_t>(n) * m) >> sh);
+}
+
+// The flat path's geometry, from CircPadFlatParams (the host checked the ranges).
+struct FlatGeom {
+    unsigned int wi, wo, hi, ho, sw, sh;  // plane dims and the last two dims' shifts
+    unsigned int plane_out;               // ho * wo < 2^31
+    unsigned int magic_wo;                // n / wo == flat_div31(n, magic_wo, shift_wo)
+    int shift_wo;
+    pp::index_t plane_in;                 // hi * wi
+    pp::uindex_t magic_plane;             // n / plane_out == flat_div64(n, magic_plane, shift_plane)
+    int shift_plane;
+    pp::index_t total;                    // output elements
+};
+
+// Where output element e (0 <= e < total) lies: plane q, output row h and column w, source row
+// r and column c.
+struct FlatPos {
+    pp::uindex_t q;
+    unsigned int h, w, r, c;
+};
+
+__device__ __forceinline__ FlatPos flat_locate(pp::uindex_t e, const FlatGeom& g) {
+    FlatPos at;
+    at.q = flat_div64(e, g.magic_plane, g.shift_plane);
+    const unsigned int local =
+        static_cast<unsigned int>(e) - static_cast<unsigned int>(at.q) * g.plane_out;
+    at.h = flat_div31(local, g.magic_wo, g.shift_wo);
+    at.w = local - at.h * g.wo;
+    at.r = wrap_col(at.h + g.sh, g.hi);
+    at.c = wrap_col(at.w + g.sw, g.wi);
+    return at;
+}
+
+// V output elements from element e on, element by element with a (plane, row, column)
+// odometer; only those in [0, total) are read (the others are left as they were in v).
+template <typename B>
+__device__ __forceinline__ void flat_gather_any(const B* __restrict__ x, pp::index_t e,
+                                                const FlatGeom& g, pp::Vec16<B>& v) {
+    constexpr int V = 16 / sizeof(B);
+    FlatPos at = flat_locate(static_cast<pp::uindex_t>(e < 0 ? 0 : e), g);
+    const B* plane = x + static_cast<pp::index_t>(at.q) * g.plane_in;
+    unsigned int w = at.w, h = at.h, r = at.r, c = at.c;
+#pragma unroll
+    for (int t = 0; t < V; ++t) {
+        const pp::index_t et = e + t;
+        if (et >= 0 && et < g.total) {
+            v.v[t] = __ldg(plane + static_cast<pp::index_t>(r) * g.wi + c);
+            if (++c == g.wi) {
+                c = 0;
+            }
+            if (++w == g.wo) {
+                w = 0;
+                c = g.sw;
+                if (++r == g.hi) {
+                    r = 0;
+                }
+                if (++h == g.ho) {
+                    h = 0;
+                    r = g.sh;
+                    plane += g.plane_in;
+                }
+            }
+        }
+    }
+}
+
+// The whole output vector of elements [e, e + V), 0 <= e, e + V <= total. Three ways:
+// contiguous (one output row, no wrap: one or two aligned 16-byte loads); table (rows shorter
+// than CIRC_PAD_FLAT_TABLE / V elements, the vector's source rows consecutive in x: each
+// element at tab[w * V + t] from its first row); else element by element (flat_gather_any).
+template <typename B>
+__device__ __forceinline__ uint4 flat_vector(const B* __restrict__ x, pp::index_t e,
+                                             const FlatGeom& g, const int* tab) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    const FlatPos at = flat_locate(static_cast<pp::uindex_t>(e), g);
+    const B* row = x + static_cast<pp::index_t>(at.q) * g.plane_in +
+                   static_cast<pp::index_t>(at.r) * g.wi;
+    if (at.w + V <= g.wo && at.c + V <= g.wi) {
+        return pp::load16_any(row + at.c);
+    }
+    pp::Vec16<B> v;
+    if (tab != nullptr) {
+        // d: the rows the vector spans, less one
+        const unsigned int d = flat_div31(at.w + V - 1, g.magic_wo, g.shift_wo);
+        if (at.h + d < g.ho && at.r + d < g.hi) {
+            const int* te = tab + at.w * V;
+            if (V % 4 == 0) {  // the offsets as 16-byte loads of shared memory
+#pragma unroll
+                for (unsigned int t = 0; t < V; t += 4) {
+                    const int4 o = *reinterpret_cast<const int4*>(te + t);
+                    v.v[t] = __ldg(row + o.x);
+                    v.v[t + 1] = __ldg(row + o.y);
+                    v.v[t + 2] = __ldg(row + o.z);
+                    v.v[t + 3] = __ldg(row + o.w);
+                }
+            } else {
+#pragma unroll
+                for (unsigned int t = 0; t < V; ++t) {
+                    v.v[t] = __ldg(row + te[t]);
+                }
+            }
+            return *reinterpret_cast<const uint4*>(&v);
+        }
+    }
+    flat_gather_any<B>(x, e, g, v);
+    return *reinterpret_cast<const uint4*>(&v);
+}
+
+__device__ __forceinline__ void flat_geom(const CircPadFlatParams& p, FlatGeom& g) {
+    g.wi = static_cast<unsigned int>(p.wi);
+    g.wo = static_cast<unsigned int>(p.wo);
+    g.hi = static_cast<unsigned int>(p.hi);
+    g.ho = static_cast<unsigned int>(p.ho);
+    g.sw = static_cast<unsigned int>(p.sw);
+    g.sh = static_cast<unsigned int>(p.sh);
+    g.plane_out = static_cast<unsigned int>(p.plane_out);
+    g.magic_wo = static_cast<unsigned int>(p.magic_wo);
+    g.shift_wo = static_cast<int>(p.shift_wo);
+    g.plane_in = p.plane_in;
+    g.magic_plane = p.magic_plane;
+    g.shift_plane = static_cast<int>(p.shift_plane);
+    g.total = p.total;
+}
+
 }  // namespace
 
 template <typename T>
@@ -810,4 +1012,75 @@ __global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, Circ
     NarrowGeom g;
     narrow_geom<B>(p, g);
     circ_pad_narrow_tiles<B>(reinterpret_cast<const B*>(x), reinterpret_cast<B*>(y), p, g);
+}
+
+#if CIRC_PAD_FLAT_MINB > 0
+#define CIRC_PAD_FLAT_BOUNDS __launch_bounds__(256, CIRC_PAD_FLAT_MINB)
+#else
+#define CIRC_PAD_FLAT_BOUNDS
+#endif
+
+template <typename T>
+__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* __restrict__ y,
+                                                   CircPadFlatParams p) {
+    typedef typename pp::Bits<sizeof(T)>::type B;
+    constexpr int V = 16 / static_cast<int>(sizeof(T));
+    constexpr int U = CIRC_PAD_FLAT_VECS;
+    const B* __restrict__ xb = reinterpret_cast<const B*>(x);
+    FlatGeom g;
+    flat_geom(p, g);
+    const pp::uindex_t ya = reinterpret_cast<pp::uindex_t>(y);
+    const int lead = static_cast<int>((ya & 15u) / sizeof(B));
+    B* const vbase = reinterpret_cast<B*>(ya - (ya & 15u));  // vector k: elements k*V - lead on
+    const pp::index_t nv = (g.total + lead + V - 1) / V;
+
+    const int* tab = nullptr;
+#if CIRC_PAD_FLAT_TABLE > 0
+    __shared__ __align__(16) int table[CIRC_PAD_FLAT_TABLE];
+    if (g.wo <= CIRC_PAD_FLAT_TABLE / V) {  // the same in every block (wo * V might overflow)
+        // table[w * V + t]: offset of output column w + t (next rows included) from row start.
+        for (unsigned int i = threadIdx.x; i < g.wo * V; i += blockDim.x) {
+            const unsigned int u = i / V + i % V;
+            const unsigned int dt = u / g.wo;
+            table[i] = static_cast<int>(dt * g.wi + wrap_col(u - dt * g.wo + g.sw, g.wi));
+        }
+        __syncthreads();
+        tab = table;
+    }
+#endif
+    const pp::index_t chunk = static_cast<pp::index_t>(blockDim.x) * U;
+    for (pp::index_t k0 = blockIdx.x * chunk + threadIdx.x; k0 < nv;
+         k0 += static_cast<pp::index_t>(gridDim.x) * chunk) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const pp::index_t k = k0 + static_cast<pp::index_t>(u) * blockDim.x;
+            const pp::index_t e = k * V - lead;
+            if (k < nv && e >= 0 && e + V <= g.total) {
+                v[u] = flat_vector<B>(xb, e, g, tab);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const pp::index_t k = k0 + static_cast<pp::index_t>(u) * blockDim.x;
+            const pp::index_t e = k * V - lead;
+            if (k >= nv) {
+                continue;
+            }
+            B* const dst = vbase + k * V;
+            if (e >= 0 && e + V <= g.total) {
+                *reinterpret_cast<uint4*>(dst) = v[u];
+                continue;
+            }
+            // The output's first or last vector, in part: element by element.
+            pp::Vec16<B> part;
+            flat_gather_any<B>(xb, e, g, part);
+#pragma unroll
+            for (int t = 0; t < V; ++t) {
+                if (e + t >= 0 && e + t < g.total) {
+                    dst[t] = part.v[t];
+                }
+            }
+        }
+    }
 }

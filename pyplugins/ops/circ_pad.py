@@ -35,7 +35,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, NamedTuple, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -47,10 +47,11 @@ from pyplugins.errors import ShapeError
 from pyplugins.fields import Field
 from pyplugins.kernels import Kernel
 from pyplugins.device import resident_blocks
-from pyplugins.launch import POINTER, Launch
+from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BLOCK", "NARROW_DATA", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "launch_plan",
+__all__ = ["BLOCK", "FLAT", "FLAT_PARAMS_DTYPE", "NARROW_DATA", "NARROW_ROW_BYTES", "PARAMS_DTYPE",
+           "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
            "pad_widths"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
@@ -59,6 +60,15 @@ BLOCK = 256
 PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
                          ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
                          ("strip_vecs", "<i8"), ("group", "<i8")], align=True)
+#: ``struct CircPadFlatParams`` of ``kernels_cu/circ_pad.cu`` (``circ_pad_flat``): 104 bytes.
+FLAT_PARAMS_DTYPE = np.dtype([("total", "<i8"), ("plane_in", "<i8"), ("plane_out", "<i8"),
+                              ("wi", "<i8"), ("wo", "<i8"), ("hi", "<i8"), ("ho", "<i8"),
+                              ("sw", "<i8"), ("sh", "<i8"), ("magic_plane", "<u8"),
+                              ("shift_plane", "<i8"), ("magic_wo", "<i8"), ("shift_wo", "<i8")],
+                             align=True)
+#: Shapes ``circ_pad_flat`` can pad (no pads on dims before the last two, planes of fewer than
+#: 2**31 output elements) take it; False sends every shape to ``circ_pad``/``circ_pad_narrow``.
+FLAT = True
 _MAX_RANK = 8
 #: NVRTC options of the ``strips`` tactic's kernel (``circ_pad.cu``: 0 turns staging off).
 STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
@@ -111,12 +121,19 @@ class LaunchPlan(NamedTuple):
         threads: threads the work needs (``rows * strips * group``); 0 for an empty output.
         narrow_planes: the number of planes (last two dims) when ``circ_pad_narrow`` applies
             (narrow output rows, a plane fits a stage), else 0; 0 for an empty output.
+        flat_params: the ``CircPadFlatParams`` struct (:data:`FLAT_PARAMS_DTYPE`) when
+            ``circ_pad_flat`` applies (see :data:`FLAT`), else None; None for an empty output.
+        flat_threads: threads ``circ_pad_flat`` needs (one per aligned 16-byte output vector,
+            ``ceil((elements + V - 1) / V)``, whatever the output's alignment); 0 if it does
+            not apply.
     """
 
     out_shape: Tuple[int, ...]
     params: np.void
     threads: int
     narrow_planes: int = 0
+    flat_params: Optional[np.void] = None
+    flat_threads: int = 0
 
 
 def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> LaunchPlan:
@@ -164,7 +181,55 @@ def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> 
     strips = max(1, -(-nvec // strip_vecs))
     p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
     threads = rows * strips * group if math.prod(out_shape) else 0
-    return LaunchPlan(out_shape, p, threads, _narrow_planes(in8, out8, itemsize) if threads else 0)
+    if not threads:
+        return LaunchPlan(out_shape, p, 0)
+    flat = _flat_params(in8, out8, [int(s) for s in p["shift"]]) if FLAT else None
+    flat_threads = -(-(int(flat["total"]) + 16 // itemsize - 1) // (16 // itemsize)) \
+        if flat is not None else 0
+    return LaunchPlan(out_shape, p, threads, _narrow_planes(in8, out8, itemsize), flat,
+                      flat_threads)
+
+
+def flat_magic64(d: int) -> Tuple[int, int]:
+    """``(m, s)`` with ``n // d == n if s == 0 else umul64hi(n, m) >> (s - 1)`` for every
+    ``0 <= n < 2**63`` (``m < 2**64``): ``circ_pad_flat``'s division by the plane size.
+
+    Example:
+        >>> m, s = flat_magic64(5140)
+        >>> all(((n * m) >> 64) >> (s - 1) == n // 5140 for n in (0, 5139, 5140, 2**63 - 1))
+        True
+    """
+    s = (d - 1).bit_length()  # 2**s >= d > 2**(s-1): n * (m - 2**(63+s)/d) / 2**(63+s) < 1/d
+    return -(-(1 << (63 + s)) // d), s
+
+
+def flat_magic31(d: int) -> Tuple[int, int]:
+    """``(m, sh)`` with ``n // d == (n * m) >> sh`` for every ``0 <= n < 2**31`` (``m < 2**32``):
+    ``circ_pad_flat``'s division by the output row length.
+
+    Example:
+        >>> m, sh = flat_magic31(10)
+        >>> [(n * m) >> sh for n in (9, 10, 2**31 - 1)] == [0, 1, (2**31 - 1) // 10]
+        True
+    """
+    s = (d - 1).bit_length()
+    return -(-(1 << (31 + s)) // d), 31 + s
+
+
+def _flat_params(in8: Sequence[int], out8: Sequence[int], shift8: Sequence[int]
+                 ) -> Optional[np.void]:
+    """``CircPadFlatParams`` where ``circ_pad_flat``'s contract holds, else None."""
+    if list(in8[:6]) != list(out8[:6]) or out8[6] * out8[7] >= _DIM_LIMIT:
+        return None
+    f = np.zeros((), FLAT_PARAMS_DTYPE)[()]
+    hi, wi, ho, wo = in8[6], in8[7], out8[6], out8[7]
+    f["total"] = math.prod(out8)
+    f["plane_in"], f["plane_out"] = hi * wi, ho * wo
+    f["wi"], f["wo"], f["hi"], f["ho"] = wi, wo, hi, ho
+    f["sw"], f["sh"] = shift8[7], shift8[6]
+    f["magic_plane"], f["shift_plane"] = flat_magic64(ho * wo)
+    f["magic_wo"], f["shift_wo"] = flat_magic31(wo)
+    return f
 
 
 def _narrow_planes(in8: Sequence[int], out8: Sequence[int], itemsize: int) -> int:
@@ -213,9 +278,12 @@ class CircPad(Plugin):
     strips_kernel = Kernel("circ_pad.cu", "circ_pad<{T}>", options=STRIPS_ONLY)
     #: Narrow rows (:data:`NARROW_ROW_BYTES`): whole planes staged in shared memory.
     narrow_kernel = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>")
+    #: Pads on the last two dims only (:data:`FLAT`): one 16-byte output vector a thread.
+    flat_kernel = Kernel("circ_pad.cu", "circ_pad_flat<{T}>")
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
-    #: "staged" is the kernel's own per-launch choice (staged where rows fit 16 KB, the
-    #: default as V2; ``circ_pad_narrow`` for narrow rows), "strips" never stages.
+    #: "staged" is the default choice (as V2): ``circ_pad_flat`` where it applies, else
+    #: ``circ_pad`` (staged where rows fit 16 KB) or ``circ_pad_narrow`` for narrow rows;
+    #: "strips" is ``circ_pad`` that never stages.
     tactics = ("staged", "strips")
 
     # -- shape inference ---------------------------------------------------------------------------
@@ -248,13 +316,20 @@ class CircPad(Plugin):
         self._launch_plan(inputs[0])
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads; the
-        ``strips`` tactic compiles the kernel without its staged path. Narrow rows
-        (:attr:`LaunchPlan.narrow_planes`) take ``circ_pad_narrow<T>``, at most 2 resident
-        grids, except under ``strips``."""
+        """``circ_pad_flat<T>(x, y, CircPadFlatParams)`` where it applies
+        (:attr:`LaunchPlan.flat_params`), one thread per output vector (the full grid);
+        else ``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads,
+        or for narrow rows (:attr:`LaunchPlan.narrow_planes`) ``circ_pad_narrow<T>``, at most
+        2 resident grids. The ``strips`` tactic always takes ``circ_pad<T>`` compiled without
+        its staged path."""
         desc = inputs[0]
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
+        if plan.flat_params is not None and self.tactic != "strips":
+            fn = self.flat_kernel.function(ctype, device)
+            grid = min(shapes.cdiv(plan.flat_threads, BLOCK), MAX_GRID[0])
+            return Launch(fn, grid=grid, block=BLOCK, device=device,
+                          args=(POINTER, POINTER, plan.flat_params), name=f"circ_pad_flat<{ctype}>")
         if plan.narrow_planes and self.tactic != "strips":
             fn = self.narrow_kernel.function(ctype, device)
             grid = min(plan.narrow_planes, 2 * resident_blocks(fn, BLOCK, device=device))
