@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 REPO = Path(__file__).resolve().parent.parent
 #: What the source digest covers: the code a measurement depends on.
 DIGEST_PARTS = ("pyplugins", "kernels_cu", "benchmarks")
-_DIGEST_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".sh")
+_DIGEST_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".cpp", ".sh")
 
 
 def _version(module: str) -> Optional[str]:

@@ -10,12 +10,20 @@ bytes (a :class:`Tiny`), so the paths differ only in how the launch is made:
   installed; the cheaper of the two Cython rows is the *Cython floor*;
 - ``pyplugins_launch``: :class:`pyplugins.launch.Launch` alone;
 - ``cupy_raw``: ``RawKernel.__call__`` with pointer ints and a cached ``ExternalStream``;
-- ``plugin_enqueue``: the plugin's ``enqueue`` called as TensorRT's binding calls it
-  (:class:`TrtCall`: fresh descriptor objects and fresh lists on every call, method looked up);
+- ``plugin_enqueue``: the plugin's ``enqueue`` called as TensorRT calls it: from C++, by
+  ``benchmarks/cpp/trt_call.cpp``, TensorRT's pybind11 trampoline mirrored (:class:`CppTrtCall`);
+  where that extension could not be built, by the Python stand-in :class:`TrtCall` (the run's
+  notes say so and the result's ``harness`` is ``"python"``);
+- ``plugin_enqueue_py``: the same ``enqueue`` through :class:`TrtCall` (informative: what the
+  Python stand-in adds to TensorRT's own marshalling);
 - ``plugin_enqueue_prebuilt``: the same ``enqueue`` with one prebuilt set of lists (informative);
 - ``emulator_trampoline``: through ``pyplugins.emulator.trampoline.enqueue`` (emulator cost);
 - ``vendor_sample``: NVIDIA's CuPy sample's per-enqueue pattern;
-- ``python_call``: an empty Python ``enqueue`` called as TensorRT calls it (marshalling alone).
+- ``python_call``: an empty Python ``enqueue`` through the same harness as ``plugin_enqueue``
+  (the binding's own cost);
+- ``python_call_pybind11``: the same empty ``enqueue`` on a subclass of the extension's
+  ``IPluginV2DynamicExt``, so found by pybind11's own ``get_override`` (checks the harness's
+  lookup of a plain plugin object against the real one).
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ import numpy as np
 
 #: Row order of the host-overhead table (C++ rows come from launch_floor.cu).
 ORDER = ("cpp_floor", "cpp_empty", "driver_ctypes", "driver_cupy", "driver_cuda_bindings",
-         "pyplugins_launch", "cupy_raw", "plugin_enqueue", "plugin_enqueue_prebuilt",
-         "emulator_trampoline", "vendor_sample", "python_call")
+         "pyplugins_launch", "cupy_raw", "plugin_enqueue", "plugin_enqueue_py",
+         "plugin_enqueue_prebuilt", "emulator_trampoline", "vendor_sample", "python_call",
+         "python_call_pybind11")
+#: Paths whose enqueue is empty (no output to check).
+EMPTY = ("python_call", "python_call_pybind11")
 #: The Cython bindings of cuLaunchKernel; the cheaper one per round is the Cython floor.
 CYTHON = ("driver_cupy", "driver_cuda_bindings")
 
@@ -51,12 +62,15 @@ class Tiny:
 
 
 class TrtCall:
-    """``plugin.enqueue`` called the way TensorRT's pybind11 trampoline calls it, per call.
+    """``plugin.enqueue`` called the way TensorRT's pybind11 trampoline calls it, in Python.
 
     TensorRT's binding copies each C++ ``PluginTensorDesc`` into a new Python object, builds new
     Python lists of descriptors and of int pointers, and looks the override up by name on every
     call (docs/trt-protocol.md §3, §12); so does this, with the emulator's public
-    ``PluginTensorDesc`` and ``Dims``. Taking the GIL is C++-side and not included.
+    ``PluginTensorDesc`` and ``Dims``. Taking the GIL is C++-side and not included. Building the
+    descriptors in Python costs several times what the binding's C-level copies cost, so host
+    overhead is timed through :class:`CppTrtCall` where it builds; this stand-in serves where a
+    plain Python call is wanted (eager timings, profiles) and as the fallback.
 
     Example:
         >>> from pyplugins.emulator import PluginTensorDesc
@@ -89,6 +103,54 @@ class TrtCall:
         outs = [desc(dims(d), t, f, s) for d, t, f, s in self.out_desc]
         return getattr(self.plugin, "enqueue")(ins, outs, list(self.inputs), list(self.outputs),
                                                self.workspace, self.stream)
+
+
+class CppTrtCall:
+    """``plugin.enqueue`` called from C++ as TensorRT's binding calls it (``trt_call.cpp``).
+
+    ``module`` is the built extension (:func:`benchmarks.overhead.build_trt_call`). The
+    descriptors are converted once to the extension's C++ ``PluginTensorDesc``; every enqueue
+    then takes the GIL, looks ``enqueue`` up by name, casts fresh descriptor and pointer lists
+    and calls, from a C++ loop with the GIL released in between. Calling this object makes one
+    enqueue; ``run_batch(n)`` makes ``n`` from one C++ loop, which is how
+    :func:`benchmarks.timing.host_loops` times it. An enqueue that raises makes it raise
+    RuntimeError (TensorRT would print the error and stop the engine).
+    """
+
+    __slots__ = ("_run", "_args")
+
+    def __init__(self, module: Any, plugin: Any, in_desc: Sequence[Any], out_desc: Sequence[Any],
+                 inputs: Sequence[int], outputs: Sequence[int], workspace: int,
+                 stream: int) -> None:
+        def convert(d: Any) -> Any:
+            return module.desc([int(v) for v in d.dims], module.DataType(int(d.type)),
+                               module.TensorFormat(int(d.format)), float(d.scale))
+
+        self._run = module.run
+        self._args = (plugin, [convert(d) for d in in_desc], [convert(d) for d in out_desc],
+                      [int(p) for p in inputs], [int(p) for p in outputs], int(workspace),
+                      int(stream))
+
+    def __call__(self) -> None:
+        self._run(*self._args, 1)
+
+    def run_batch(self, calls: int) -> None:
+        """``calls`` enqueues from one C++ loop."""
+        self._run(*self._args, calls)
+
+
+def pybind11_noop(module: Any) -> Any:
+    """An empty ``enqueue`` on a Python subclass of the extension's ``IPluginV2DynamicExt``:
+    the extension finds it with pybind11's own ``get_override``, as TensorRT's binding does."""
+    class Noop(module.IPluginV2DynamicExt):
+        def __init__(self) -> None:
+            module.IPluginV2DynamicExt.__init__(self)
+
+        def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
+                    workspace: int, stream: int) -> None:
+            return None
+
+    return Noop()
 
 
 def scalar(raw: bytes) -> Any:
@@ -188,9 +250,11 @@ def launch_status(name: str, returned: Any) -> Optional[str]:
     return None
 
 
-def variants(tiny: Tiny, stream: Any, notes: List[str]) -> Dict[str, Callable]:
+def variants(tiny: Tiny, stream: Any, notes: List[str],
+             trt_call: Any = None) -> Dict[str, Callable]:
     """Every Python launch path of ``tiny`` on ``stream`` (a path that cannot be built is left
-    out with a note)."""
+    out with a note); ``trt_call`` is the built ``trt_call.cpp`` extension, or None for the
+    Python stand-in."""
     import cupy as cp
     from pyplugins.emulator import trampoline
 
@@ -211,10 +275,16 @@ def variants(tiny: Tiny, stream: Any, notes: List[str]) -> Dict[str, Callable]:
                                       (x, y) + tuple(scalar(v) for v in tiny.values),
                                       shared_mem=tiny.launch.shared_mem,
                                       stream=cp.cuda.ExternalStream(sp)),
-        "plugin_enqueue": TrtCall(cfg.plugin, cfg.in_desc, cfg.out_desc, [x], [y], 0, sp),
         "plugin_enqueue_prebuilt": functools.partial(cfg.plugin.enqueue, *args),
         "emulator_trampoline": functools.partial(trampoline.enqueue, cfg.plugin, *args),
         "vendor_sample": functools.partial(VendorSample(tiny).enqueue, *args),
-        "python_call": TrtCall(_Noop(), cfg.in_desc, cfg.out_desc, [x], [y], 0, sp),
     })
+    if trt_call is None:
+        out["plugin_enqueue"] = TrtCall(cfg.plugin, *args)
+        out["python_call"] = TrtCall(_Noop(), *args)
+    else:
+        out["plugin_enqueue"] = CppTrtCall(trt_call, cfg.plugin, *args)
+        out["plugin_enqueue_py"] = TrtCall(cfg.plugin, *args)
+        out["python_call"] = CppTrtCall(trt_call, _Noop(), *args)
+        out["python_call_pybind11"] = CppTrtCall(trt_call, pybind11_noop(trt_call), *args)
     return out

@@ -4,15 +4,19 @@ The paths (see :mod:`benchmarks.launch_paths`) take turns batch by batch in each
 rounds; the C++ floor (``benchmarks/cpp/launch_floor.cu``, built with nvcc now: the plugins'
 kernels and an empty kernel launched with ``<<<>>>``) runs in its own process before every round
 and after the last, and round ``r`` is compared with the mean of the floor runs around it.
-Ratios that support a claim take the worst round.
+Ratios that support a claim take the worst round. The plugin's ``enqueue`` is called from C++ as
+TensorRT calls it by ``benchmarks/cpp/trt_call.cpp``, a pybind11 extension built now with the
+host compiler; where it cannot be built, by the Python stand-in, and the notes say why.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import statistics
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +29,7 @@ from benchmarks.launch_paths import Tiny
 from benchmarks.cases import select
 
 CPP_SOURCE = Path(__file__).resolve().parent / "cpp" / "launch_floor.cu"
+TRT_CALL_SOURCE = Path(__file__).resolve().parent / "cpp" / "trt_call.cpp"
 
 
 #: The tiny problems: case name -> (float32 input shape, launch_floor.cu's kernel key, reference).
@@ -80,6 +85,50 @@ def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[
     if done.returncode != 0:
         return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
     return exe, None
+
+
+def pybind11_include() -> Optional[str]:
+    """The pybind11 headers' directory: the ``pybind11`` package's, else the copy inside torch
+    (``torch/include/pybind11``), found without importing torch; None when neither exists."""
+    try:
+        import pybind11
+        return pybind11.get_include()
+    except ImportError:
+        pass
+    spec = importlib.util.find_spec("torch")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(root) / "include" / "pybind11" / "pybind11.h").is_file():
+            return str(Path(root) / "include")
+    return None
+
+
+def build_trt_call(workdir: Path) -> Tuple[Any, Optional[str]]:
+    """Build and import ``trt_call.cpp`` (module ``pp_trt_call``); (module, None) or (None, why
+    not)."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    py_include = sysconfig.get_paths()["include"]
+    pb_include = pybind11_include()
+    missing = [what for what, ok in (("a C++ compiler (g++/c++)", cxx),
+                                     (f"Python.h in {py_include}",
+                                      (Path(py_include) / "Python.h").is_file()),
+                                     ("pybind11 headers (pip install pybind11, or torch)",
+                                      pb_include)) if not ok]
+    if missing:
+        return None, f"C++ trampoline not built: missing {', '.join(missing)}"
+    out = workdir / f"pp_trt_call{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    cmd = [str(cxx), "-O2", "-shared", "-fPIC", "-std=c++17", "-fvisibility=hidden",
+           f"-I{py_include}", f"-I{pb_include}", str(TRT_CALL_SOURCE), "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return None, (f"C++ trampoline did not build ({' '.join(cmd)}): "
+                      f"{done.stderr.strip()[-2000:]}")
+    try:
+        spec = importlib.util.spec_from_file_location("pp_trt_call", out)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as err:  # a build that does not import is reported like a failed build
+        return None, f"C++ trampoline built but did not import: {type(err).__name__}: {err}"
+    return module, None
 
 
 class CppFloor:
@@ -144,7 +193,7 @@ def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
         return f"raised {type(err).__name__}: {err}"
     stream.synchronize()
     bad = launch_paths.launch_status(name, returned)
-    if bad or name == "python_call":
+    if bad or name in launch_paths.EMPTY:
         return bad
     if not bool(cp.array_equal(tiny.y, tiny.expected)):
         return "output differs from the reference"
@@ -176,15 +225,22 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
     stream = cp.cuda.Stream(non_blocking=True)
     tinies = {name: t for name in TINY if (t := _tiny(name, cp, notes)) is not None}
     cp.cuda.runtime.deviceSynchronize()
+    with tempfile.TemporaryDirectory(prefix="pp-trt-call-") as tmp:  # loaded: the file can go
+        trt_call, why = build_trt_call(Path(tmp))
+    if why:
+        notes.append(f"{why}; the plugin enqueue rows use the Python stand-in TrtCall (fresh "
+                     "emulator descriptors built in Python: an overestimate of TensorRT's cost)")
     result: Dict[str, Any] = {"problem": {
         name: f"float32 {list(t.x.shape)} -> {list(t.y.shape)}, grid {t.launch.grid[0]} x "
               f"{t.launch.block[0]} threads" for name, t in tinies.items()},
-        "calls": calls, "batch": batch, "rounds": rounds, "trt_call": True}
+        "calls": calls, "batch": batch, "rounds": rounds, "trt_call": True,
+        "harness": "python" if trt_call is None else "cpp"}
     seconds = {"setup_and_cpp": 0.0, "host": 0.0, "graph": 0.0}
     per_round: Dict[str, List[Dict[str, Any]]] = {name: [] for name in tinies}
     graph: Dict[str, Any] = {}
     checks: Dict[str, Dict[str, Optional[str]]] = {}
-    paths = {name: launch_paths.variants(t, stream, notes) for name, t in tinies.items()}
+    paths = {name: launch_paths.variants(t, stream, notes, trt_call)
+             for name, t in tinies.items()}
     for name, tiny in tinies.items():
         checks[name] = {p: _check(tiny, p, fn, stream) for p, fn in paths[name].items()}
         for p, bad in checks[name].items():

@@ -28,10 +28,19 @@ PATH_LABELS = {
     "driver_cuda_bindings": "`cuLaunchKernel` through cuda-python (`cuda.bindings`), prepacked",
     "pyplugins_launch": "`pyplugins.launch.Launch` alone",
     "cupy_raw": "CuPy `RawKernel` call, cached stream",
-    "plugin_enqueue": "**plugin `enqueue`** (as TensorRT calls it: fresh descriptors and lists)",
+    "plugin_enqueue": "**plugin `enqueue`** (as TensorRT calls it: from a C++ pybind11 "
+                      "trampoline like TensorRT's, fresh descriptors and lists)",
+    "plugin_enqueue_py": "plugin `enqueue`, descriptors and lists built in Python (informative)",
     "plugin_enqueue_prebuilt": "plugin `enqueue`, one prebuilt set of lists (informative)",
     "emulator_trampoline": "plugin via emulator trampoline (emulator cost, informative)",
     "vendor_sample": "vendor sample's per-enqueue pattern",
+    "python_call": "empty Python `enqueue`, from the same C++ trampoline (the binding's cost)",
+    "python_call_pybind11": "the same, found by pybind11's own `get_override` (harness check)",
+}
+#: The labels of results whose plugin rows came from the Python stand-in (``harness`` "python",
+#: or no ``harness``: every result before the C++ trampoline).
+PYTHON_HARNESS_LABELS = {
+    "plugin_enqueue": "**plugin `enqueue`** (as TensorRT calls it: fresh descriptors and lists)",
     "python_call": "empty Python `enqueue`, called as TensorRT calls it",
 }
 SCHEMA1_WARNING = (
@@ -92,7 +101,8 @@ def _overhead(result: Dict[str, Any]) -> List[str]:
            f"{over.get('rounds', 1)} round(s) (the C++ floor: its own process, run before each "
            "round and after the last). Medians over rounds of each round's median; the target "
            "rows above take the worst round. x Cython: against the cheaper prepacked Cython "
-           "`cuLaunchKernel`.", ""]
+           "`cuLaunchKernel`. " + _harness(over), ""]
+    labels = dict(PATH_LABELS, **({} if over.get("harness") == "cpp" else PYTHON_HARNESS_LABELS))
     for kernel, rows in host.items():
         cpp, cpp_sync = med(rows.get("cpp_floor"), "host_us"), med(rows.get("cpp_floor"), "sync_us")
         cython = min((m for k in claims.CYTHON if (m := med(rows.get(k), "host_us"))),
@@ -100,13 +110,24 @@ def _overhead(result: Dict[str, Any]) -> List[str]:
         table = []
         for key, row in rows.items():
             h, s = med(row, "host_us"), med(row, "sync_us")
-            table.append([PATH_LABELS.get(key, key), f"{num(h)} (min {num(row['host_us']['min'])})",
+            table.append([labels.get(key, key), f"{num(h)} (min {num(row['host_us']['min'])})",
                           f"{num(_ratio(h, cpp))}x", f"{num(_ratio(h, cython))}x", num(s),
                           f"{num(_ratio(s, cpp_sync))}x", str(row.get("check", "ok"))])
         out += [f"**{kernel}**", ""] + _table(
             ["path", "host us/call (median)", "x C++", "x Cython", "loop+sync us/call",
              "x C++ (loop+sync)", "output"], table) + [""]
     return out
+
+
+def _harness(over: Dict[str, Any]) -> str:
+    """How the plugin row's ``enqueue`` was called."""
+    if over.get("harness") == "cpp":
+        return ("The plugin row is called from C++ (`benchmarks/cpp/trt_call.cpp`, TensorRT's "
+                "pybind11 trampoline mirrored: GIL taken, `enqueue` looked up by name, fresh "
+                "descriptor copies and lists cast per call, from a C++ loop).")
+    return ("The plugin row is called by a Python stand-in for TensorRT's binding (descriptor "
+            "objects built in Python per call), which costs more than the binding's C-level "
+            "copies: an upper bound.")
 
 
 def _graph(result: Dict[str, Any]) -> List[str]:

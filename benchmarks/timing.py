@@ -27,16 +27,22 @@ def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, ca
     Paths take turns batch by batch (the order rotating), so drifts in clocks or load fall on
     all of them alike. Per path and turn: a batch of ``batch`` calls timed alone ("host", then
     synchronized untimed) and a batch timed together with ``sync`` ("sync"). Each path gets
-    ``ceil(calls / batch)`` turns after ``warmup_batches`` untimed ones.
+    ``ceil(calls / batch)`` turns after ``warmup_batches`` untimed ones. A path with a
+    ``run_batch(n)`` method makes its ``n`` calls itself (a loop in C++, as TensorRT calls
+    ``enqueue``) instead of being called ``n`` times from this loop.
     """
     names = list(fns)
     n_batches = max(1, -(-calls // batch))
     rng = range(batch)
+    batched = {name: getattr(fn, "run_batch", None) for name, fn in fns.items()}
     for name in names:
-        fn = fns[name]
+        fn, run_batch = fns[name], batched[name]
         for _ in range(warmup_batches):
-            for _ in rng:
-                fn()
+            if run_batch is None:
+                for _ in rng:
+                    fn()
+            else:
+                run_batch(batch)
             sync()
     host: Dict[str, List[float]] = {n: [] for n in names}
     both: Dict[str, List[float]] = {n: [] for n in names}
@@ -44,16 +50,22 @@ def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, ca
     for b in range(n_batches):
         shift = b % len(names)
         for name in names[shift:] + names[:shift]:
-            fn = fns[name]
+            fn, run_batch = fns[name], batched[name]
             t0 = clock()
-            for _ in rng:
-                fn()
+            if run_batch is None:
+                for _ in rng:
+                    fn()
+            else:
+                run_batch(batch)
             t1 = clock()
             sync()
             host[name].append(t1 - t0)
             t0 = clock()
-            for _ in rng:
-                fn()
+            if run_batch is None:
+                for _ in rng:
+                    fn()
+            else:
+                run_batch(batch)
             sync()
             both[name].append(clock() - t0)
     per_us = 1e6 / batch

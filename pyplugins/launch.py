@@ -4,7 +4,9 @@
 no compilation, work only on the stream TensorRT hands over) and short. :class:`Launch` is built
 in ``configure_plugin`` from a compiled kernel, its grid, block and by-value arguments; calling it
 in ``enqueue`` writes the tensor pointers into a parameter buffer packed at build time and calls
-``cuLaunchKernel`` once, through CuPy's Cython binding of the driver API.
+``cuLaunchKernel`` once, through CuPy's Cython binding of the driver API. A call with the same
+stream and pointers as the previous one (TensorRT reuses its bindings) skips the writing and makes
+the prebound call alone.
 
 Devices: a compiled kernel (a ``CUfunction``) belongs to one device's context. A Launch records
 the device it was built for; plugins rebuild it in ``configure_plugin`` on the device that owns
@@ -91,6 +93,13 @@ class Launch:
     Build it in ``configure_plugin``; call it in ``enqueue`` as ``launch(stream, *pointers)``.
     A call writes the pointers into the preallocated parameter buffer and calls
     ``cuLaunchKernel``: no allocation, no copy, no synchronization, so it is capture-safe.
+    When ``stream`` and ``pointers`` equal (``==``) the previous call's, the buffer already holds
+    them and the call is the prebound ``cuLaunchKernel`` alone. Reusing the buffer is safe, also
+    under stream capture: the driver copies each parameter out of the memory ``kernelParams``
+    points to when the launch (or the captured kernel node) is made, so later writes never reach
+    an earlier launch (CUDA Driver API, ``cuLaunchKernel`` and ``cuGraphAddKernelNode``: each
+    ``kernelParams[i]`` "must point to a region of memory from which the actual kernel parameter
+    will be copied").
 
     Args:
         function: the compiled kernel: a ``cupy.RawKernel`` (from :meth:`Kernel.function`), a
@@ -117,11 +126,14 @@ class Launch:
         ...                 args=(POINTER, np.int32(7)), name="k")
         >>> launch.pointer_count, launch.block
         (1, (128, 1, 1))
+        >>> launch(0, 0xA0)  # an empty grid launches nothing, but the pointer is written
+        >>> launch.param_bytes(0) == (0xA0).to_bytes(8, "little")
+        True
     """
 
     __slots__ = ("name", "device", "grid", "block", "shared_mem", "skips", "pointer_count",
                  "function_ptr", "layout", "_owner", "_storage", "_params", "_params_ptr",
-                 "_slots", "_go", "_args", "__weakref__")
+                 "_slots", "_go", "_args", "_stream", "_pointers", "_bound", "__weakref__")
 
     def __init__(self, function: Any, grid: Dims, block: Dims, args: Sequence[Arg] = (), *,
                  shared_mem: int = 0, device: Optional[int] = None,
@@ -141,13 +153,18 @@ class Launch:
         self.device = current_device() if device is None else int(device)
         self._owner = function
         self.function_ptr = function_handle(function, self.device, self.name)
+        # The stream and pointers of the last call, and _go bound to that stream: a call that
+        # repeats them is this one C call (_load rebinds on any difference).
+        self._stream: Any = None
+        self._pointers: Optional[tuple] = None
+        self._bound: Any = None
         if self.skips:
             self._go = _no_launch
             return
         driver = import_driver()
         _prepare_function(driver, self.function_ptr, self.block, self.shared_mem, self.device,
                           self.name, function)
-        # Everything but (stream, kernelParams, extra) is bound now, so a call is one C call.
+        # Everything but (stream, kernelParams, extra) is bound now.
         self._go = functools.partial(driver.launchKernel, self.function_ptr, *self.grid,
                                      *self.block, self.shared_mem)
 
@@ -158,13 +175,25 @@ class Launch:
             LaunchError: wrong number or type of pointers, or the driver refused the launch.
         """
         try:
+            same = pointers == self._pointers and stream == self._stream
+        except (TypeError, ValueError):  # objects that do not compare as ints (arrays): _load says
+            same = False
+        if not same:
+            self._load(stream, pointers)
+        try:
+            self._bound()
+        except Exception as err:  # CUDADriverError; cupy is imported lazily
+            raise self._failed(stream, err) from err
+
+    def _load(self, stream: int, pointers: tuple) -> None:
+        """Write ``pointers`` into the buffer and bind the launch to ``stream`` (a cache miss)."""
+        self._pointers = None  # a failed write leaves nothing cached
+        try:
             self._slots[:] = pointers
         except (TypeError, ValueError) as err:
             raise self._bad_pointers(pointers) from err
-        try:
-            self._go(stream, self._params_ptr, 0)
-        except Exception as err:  # CUDADriverError; cupy is imported lazily
-            raise self._failed(stream, err) from err
+        self._bound = functools.partial(self._go, stream, self._params_ptr, 0)
+        self._stream, self._pointers = stream, pointers
 
     def __deepcopy__(self, memo: dict) -> "Launch":
         """A Launch of the same kernel with its own parameter buffer.

@@ -352,6 +352,45 @@ def test_launch_rejects_unknown_function_type():
         Launch("circ_pad", grid=0, block=1, device=0)
 
 
+def _recording_launch():
+    """A Launch of a non-empty grid (a bare handle: no GPU needed to build it) whose driver call
+    is replaced by a recorder of what cuLaunchKernel would read: stream and pointer slots."""
+    launch = Launch(0x1000, grid=4, block=BLOCK, args=(POINTER, np.int32(3), POINTER), device=0)
+    seen = []
+
+    def record(stream, params, extra):
+        assert params == launch._params.ctypes.data and extra == 0
+        seen.append((stream, *(int.from_bytes(launch.param_bytes(i), "little") for i in (0, 2))))
+
+    launch._go = record
+    return launch, seen
+
+
+def test_launch_reuses_its_buffer_only_while_stream_and_pointers_repeat():
+    launch, seen = _recording_launch()
+    calls = [(7, 0x10, 0x20), (7, 0x10, 0x20), (7, 0x30, 0x20), (7, 0x30, 0x40), (9, 0x30, 0x40),
+             (7, 0x10, 0x20), (np.int64(7), np.uint64(0x10), 0x20)]
+    bound = []
+    for call in calls:
+        launch(*call)
+        bound.append(launch._bound)
+    assert seen == [tuple(int(v) for v in c) for c in calls]  # every launch read its own pointers
+    assert bound[1] is bound[0] and bound[6] is bound[5]  # a repeat is the prebound call alone
+    assert len({id(b) for b in bound[:6]}) == 5  # any change of stream or pointer rebinds
+    assert launch.param_bytes(1) == np.int32(3).tobytes()  # by-value bytes never rewritten
+
+
+def test_launch_rewrites_after_a_refused_call():
+    launch, seen = _recording_launch()
+    launch(7, 0x10, 0x20)
+    with pytest.raises(LaunchError, match="2 device pointer"):
+        launch(7, 0x99, "x")  # writes slot 0, then fails on slot 1
+    with pytest.raises(LaunchError, match="2 device pointer"):
+        launch(7, np.array([1, 2]), 0x20)  # an array does not compare as an int: refused too
+    launch(7, 0x10, 0x20)  # same as the last good call, but the buffer was touched since
+    assert seen == [(7, 0x10, 0x20), (7, 0x10, 0x20)]
+
+
 # ---------------------------------------------------------------------------------------------
 # CPU: what the GPU tests of circ_pad rely on, read from the kernel's source
 
@@ -507,6 +546,36 @@ def test_circ_pad_unaligned_pointers(cp, stream, dtype, x_off, y_off, stage_byte
     np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
     untouched = np.concatenate([got[:y_off], got[y_off + expected.size:]])
     assert (np.isnan(untouched) if host.dtype.kind == "f" else untouched == -1).all()
+
+
+@pytest.mark.gpu
+def test_launch_with_new_pointers_each_call_writes_each_output(cp, stream):
+    """The parameter cache: calls alternating between buffers (and repeating) land where asked,
+    eagerly and inside a captured graph."""
+    rng = np.random.default_rng()
+    n = 4097
+    launch = _leaky_launch(cp, n, np.float32)(0.5)
+    pairs = [_random(cp, (n,), np.float32, rng) for _ in range(3)]
+    outs = [_poisoned(cp, (n,), np.float32) for _ in range(4)]
+    order = [(0, 0), (0, 0), (1, 1), (2, 2), (0, 3), (0, 3), (1, 0)]
+    _ready(cp)
+    for i, o in order:
+        launch(stream.ptr, pairs[i][1].data.ptr, outs[o].data.ptr)
+    stream.synchronize()
+    last = {o: i for i, o in order}  # the input each output was written from last
+    for o, i in last.items():
+        np.testing.assert_array_equal(cp.asnumpy(outs[o]), _leaky_reference(pairs[i][0], 0.5))
+    for y in outs:
+        y.fill(np.nan)
+    _ready(cp)
+    stream.begin_capture()
+    for i, o in order:
+        launch(stream.ptr, pairs[i][1].data.ptr, outs[o].data.ptr)
+    graph = stream.end_capture()
+    graph.launch(stream)
+    stream.synchronize()
+    for o, i in last.items():
+        np.testing.assert_array_equal(cp.asnumpy(outs[o]), _leaky_reference(pairs[i][0], 0.5))
 
 
 def _leaky_reference(host, slope):
