@@ -596,7 +596,8 @@ __device__ __forceinline__ unsigned smax3(unsigned a, unsigned b, unsigned c) {
 }
 // Lane max of two half2 words: __hmax2 where it exists (sm_80), else through float (exact).
 __device__ __forceinline__ unsigned hmax2w(unsigned a, unsigned b) {
-    const __half2 ha = *reinterpret_cast<const __half2*>(&a), hb = *reinterpret_cast<const __half2*>(&b);
+    const __half2 ha = *reinterpret_cast<const __half2*>(&a);
+    const __half2 hb = *reinterpret_cast<const __half2*>(&b);
 #if PP_POOL_HMAX2
     const __half2 m = __hmax2(ha, hb);
 #else
@@ -638,7 +639,9 @@ template <bool AVG> struct BandRow<signed char, AVG> {
         l = AVG ? prmt(left, 0u, 0x4342u) ^ 0x00800080u : prmt(left, 0u, 0xB3A2u);
         r = AVG ? (right & 0xffu) ^ 0x80u : prmt(right, 0u, 0x8080u);
     }
-    __device__ __forceinline__ static unsigned op2(unsigned a, unsigned b) { return AVG ? a + b : smax2(a, b); }
+    __device__ __forceinline__ static unsigned op2(unsigned a, unsigned b) {
+        return AVG ? a + b : smax2(a, b);
+    }
     __device__ __forceinline__ static unsigned op3(unsigned a, unsigned b, unsigned c) {
         return AVG ? a + b + c : smax3(a, b, c);
     }
@@ -694,12 +697,13 @@ template <bool AVG> struct BandRow<signed char, AVG> {
                 const int cols = 5 - (o == 0 && first ? 2 : 0) - (o == 7 && last ? 1 : 0);
                 const int count = rows * cols;
                 if (!AVG) {
-                    q[o] = static_cast<unsigned char>(finish_q<0>(static_cast<int>(static_cast<short>(v)),
-                                                                  count, false, p)) ^ 0x80;
+                    const int m = static_cast<short>(v);  // the lane, sign-extended
+                    q[o] = static_cast<unsigned char>(finish_q<0>(m, count, false, p)) ^ 0x80;
                 } else if (p.unit) {
                     q[o] = rne_div(v, count);  // rne((S + 128 count) / count) = rne(S / count) + 128
                 } else {
-                    q[o] = static_cast<unsigned char>(finish_q<0>(v - 128 * count, count, true, p)) ^ 0x80;
+                    const int sum = v - 128 * count;
+                    q[o] = static_cast<unsigned char>(finish_q<0>(sum, count, true, p)) ^ 0x80;
                 }
             }
         }
@@ -860,7 +864,8 @@ __device__ __forceinline__ void band_stage(const T* __restrict__ x, uint4* buf, 
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const int t = static_cast<int>(by_stride(i));
         const int ih = ir0 + t, c = c0 + (i - t * g.stride);
-        if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) && static_cast<unsigned>(c) < static_cast<unsigned>(g.ch))
+        if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
+            static_cast<unsigned>(c) < static_cast<unsigned>(g.ch))
             band_copy16(buf + i, src + ih * p.w + c * V);
         else
             buf[i] = make_uint4(f, f, f, f);
