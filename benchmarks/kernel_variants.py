@@ -39,7 +39,7 @@ from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import Pool, block_size, kernel_name, output_size  # noqa: E402
+from pyplugins.ops.pool import Pool, band_blocks, block_size, kernel_name, output_size  # noqa: E402
 from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, RoPE  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
@@ -209,7 +209,10 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         n, c, h, w = shape
         ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
         total = n * c * ho * wo
-        needed = -(-total // (v.block * 4))
+        if (v.kernel or expr).startswith("pool2d_band"):  # as Pool.plan: a walk per thread
+            needed = band_blocks(total, itemsize, v.block)
+        else:
+            needed = -(-total // (v.block * 4))
         default = min(needed, resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
         args = (POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
@@ -219,18 +222,25 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
     other = 256 if block == 128 else 128
-    if kernel == 5:  # "packed": rows reduced on packed words (PP_POOL_PACKED, half and int8)
-        unpacked = ("-DPP_POOL_PACKED=0",)
-        variants = (Variant(f"default (rows2 b{block})", (), block),
-                    Variant("unpacked (old default)", unpacked, block),
-                    Variant("unpacked rows3", unpacked + ("-DPP_POOL_ROWS_5=3",), block),
-                    Variant("unpacked 2x", unpacked, block, "2x"),
-                    Variant(f"b{other}", (), other),
-                    Variant("rows1", ("-DPP_POOL_ROWS_5=1",), block),
-                    Variant("rows3", ("-DPP_POOL_ROWS_5=3",), block),
-                    Variant("rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"), block),
-                    Variant("rows2 2x", (), block, "2x"),
-                    Variant("generic (old)", ("-DPP_POOL_MORE_WINDOWS=0",), block))
+    if kernel == 5:  # pool2d_band (shared-memory bands) and pool2d_wide's vector path
+        wide = "pool2d_wide<{T}>"
+        one, rs = ("-DPP_POOL_BAND_STAGES=1",), "-DPP_POOL_BAND_RS="
+        variants = (Variant(f"default (band b{block})", (), block),
+                    Variant("old default (wide b128)", (), 128, kernel=wide),
+                    Variant("band 2x", (), block, "2x"),
+                    Variant("band 1 stage", one, block),
+                    Variant("band 1 stage full", one, block, "full"),
+                    Variant("band plain loads", ("-DPP_POOL_BAND_ASYNC=0",), block),
+                    Variant("band rs1", (rs + "1",), block),
+                    Variant("band rs4 b128", (rs + "4",), 128),
+                    Variant("band b128", (), 128),
+                    Variant("band tc32", ("-DPP_POOL_BAND_TC=32",), block),
+                    Variant("band 10K stages", ("-DPP_POOL_BAND_CHUNKS=640",), block),
+                    Variant("band 24K stages", ("-DPP_POOL_BAND_CHUNKS=1536",), block),
+                    Variant("band 1 stage 40K", one + ("-DPP_POOL_BAND_CHUNKS=2560",), block),
+                    Variant("band minb3 (85 regs)", ("-DPP_POOL_BAND_MINB=3",), block),
+                    Variant("old wide rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"),
+                            128, kernel=wide))
     elif chosen == "pool2d_i8":
         old = "pool2d<{T}>"
         variants = (Variant(f"default (simd u2 b{block})", (), block),

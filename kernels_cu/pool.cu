@@ -23,6 +23,22 @@
 //               padding 0 at in_scale == out_scale, which it computes four bytes at a time with
 //               byte-SIMD (max = __vmaxs4, average = rne(sum / 4) in 16-bit lanes, exact) when x
 //               is 16-byte aligned and w % 16 == 0; everything else takes the generic path.
+//     pool2d_band<T>(same arguments): the same function; launch it for 5x5 stride 2 column
+//               padding 2 (any ph <= 4) with at most 256 threads per block (its launch bounds;
+//               256 suggested) and grid = min(cdiv(nc * ho * wo, 256 * 2 * 8 / sizeof(T)),
+//               resident blocks): one wave of blocks, each looping over tiles gridDim.x apart.
+//               When x is 16-byte aligned and w * sizeof(T) % 16 == 0 (so wo = w / 2), a tile is
+//               the 2 R + 3 input rows that R output rows of one plane need, times up to 64
+//               16-byte chunks of columns plus the chunk either side (R as many as fit 20 KiB of
+//               shared memory, 8 for 64-chunk rows); a block copies it into shared memory with
+//               cp.async (sm_80+; plain loads before), the next tile's copies in flight while
+//               it computes this one (two 20 KiB stages, static), chunks outside the input
+//               filled with the max identity or 0. A thread then walks 2 output rows down one
+//               chunk: pairs of input rows reduced once (shared by two output rows), then the 5
+//               columns, on packed words (INT8 in 16-bit lanes: max of sign-extended q with
+//               VIMNMX3, sums of q + 128; half max __hmax2; float and half average in float),
+//               and stores 8 bytes of each output row. Elsewhere (or past 32-bit indices) the
+//               generic path, which spills under this kernel's 64-register cap.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -51,11 +67,16 @@
 // @instantiate pool2d_wide<__half>
 // @instantiate pool2d_wide<signed char>
 // @instantiate pool2d_i8<signed char>
+// @instantiate pool2d_band<float>
+// @instantiate pool2d_band<__half>
+// @instantiate pool2d_band<signed char>
 //
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
 // (pool2d_wide without its extra windows), PP_POOL_UNITS_I8 (pool2d_i8's units per trip),
-// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path).
+// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_STAGED=0 (pool2d_band
+// = pool2d_wide, for comparison), PP_POOL_BAND_STAGES / _ASYNC / _CHUNKS / _TC / _RS / _RMAX /
+// _THREADS / _MINB (pool2d_band's tiles and pipeline, described where they are defined).
 
 #include "common.cuh"
 
@@ -488,6 +509,459 @@ __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict_
     }
 }
 
+// ---- band path (pool2d_band): 5x5 stride 2, column padding 2, staged in shared memory --------
+
+// A block stages a tile (the input rows that R output rows of one plane need, 2 R + 3 of them,
+// times tc 16-byte chunks of columns plus one chunk either side) into shared memory with
+// cp.async, the next tile's copies in flight while it computes this one; then each thread walks
+// RS output rows down one chunk (V / 2 outputs of each row), reducing down the window's rows
+// first (each pair of input rows reduced once, shared by two output rows), then across, on
+// packed words. Knobs (compile options): PP_POOL_STAGED=0 makes pool2d_band pool2d_wide's body
+// (for comparison); _STAGES (2: double-buffered, 1: load, wait, compute); _ASYNC=0 plain loads
+// instead of cp.async; _CHUNKS (one stage's 16-byte slots); _TC (chunks of a row per tile, at
+// most); _RS (output rows per thread walk); _RMAX (output rows per tile, at most).
+#ifndef PP_POOL_STAGED
+#define PP_POOL_STAGED 1
+#endif
+#ifndef PP_POOL_BAND_STAGES
+#define PP_POOL_BAND_STAGES 2
+#endif
+#ifndef PP_POOL_BAND_ASYNC
+#define PP_POOL_BAND_ASYNC 1
+#endif
+#ifndef PP_POOL_BAND_CHUNKS
+#define PP_POOL_BAND_CHUNKS 1280
+#endif
+#ifndef PP_POOL_BAND_TC
+#define PP_POOL_BAND_TC 64
+#endif
+#ifndef PP_POOL_BAND_RS
+#define PP_POOL_BAND_RS 2
+#endif
+#ifndef PP_POOL_BAND_RMAX
+#define PP_POOL_BAND_RMAX 64
+#endif
+// pool2d_band's launch bounds: at most PP_POOL_BAND_THREADS threads per block, registers for
+// PP_POOL_BAND_MINB such blocks per SM (256 x 4: 64 registers).
+#ifndef PP_POOL_BAND_THREADS
+#define PP_POOL_BAND_THREADS 256
+#endif
+#ifndef PP_POOL_BAND_MINB
+#define PP_POOL_BAND_MINB 4
+#endif
+static_assert(PP_POOL_BAND_STAGES == 1 || PP_POOL_BAND_STAGES == 2, "PP_POOL_BAND_STAGES: 1 or 2");
+static_assert(PP_POOL_BAND_RS >= 1 && PP_POOL_BAND_RMAX >= PP_POOL_BAND_RS,
+              "PP_POOL_BAND_RS >= 1 and PP_POOL_BAND_RMAX >= PP_POOL_BAND_RS");
+static_assert((2 * PP_POOL_BAND_RS + 3) * (PP_POOL_BAND_TC + 2) <= PP_POOL_BAND_CHUNKS,
+              "pool2d_band: a stage must hold at least RS output rows of a TC-chunk tile");
+static_assert(PP_POOL_BAND_STAGES * PP_POOL_BAND_CHUNKS * 16 <= 48 * 1024,
+              "pool2d_band: static shared memory is limited to 48 KiB");
+
+// 16 bytes global -> shared, asynchronous (cp.async) on sm_80 and later unless _ASYNC=0.
+__device__ __forceinline__ void band_copy16(uint4* dst, const void* src) {
+#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+#else
+    *dst = __ldg(reinterpret_cast<const uint4*>(src));
+#endif
+}
+__device__ __forceinline__ void band_commit() {
+#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most N of this thread's committed batches are still in flight.
+template <int N> __device__ __forceinline__ void band_wait() {
+#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// prmt.b32 (PTX): bytes of {b, a} picked by the selector's nibbles; a nibble's bit 3 replicates
+// the picked byte's sign bit instead (sign extension to 16-bit lanes).
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned s) {
+    unsigned d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+    return d;
+}
+// Signed 16-bit lane max of two / three words (VIMNMX / VIMNMX3 on sm_90).
+__device__ __forceinline__ unsigned smax2(unsigned a, unsigned b) { return __vmaxs2(a, b); }
+__device__ __forceinline__ unsigned smax3(unsigned a, unsigned b, unsigned c) {
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
+    return __vimax3_s16x2(a, b, c);
+#else
+    return __vmaxs2(__vmaxs2(a, b), c);
+#endif
+}
+// Lane max of two half2 words: __hmax2 where it exists (sm_80), else through float (exact).
+__device__ __forceinline__ unsigned hmax2w(unsigned a, unsigned b) {
+    const __half2 ha = *reinterpret_cast<const __half2*>(&a);
+    const __half2 hb = *reinterpret_cast<const __half2*>(&b);
+#if PP_POOL_HMAX2
+    const __half2 m = __hmax2(ha, hb);
+#else
+    const float2 fa = __half22float2(ha), fb = __half22float2(hb);
+    const __half2 m = __floats2half2_rn(fa.x > fb.x ? fa.x : fb.x, fa.y > fb.y ? fa.y : fb.y);
+#endif
+    return *reinterpret_cast<const unsigned*>(&m);
+}
+
+// One staged input row's share of a thread: its chunk (V columns) plus the 2 columns left of it
+// and the 1 right of it, in the form it is reduced in. load() reads it from shared memory (the
+// chunk's slot and the slots either side), pair() / triple() reduce rows lane by lane (max or
+// sum), and emit() reduces across the 5 columns of each of the V / 2 outputs and packs them
+// into 8 bytes. rows: in-bounds rows of the output row's window; first / last: the chunk is the
+// row's first / last (its first / last output's window is clipped to 3 / 4 columns).
+template <typename T, bool AVG> struct BandRow;
+
+// INT8: 16-bit lanes. ev[k] = columns 4k, 4k + 2 and od[k] = 4k + 1, 4k + 3 of word k; l =
+// columns -2, -1; r = column 16 (low lane). Max: sign-extended q. Average: q + 128 (0..255), so
+// sums of up to 25 stay below 2^16 and never carry between lanes; out-of-bounds slots hold
+// bytes 0x80 (-128: the max identity, and 0 once biased).
+template <bool AVG> struct BandRow<signed char, AVG> {
+    unsigned ev[4], od[4], l, r;
+    __device__ __forceinline__ void load(const uint4* slot) {
+        const uint4 c = slot[0];
+        const unsigned w[4] = {c.x, c.y, c.z, c.w};
+        const unsigned left = reinterpret_cast<const unsigned*>(slot - 1)[3];
+        const unsigned right = reinterpret_cast<const unsigned*>(slot + 1)[0];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (AVG) {
+                ev[k] = (w[k] & 0x00ff00ffu) ^ 0x00800080u;
+                od[k] = ((w[k] >> 8) & 0x00ff00ffu) ^ 0x00800080u;
+            } else {
+                ev[k] = prmt(w[k], 0u, 0xA280u);
+                od[k] = prmt(w[k], 0u, 0xB391u);
+            }
+        }
+        l = AVG ? prmt(left, 0u, 0x4342u) ^ 0x00800080u : prmt(left, 0u, 0xB3A2u);
+        r = AVG ? (right & 0xffu) ^ 0x80u : prmt(right, 0u, 0x8080u);
+    }
+    __device__ __forceinline__ static unsigned op2(unsigned a, unsigned b) {
+        return AVG ? a + b : smax2(a, b);
+    }
+    __device__ __forceinline__ static unsigned op3(unsigned a, unsigned b, unsigned c) {
+        return AVG ? a + b + c : smax3(a, b, c);
+    }
+    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            ev[k] = op2(a.ev[k], b.ev[k]);
+            od[k] = op2(a.od[k], b.od[k]);
+        }
+        l = op2(a.l, b.l);
+        r = op2(a.r, b.r);
+    }
+    __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& c) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            ev[k] = op3(a.ev[k], b.ev[k], c.ev[k]);
+            od[k] = op3(a.od[k], b.od[k], c.od[k]);
+        }
+        l = op3(a.l, b.l, c.l);
+        r = op3(a.r, b.r, c.r);
+    }
+    __device__ __forceinline__ uint2 emit(int rows, bool first, bool last, const Params& p) const {
+        // s[k] = outputs 2k, 2k + 1 (16-bit lanes): columns 4k - 2 .. 4k + 2 and 4k .. 4k + 4.
+        unsigned s[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const unsigned a = k == 0 ? prmt(l, ev[0], 0x5410u) : prmt(ev[k - 1], ev[k], 0x5432u);
+            const unsigned b = k == 0 ? prmt(l, od[0], 0x5432u) : prmt(od[k - 1], od[k], 0x5432u);
+            const unsigned e = prmt(ev[k], k == 3 ? r : ev[k + 1], 0x5432u);
+            s[k] = op3(op3(a, b, ev[k]), od[k], e);
+        }
+        uint2 out;
+        if (!AVG && p.unit) {  // the max of q is the output: the lanes' low bytes
+            out.x = prmt(s[0], s[1], 0x6420u);
+            out.y = prmt(s[2], s[3], 0x6420u);
+            return out;
+        }
+        int q[8];
+        if (AVG && p.unit && rows == 5) {
+            // full windows (25): rne(U / 25) = floor((U + 12) / 25) (25 is odd: no ties),
+            // by multiply-shift (exact for U < 43690); the bias 128 comes off below
+#pragma unroll
+            for (int o = 0; o < 8; ++o) {
+                const int u = static_cast<int>((s[o / 2] >> (16 * (o % 2))) & 0xffffu);
+                q[o] = ((u + 12) * 5243) >> 17;
+            }
+            if (first) q[0] = rne_div(static_cast<int>(s[0] & 0xffffu), 15);
+            if (last) q[7] = rne_div(static_cast<int>(s[3] >> 16), 20);
+        } else {
+#pragma unroll
+            for (int o = 0; o < 8; ++o) {
+                const int v = static_cast<int>((s[o / 2] >> (16 * (o % 2))) & 0xffffu);
+                const int cols = 5 - (o == 0 && first ? 2 : 0) - (o == 7 && last ? 1 : 0);
+                const int count = rows * cols;
+                if (!AVG) {
+                    const int m = static_cast<short>(v);  // the lane, sign-extended
+                    q[o] = static_cast<unsigned char>(finish_q<0>(m, count, false, p)) ^ 0x80;
+                } else if (p.unit) {
+                    q[o] = rne_div(v, count);  // rne((S + 128 count) / count) = rne(S / count) + 128
+                } else {
+                    const int sum = v - 128 * count;
+                    q[o] = static_cast<unsigned char>(finish_q<0>(sum, count, true, p)) ^ 0x80;
+                }
+            }
+        }
+        // q holds output + 128 (0..255): pack the bytes, then flip the bias bit back
+        out.x = prmt(prmt(q[0], q[1], 0x0040u), prmt(q[2], q[3], 0x0040u), 0x5410u) ^ 0x80808080u;
+        out.y = prmt(prmt(q[4], q[5], 0x0040u), prmt(q[6], q[7], 0x0040u), 0x5410u) ^ 0x80808080u;
+        return out;
+    }
+};
+
+// Half max: raw half2 words (w[k] = columns 2k, 2k + 1; l = -2, -1; r = 8, 9), __hmax2.
+template <> struct BandRow<__half, false> {
+    unsigned w[4], l, r;
+    __device__ __forceinline__ void load(const uint4* slot) {
+        const uint4 c = slot[0];
+        w[0] = c.x; w[1] = c.y; w[2] = c.z; w[3] = c.w;
+        l = reinterpret_cast<const unsigned*>(slot - 1)[3];
+        r = reinterpret_cast<const unsigned*>(slot + 1)[0];
+    }
+    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) w[k] = hmax2w(a.w[k], b.w[k]);
+        l = hmax2w(a.l, b.l);
+        r = hmax2w(a.r, b.r);
+    }
+    __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& c) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) w[k] = hmax2w(hmax2w(a.w[k], b.w[k]), c.w[k]);
+        l = hmax2w(hmax2w(a.l, b.l), c.l);
+        r = hmax2w(hmax2w(a.r, b.r), c.r);
+    }
+    __device__ __forceinline__ uint2 emit(int, bool, bool, const Params&) const {
+        // lo[m] / hi[m]: the low / high halves of words m - 1 and m (word -1 = l, word 4 = r)
+        unsigned lo[5], hi[5];
+#pragma unroll
+        for (int m = 0; m < 5; ++m) {
+            const unsigned a = m == 0 ? l : w[m - 1], b = m == 4 ? r : w[m];
+            lo[m] = prmt(a, b, 0x5410u);
+            hi[m] = prmt(a, b, 0x7632u);
+        }
+        // outputs 2k, 2k + 1: columns 4k - 2 .. 4k + 2 and 4k .. 4k + 4
+        uint2 out;
+        out.x = hmax2w(hmax2w(hmax2w(lo[0], hi[0]), hmax2w(lo[1], hi[1])), lo[2]);
+        out.y = hmax2w(hmax2w(hmax2w(lo[2], hi[2]), hmax2w(lo[3], hi[3])), lo[4]);
+        return out;
+    }
+};
+
+// Float types (float max / average, half average): E = V + 3 columns in float (c[0], c[1] =
+// columns -2, -1; c[2 + i] = column i), rows added (a + b) + c.
+template <typename T, bool AVG> struct BandRow {
+    static constexpr int V = 16 / sizeof(T);
+    float c[V + 3];
+    __device__ __forceinline__ void load(const uint4* slot) {
+        if constexpr (sizeof(T) == 4) {
+            const uint4 m = slot[0];
+            const uint2 left = reinterpret_cast<const uint2*>(slot - 1)[1];
+            c[0] = __uint_as_float(left.x); c[1] = __uint_as_float(left.y);
+            c[2] = __uint_as_float(m.x); c[3] = __uint_as_float(m.y);
+            c[4] = __uint_as_float(m.z); c[5] = __uint_as_float(m.w);
+            c[6] = reinterpret_cast<const float*>(slot + 1)[0];
+        } else {
+            const uint4 m = slot[0];
+            const unsigned w[6] = {reinterpret_cast<const unsigned*>(slot - 1)[3], m.x, m.y, m.z, m.w,
+                                   reinterpret_cast<const unsigned*>(slot + 1)[0]};
+#pragma unroll
+            for (int k = 0; k < 5; ++k) {
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+                c[2 * k] = f.x;
+                c[2 * k + 1] = f.y;
+            }
+            c[10] = __low2float(*reinterpret_cast<const __half2*>(&w[5]));
+        }
+    }
+    __device__ __forceinline__ static float op2(float a, float b) { return AVG ? a + b : fmaxf(a, b); }
+    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+#pragma unroll
+        for (int i = 0; i < V + 3; ++i) c[i] = op2(a.c[i], b.c[i]);
+    }
+    __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& d) {
+#pragma unroll
+        for (int i = 0; i < V + 3; ++i) c[i] = op2(op2(a.c[i], b.c[i]), d.c[i]);
+    }
+    __device__ __forceinline__ uint2 emit(int rows, bool first, bool last, const Params&) const {
+        // pp[m] = columns 2m - 2, 2m - 1; output o = pp[o] + pp[o + 1] + column 2o + 2
+        constexpr int OW = V / 2;
+        float pp[OW + 1];
+#pragma unroll
+        for (int m = 0; m <= OW; ++m) pp[m] = op2(c[2 * m], c[2 * m + 1]);
+        float v[OW];
+#pragma unroll
+        for (int o = 0; o < OW; ++o) v[o] = op2(op2(pp[o], pp[o + 1]), c[2 * o + 4]);
+        if (AVG) {  // sum / count, count = rows x 5 columns (3 / 4 at the row's first / last)
+            const float inv = __fdividef(1.f, static_cast<float>(rows * 5));
+#pragma unroll
+            for (int o = 1; o < OW - 1; ++o) v[o] *= inv;
+            v[0] *= first ? __fdividef(1.f, static_cast<float>(rows * 3)) : inv;
+            v[OW - 1] *= last ? __fdividef(1.f, static_cast<float>(rows * 4)) : inv;
+        }
+        uint2 out;
+        if constexpr (sizeof(T) == 4) {
+            out.x = __float_as_uint(v[0]);
+            out.y = __float_as_uint(v[1]);
+        } else {
+            const __half2 a = __floats2half2_rn(v[0], v[1]), b = __floats2half2_rn(v[2], v[3]);
+            out.x = *reinterpret_cast<const unsigned*>(&a);
+            out.y = *reinterpret_cast<const unsigned*>(&b);
+        }
+        return out;
+    }
+};
+
+// 4 bytes of what a slot outside the input holds: the max identity, or 0 (INT8: 0x80, both).
+template <typename T, bool AVG> __device__ __forceinline__ unsigned band_fill() {
+    return sizeof(T) == 1 ? 0x80808080u : (AVG ? 0u : max_identity(T()));
+}
+
+// Tile geometry: ch chunks per input row, tc per tile row (+ 2 slots: the chunks either side),
+// r output rows per tile (a multiple of RS), and the tile counts.
+struct BandGeom {
+    int ch, tc, stride, r, nr, bands, ctiles;
+    long long tiles;
+};
+
+__device__ __forceinline__ BandGeom band_geom(const Params& p, int V) {
+    constexpr int RS = PP_POOL_BAND_RS;
+    BandGeom g;
+    g.ch = p.w / V;
+    g.tc = g.ch < PP_POOL_BAND_TC ? g.ch : PP_POOL_BAND_TC;
+    g.stride = g.tc + 2;
+    int r = (PP_POOL_BAND_CHUNKS / g.stride - 3) / 2;  // rows that fit
+    r = r < PP_POOL_BAND_RMAX ? r : PP_POOL_BAND_RMAX;
+    const int ho_up = (p.ho + RS - 1) / RS * RS;          // no more than the plane needs
+    r = r < ho_up ? r : ho_up;
+    g.r = r / RS * RS;
+    g.nr = 2 * g.r + 3;
+    g.bands = (p.ho + g.r - 1) / g.r;
+    g.ctiles = (g.ch + g.tc - 1) / g.tc;
+    g.tiles = p.nc * g.bands * g.ctiles;
+    return g;
+}
+
+// Copies (or fills) tile `tile`'s slots into buf: staged row t is input row 2 band r - ph + t,
+// slot s is chunk ct tc - 1 + s.
+template <typename T, bool AVG>
+__device__ __forceinline__ void band_stage(const T* __restrict__ x, uint4* buf, const Params& p,
+                                           const BandGeom& g, long long tile, const FastDiv& by_stride,
+                                           const FastDiv& by_ctiles, const FastDiv& by_bands) {
+    constexpr int V = 16 / sizeof(T);
+    const int q = static_cast<int>(by_ctiles(tile));
+    const int ct = static_cast<int>(tile) - q * g.ctiles;
+    const int plane = static_cast<int>(by_bands(q));
+    const int band = q - plane * g.bands;
+    const int ir0 = 2 * band * g.r - p.ph, c0 = ct * g.tc - 1;
+    const T* src = x + plane * (p.h * p.w);
+    const unsigned f = band_fill<T, AVG>();
+    const int n = g.nr * g.stride;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const int t = static_cast<int>(by_stride(i));
+        const int ih = ir0 + t, c = c0 + (i - t * g.stride);
+        if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
+            static_cast<unsigned>(c) < static_cast<unsigned>(g.ch))
+            band_copy16(buf + i, src + ih * p.w + c * V);
+        else
+            buf[i] = make_uint4(f, f, f, f);
+    }
+}
+
+// Computes tile `tile` from buf: item i = (sub-band i / tc: RS output rows, chunk i % tc).
+template <typename T, bool AVG>
+__device__ __forceinline__ void band_compute(T* __restrict__ y, const uint4* buf, const Params& p,
+                                             const BandGeom& g, long long tile, const FastDiv& by_tc,
+                                             const FastDiv& by_ctiles, const FastDiv& by_bands,
+                                             bool y8) {
+    constexpr int RS = PP_POOL_BAND_RS;
+    constexpr int OW = 8 / sizeof(T);  // outputs per chunk (16 / sizeof(T) / 2)
+    const int q = static_cast<int>(by_ctiles(tile));
+    const int ct = static_cast<int>(tile) - q * g.ctiles;
+    const int plane = static_cast<int>(by_bands(q));
+    const int o0 = (q - plane * g.bands) * g.r;
+    const int items = g.tc * (g.r / RS);
+    for (int i = threadIdx.x; i < items; i += blockDim.x) {
+        const int sub = static_cast<int>(by_tc(i));
+        const int j = i - sub * g.tc;
+        const int chunk = ct * g.tc + j;
+        const int r0 = sub * RS;
+        if (chunk >= g.ch || o0 + r0 >= p.ho) continue;
+        const bool first = chunk == 0, last = chunk == g.ch - 1;
+        const uint4* col = buf + 2 * r0 * g.stride + j + 1;  // staged row 2 r0, this chunk's slot
+        BandRow<T, AVG> a, b, q0, q1, v;
+        a.load(col);
+        b.load(col + g.stride);
+        q0.pair(a, b);
+        a.load(col + 2 * g.stride);
+        b.load(col + 3 * g.stride);
+        q1.pair(a, b);
+#pragma unroll
+        for (int rr = 0; rr < RS; ++rr) {
+            const int oh = o0 + r0 + rr;
+            if (oh >= p.ho) break;
+            a.load(col + (2 * rr + 4) * g.stride);
+            v.triple(q0, q1, a);
+            const int rows = extent(2 * oh - p.ph, 5, p.h);
+            const uint2 out = v.emit(rows, first, last, p);
+            T* dst = y + (plane * p.ho + oh) * p.wo + chunk * OW;
+            if (y8) {
+                *reinterpret_cast<uint2*>(dst) = out;
+            } else {
+                const T* e = reinterpret_cast<const T*>(&out);
+#pragma unroll
+                for (int o = 0; o < OW; ++o) dst[o] = e[o];
+            }
+            if (rr + 1 < RS) {
+                q0 = q1;
+                b.load(col + (2 * rr + 5) * g.stride);
+                q1.pair(a, b);
+            }
+        }
+    }
+}
+
+// 5x5 stride 2, column padding 2, row padding ph in [0, 4]; x 16-byte aligned, w % V == 0 and
+// 32-bit indices (the caller checks). Tiles are taken gridDim.x apart; with 2 stages the next
+// tile's copies are in flight while this one is computed.
+template <typename T, bool AVG>
+__device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict__ y, const Params& p,
+                                          uint4 (*smem)[PP_POOL_BAND_CHUNKS]) {
+    constexpr int V = 16 / sizeof(T);
+    const BandGeom g = band_geom(p, V);
+    const FastDiv by_stride(g.stride), by_tc(g.tc), by_ctiles(g.ctiles), by_bands(g.bands);
+    const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
+    long long tile = blockIdx.x;
+    if (tile >= g.tiles) return;
+    band_stage<T, AVG>(x, smem[0], p, g, tile, by_stride, by_ctiles, by_bands);
+    band_commit();
+    int k = 0;
+    for (; tile < g.tiles; tile += gridDim.x) {
+        const long long next = tile + gridDim.x;
+        if (PP_POOL_BAND_STAGES == 2) {
+            if (next < g.tiles)
+                band_stage<T, AVG>(x, smem[k ^ 1], p, g, next, by_stride, by_ctiles, by_bands);
+            band_commit();
+            band_wait<1>();
+        } else {
+            band_wait<0>();
+        }
+        __syncthreads();
+        band_compute<T, AVG>(y, smem[k], p, g, tile, by_tc, by_ctiles, by_bands, y8);
+        __syncthreads();
+        if (PP_POOL_BAND_STAGES == 2) {
+            k ^= 1;
+        } else if (next < g.tiles) {
+            band_stage<T, AVG>(x, smem[0], p, g, next, by_stride, by_ctiles, by_bands);
+            band_commit();
+        }
+    }
+}
+
 // ---- INT8 2x2 stride 2, unit ratio: four bytes at a time ----------------------------------------
 
 // Bytes 0 and 2 of each word, a then b: [a0, a2, b0, b2].
@@ -669,3 +1143,41 @@ __global__ void __launch_bounds__(512, 3) pool2d_i8(const T* __restrict__ x, T* 
     if (mode == 0) pp_pool::pool_i8_entry<false>(x, y, p);
     else pp_pool::pool_i8_entry<true>(x, y, p);
 }
+
+// 5x5 stride 2, column padding 2, row padding 0..4 (launch it for that window; at most
+// PP_POOL_BAND_THREADS threads per block): the staged band path when x is 16-byte aligned,
+// w * sizeof(T) % 16 == 0 and the indices fit 32 bits; the generic path for everything else
+// (any window is still computed, but under this kernel's register cap the generic path spills).
+#if PP_POOL_STAGED
+template <typename T>
+__global__ void __launch_bounds__(PP_POOL_BAND_THREADS, PP_POOL_BAND_MINB)
+pool2d_band(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w, int ho, int wo,
+            int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale) {
+    __shared__ uint4 smem[PP_POOL_BAND_STAGES][PP_POOL_BAND_CHUNKS];
+    pp_pool::Params p;
+    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
+    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
+    const bool band = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
+                      wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
+                      ph >= 0 && ph <= 4;
+    if (band) {
+        if (mode == 0) pp_pool::pool_band<T, false>(x, y, p, smem);
+        else pp_pool::pool_band<T, true>(x, y, p, smem);
+    } else if (small) {  // the run-time window loop only: the fewest registers
+        if (mode == 0) pp_pool::pool_body<T, pp_pool::FastDiv, false, 0, 0>(x, y, p);
+        else pp_pool::pool_body<T, pp_pool::FastDiv, true, 0, 0>(x, y, p);
+    } else {
+        if (mode == 0) pp_pool::pool_body<T, pp_pool::SlowDiv, false, 0, 0>(x, y, p);
+        else pp_pool::pool_body<T, pp_pool::SlowDiv, true, 0, 0>(x, y, p);
+    }
+}
+#else
+// PP_POOL_STAGED=0: pool2d_wide's body (its vector path for 5x5 stride 2), for comparison.
+template <typename T>
+__global__ void pool2d_band(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w,
+                            int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw, int mode,
+                            float in_scale, float out_scale) {
+    pp_pool::pool_entry<T, true>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
+                                 out_scale);
+}
+#endif

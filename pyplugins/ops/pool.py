@@ -43,7 +43,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -58,7 +58,8 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "block_size", "kernel_name", "output_size"]
+__all__ = ["BAND_WINDOW", "BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "band_blocks", "block_size",
+           "kernel_name", "output_size"]
 
 #: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
 #: others).
@@ -67,28 +68,44 @@ BLOCK = 256
 #: 5x5 stride 2 0.91 / 0.65 / 0.44 of copy bandwidth for float / half / INT8 against 0.85 /
 #: 0.58 / 0.40, INT8 2x2 0.54 / 0.95 (avg / max) against 0.48 / 0.90).
 SMALL_BLOCK = 128
+#: Threads per block of the pool2d_band launch (its ``__launch_bounds__``: at most 256).
+BAND_BLOCK = 256
 #: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
 _OUTPUTS_PER_THREAD = 4
+#: Output rows one pool2d_band thread walks per tile (``PP_POOL_BAND_RS`` in pool.cu); it gives
+#: 8 bytes of each.
+_BAND_ROWS_PER_THREAD = 2
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
 MODES = {"max": 0, "avg": 1}
 _INT32_MAX = 2**31 - 1
 #: Windows ``(kh, kw, sh, sw, pw)`` that pool.cu's ``pool2d_wide`` kernel has a vector path for
 #: (``pool2d`` has the others; both compute every window, with the same arguments).
 WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
+#: ``(kh, kw, sh, sw, pw)`` of pool.cu's ``pool2d_band`` (shared-memory bands; any ph <= 4).
+BAND_WINDOW = (5, 5, 2, 2, 2)
+_ITEMSIZE = {"float": 4, "__half": 2, "signed char": 1}
 
 
-def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool) -> str:
+def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool,
+                width: Optional[int] = None) -> str:
     """The pool.cu kernel to launch for ``window`` ``(kh, kw, sh, sw, ph, pw)`` and element type:
-    ``pool2d_i8`` (byte-SIMD) for INT8 2x2 stride 2 padding 0 when in_scale == out_scale,
-    ``pool2d_wide`` for :data:`WIDE_WINDOWS`, else ``pool2d`` (each computes every window).
+    ``pool2d_band`` (rows staged in shared memory) for :data:`BAND_WINDOW` when the input width
+    ``width`` (None: not known yet) makes its rows whole 16-byte chunks, ``pool2d_i8``
+    (byte-SIMD) for INT8 2x2 stride 2 padding 0 when in_scale == out_scale, ``pool2d_wide`` for
+    :data:`WIDE_WINDOWS`, else ``pool2d`` (each computes every window).
 
     Example:
         >>> kernel_name((2, 2, 2, 2, 0, 0), "signed char", True)
         'pool2d_i8'
         >>> [kernel_name(w, "float", True) for w in [(5, 5, 2, 2, 2, 2), (2, 2, 2, 2, 0, 0)]]
-        ['pool2d_wide', 'pool2d']
+        ['pool2d_band', 'pool2d']
+        >>> kernel_name((5, 5, 2, 2, 2, 2), "__half", True, width=12)  # 24-byte rows
+        'pool2d_wide'
     """
     kh, kw, sh, sw, ph, pw = window
+    if (kh, kw, sh, sw, pw) == BAND_WINDOW and ph <= 4 and (
+            width is None or width * _ITEMSIZE[ctype] % 16 == 0):
+        return "pool2d_band"
     if ctype == "signed char" and unit_ratio and window == (2, 2, 2, 2, 0, 0):
         return "pool2d_i8"
     return "pool2d_wide" if (kh, kw, sh, sw, pw) in WIDE_WINDOWS else "pool2d"
@@ -100,8 +117,24 @@ def block_size(kernel: str, itemsize: int) -> int:
     Example:
         >>> block_size("pool2d", 4), block_size("pool2d", 1), block_size("pool2d_wide", 2)
         (256, 128, 128)
+        >>> block_size("pool2d_band", 1)
+        256
     """
+    if kernel == "pool2d_band":
+        return BAND_BLOCK
     return BLOCK if kernel == "pool2d" and itemsize > 1 else SMALL_BLOCK
+
+
+def band_blocks(total: int, itemsize: int, block: int = BAND_BLOCK) -> int:
+    """Blocks that give each pool2d_band thread about one walk (8 bytes of 2 output rows) of
+    ``total`` outputs: the grid to cap at the resident-block count.
+
+    Example:
+        >>> band_blocks(64 * 256 * 256, 4), band_blocks(1, 1)
+        (4096, 1)
+    """
+    per_block = block * (8 // itemsize) * _BAND_ROWS_PER_THREAD
+    return shapes.cdiv(total, per_block)
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -157,6 +190,7 @@ class Pool(Plugin):
     pool2d = Kernel("pool.cu", "pool2d<{T}>")
     pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
     pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>")
+    pool2d_band = Kernel("pool.cu", "pool2d_band<{T}>")
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -294,7 +328,8 @@ class Pool(Plugin):
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
         """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
-        kernel and block from :func:`kernel_name` and :func:`block_size`."""
+        kernel and block from :func:`kernel_name` and :func:`block_size`; the grid at most the
+        resident blocks (pool2d_band: one wave that loops over its tiles, two in flight)."""
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
@@ -302,11 +337,16 @@ class Pool(Plugin):
         nc = n * c
         ctype = dtypes.ctype_from_trt(x.type)
         in_scale, out_scale = self.scales
-        kernel = kernel_name(self.window(), ctype, np.float32(in_scale) == np.float32(out_scale))
+        kernel = kernel_name(self.window(), ctype, np.float32(in_scale) == np.float32(out_scale),
+                             width=w)
         fn = getattr(self, kernel).function(ctype, device)
-        block = block_size(kernel, dtypes.itemsize_from_trt(x.type))
+        itemsize = dtypes.itemsize_from_trt(x.type)
+        block = block_size(kernel, itemsize)
         total = nc * ho * wo
-        blocks = shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
+        if kernel == "pool2d_band":
+            blocks = band_blocks(total, itemsize, block)
+        else:
+            blocks = shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
         grid = min(blocks, resident_blocks(fn, block, device=device)) if total else 0
         return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
                       args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),

@@ -93,7 +93,7 @@ def test_int8_2x2_at_unit_ratio_takes_pool2d_i8():
     assert kernel_name(w22, "signed char", False) == "pool2d"
     assert kernel_name(w22, "float", True) == kernel_name(w22, "__half", True) == "pool2d"
     assert kernel_name((2, 2, 2, 2, 1, 0), "signed char", True) == "pool2d"
-    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == "pool2d_wide"
+    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == "pool2d_band"
     assert block_size("pool2d_i8", 1) == block_size("pool2d_wide", 4) == 128
     assert block_size("pool2d", 4) == block_size("pool2d", 2) == 256
 
