@@ -440,7 +440,7 @@ def bar_case(dtype: str) -> Case:
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
         fn = Kernel("bar.cu", "bar<{T}>", options=v.options).function(CTYPES[dtype])
         half = math.prod(shape[1:])
-        unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), 1))
+        unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), bar_op.UNROLL))
         needed = -(-2 * half // (16 // itemsize * v.block * unroll))
         grid = _stream_grid(v.grid, needed, fn, v.block)
         launch = Launch(fn, grid=grid, block=v.block,
@@ -449,11 +449,11 @@ def bar_case(dtype: str) -> Case:
         step = half * itemsize
         return Built(_Derived(launch, (0, step), (0, 2 * step)), (3,) + tuple(shape[1:]))
 
-    u = {k: (f"-DPP_BAR_UNROLL={k}",) for k in (2, 4)}
+    u = {k: (f"-DPP_BAR_UNROLL={k}",) for k in (1, 2, 4)}
     nosplit = ("-DPP_BAR_SPLIT=0",)
-    variants = (Variant("default (split u1 full)"),
+    variants = (Variant(f"default (split u{bar_op.UNROLL} full)"),
                 Variant("old (no split u4 32/SM)", nosplit + u[4], grid="sm32"),
-                Variant("no split", nosplit), Variant("u2", u[2]), Variant("u4", u[4]),
+                Variant("no split", nosplit), Variant("u1", u[1]), Variant("u4", u[4]),
                 Variant("grid 32/SM", grid="sm32"), Variant("grid 4x", grid="4x"),
                 Variant("block 128", (), 128), Variant("block 512", (), 512))
 

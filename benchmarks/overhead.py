@@ -56,19 +56,35 @@ def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
         notes.append(f"{name}: plugin unavailable ({type(err).__name__}: {err}); its host-"
                      "overhead rows are skipped")
         return None
-    launch, kernel = getattr(cfg.plugin, "launch", None), getattr(cls, "kernel", None)
-    if not isinstance(launch, Launch) or kernel is None or launch.pointer_count != 2:
+    launch = getattr(cfg.plugin, "launch", None)
+    if not isinstance(launch, Launch) or launch.pointer_count != 2:
         notes.append(f"{name}: the plugin has no two-pointer pyplugins.launch.Launch named "
-                     "'launch' and Kernel named 'kernel', which the baselines copy; skipped")
+                     "'launch', which the baselines copy; skipped")
         return None
-    function = kernel.function("float")
-    if int(function.kernel.ptr) != launch.function_ptr:
-        notes.append(f"{name}: the baselines' kernel is not the plugin's compiled function")
+    function = _launched_function(cls, launch)
+    if function is None:
+        notes.append(f"{name}: none of the plugin class's Kernel attributes compiled for float "
+                     "is the function its launch calls; skipped")
+        return None
     values = tuple(launch.param_bytes(i) for i, (offset, _) in enumerate(launch.layout)
                    if offset >= 8 * launch.pointer_count)
     x = driver.random_array(shape, "float32", cp.random.default_rng(len(shape)))
     return Tiny(name, cpp_key, cfg, launch, function, values, x,
                 cp.empty(cfg.out_shapes[0], dtype=cp.float32), reference(cp, x))
+
+
+def _launched_function(cls: Any, launch: Any) -> Any:
+    """The ``cupy.RawKernel`` (float) of whichever :class:`pyplugins.kernels.Kernel` class
+    attribute ``launch`` calls (ops pick between kernels per shape), or None."""
+    from pyplugins.kernels import Kernel
+
+    for attr in dir(cls):
+        kernel = getattr(cls, attr, None)
+        if isinstance(kernel, Kernel):
+            function = kernel.function("float")
+            if int(function.kernel.ptr) == launch.function_ptr:
+                return function
+    return None
 
 
 def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
@@ -142,8 +158,9 @@ class CppFloor:
             return
         self.exe, self.why = build_cpp_floor(arch, workdir)
         leaky, pad = tinies["LeakyReLU"].launch, tinies["CircPad"]
+        pad_kernel = pad.launch.name.split("<")[0]  # circ_pad or circ_pad_flat
         self.args = [str(leaky.grid[0]), str(leaky.block[0]), str(pad.launch.grid[0]),
-                     str(pad.launch.block[0]), pad.values[0].hex()]
+                     str(pad.launch.block[0]), pad_kernel, pad.values[0].hex()]
 
     def run(self, calls: int, batch: int, graph_kernels: int, replays: int) -> Dict[str, Any]:
         if self.exe is None:

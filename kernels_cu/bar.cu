@@ -13,7 +13,7 @@
 //   - 1-D grid of any size, 1-D block of at most 512 threads (register use): the kernel
 //     strides over the whole grid. The grid's threads are split between A and B in proportion
 //     to na and nb (a grid of one thread does both), so with the suggested full grid each
-//     thread moves one 16-byte vector: 256 threads,
+//     thread moves PP_BAR_UNROLL (default 2) 16-byte vectors: 256 threads,
 //     grid = cdiv(cdiv(na, V) + cdiv(nb, V), 256 * PP_BAR_UNROLL), V = 16 / sizeof(T).
 //     PP_BAR_SPLIT=0 (a compile option, for tuning) gives every thread a share of both.
 //   - The outputs must not overlap the inputs.
@@ -34,7 +34,7 @@ namespace pp_bar {
 // Independent 16-byte loads each thread issues before its stores, per loop trip (tuning knob;
 // 1 with a full grid is the fastest copy structure measured).
 #ifndef PP_BAR_UNROLL
-#define PP_BAR_UNROLL 1
+#define PP_BAR_UNROLL 2
 #endif
 constexpr int kUnroll = PP_BAR_UNROLL;
 

@@ -169,7 +169,7 @@
 #define CIRC_PAD_FLAT_TABLE 512  // circ_pad_flat: column table entries (wo * V); 0 turns it off
 #endif
 #ifndef CIRC_PAD_FLAT_MINB
-#define CIRC_PAD_FLAT_MINB 0  // circ_pad_flat: > 0: blocks of <= 256 threads, this many per SM
+#define CIRC_PAD_FLAT_MINB 8  // circ_pad_flat: > 0: blocks of <= 256 threads, this many per SM
 #endif
 
 struct CircPadParams {

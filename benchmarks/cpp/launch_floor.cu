@@ -3,10 +3,10 @@
 //
 // Build (benchmarks/overhead.py does this at run time, into a temporary directory):
 //     nvcc -O2 -std=c++17 -arch=sm_90 -I kernels_cu benchmarks/cpp/launch_floor.cu -o launch_floor
-// Run (benchmarks/overhead.py passes the grids, blocks and CircPadParams bytes that the
+// Run (benchmarks/overhead.py passes the grids, blocks, CircPad kernel and parameter bytes that the
 // configured plugins packed, so both sides launch exactly the same work):
 //     launch_floor calls batch graph_kernels graph_replays leaky_grid leaky_block
-//                  pad_grid pad_block pad_params_hex
+//                  pad_grid pad_block pad_kernel pad_params_hex
 // Prints one JSON object on stdout: per kernel (leaky_relu<float> on 1024 elements, circ_pad<float>
 // of a 1x1x32x32 input padded by 1 on each side of H and W, each output checked against the
 // formula; and "empty", an empty kernel of one warp: the launch floor that small problems are
@@ -120,12 +120,13 @@ std::string measure(const std::function<void()>& launch, cudaStream_t stream, in
            "}";
 }
 
-// Parses the hex text of CircPadParams' bytes (as the plugin packed them) into the struct.
-bool params_from_hex(const char* hex, CircPadParams* p) {
+// Parses the hex text of a parameter struct's bytes (as the plugin packed them) into it.
+template <typename P>
+bool params_from_hex(const char* hex, P* p) {
     const std::string text(hex);
-    if (text.size() != 2 * sizeof(CircPadParams)) return false;
+    if (text.size() != 2 * sizeof(P)) return false;
     unsigned char* out = reinterpret_cast<unsigned char*>(p);
-    for (size_t i = 0; i < sizeof(CircPadParams); ++i) {
+    for (size_t i = 0; i < sizeof(P); ++i) {
         out[i] = static_cast<unsigned char>(std::stoul(text.substr(2 * i, 2), nullptr, 16));
     }
     return true;
@@ -134,9 +135,9 @@ bool params_from_hex(const char* hex, CircPadParams* p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 10) {
+    if (argc != 11) {
         std::fprintf(stderr, "usage: %s calls batch graph_kernels graph_replays leaky_grid "
-                     "leaky_block pad_grid pad_block pad_params_hex\n", argv[0]);
+                     "leaky_block pad_grid pad_block pad_kernel pad_params_hex\n", argv[0]);
         return 2;
     }
     const int calls = std::atoi(argv[1]);
@@ -145,10 +146,20 @@ int main(int argc, char** argv) {
     const int graph_replays = std::atoi(argv[4]);
     const int leaky_grid = std::atoi(argv[5]), leaky_block = std::atoi(argv[6]);
     const int pad_grid = std::atoi(argv[7]), pad_block = std::atoi(argv[8]);
+    // The plugin picks its CircPad kernel per shape: circ_pad (CircPadParams) or circ_pad_flat
+    // (CircPadFlatParams); the floor launches the same one with the same bytes.
+    const std::string pad_kernel(argv[9]);
+    const bool flat = pad_kernel == "circ_pad_flat";
     CircPadParams params;
-    if (!params_from_hex(argv[9], &params)) {
-        std::fprintf(stderr, "pad_params_hex must hold %zu bytes of CircPadParams\n",
-                     sizeof(CircPadParams));
+    CircPadFlatParams flat_params;
+    if (!flat && pad_kernel != "circ_pad") {
+        std::fprintf(stderr, "pad_kernel must be circ_pad or circ_pad_flat (got %s)\n", argv[9]);
+        return 2;
+    }
+    if (flat ? !params_from_hex(argv[10], &flat_params) : !params_from_hex(argv[10], &params)) {
+        std::fprintf(stderr, "pad_params_hex must hold %zu bytes of %s\n",
+                     flat ? sizeof(CircPadFlatParams) : sizeof(CircPadParams),
+                     flat ? "CircPadFlatParams" : "CircPadParams");
         return 2;
     }
 
@@ -187,7 +198,13 @@ int main(int argc, char** argv) {
     // CircPad: 1x1x32x32 floats padded to 1x1x34x34, with the plugin's plan.
     float* py;
     CHECK(cudaMalloc(&py, 34 * 34 * sizeof(float)));
-    auto pad = [&] { circ_pad<float><<<pad_grid, pad_block, 0, stream>>>(x, py, params); };
+    auto pad = [&] {
+        if (flat) {
+            circ_pad_flat<float><<<pad_grid, pad_block, 0, stream>>>(x, py, flat_params);
+        } else {
+            circ_pad<float><<<pad_grid, pad_block, 0, stream>>>(x, py, params);
+        }
+    };
     const std::string pad_json = measure(pad, stream, calls, batch, graph_kernels, graph_replays);
     std::vector<float> host_p(34 * 34);
     CHECK(cudaMemcpy(host_p.data(), py, host_p.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -195,7 +212,7 @@ int main(int argc, char** argv) {
         for (int c = 0; c < 34; ++c) {
             const float want = host_x[((r + 31) % 32) * 32 + (c + 31) % 32];
             if (host_p[r * 34 + c] != want) {
-                std::fprintf(stderr, "circ_pad<float> wrong at (%d, %d)\n", r, c);
+                std::fprintf(stderr, "%s<float> wrong at (%d, %d)\n", pad_kernel.c_str(), r, c);
                 return 1;
             }
         }

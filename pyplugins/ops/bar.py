@@ -47,23 +47,29 @@ from pyplugins.kernels import Kernel
 from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BarPlugin", "grid_size"]
+__all__ = ["UNROLL", "BarPlugin", "grid_size"]
 
 #: Threads per block (the kernel accepts any 1-D block; 256 is its suggestion).
 BLOCK = 256
 
 
+#: 16-byte vectors of A or B per thread (``PP_BAR_UNROLL`` in ``bar.cu``; 2 measured fastest on
+#: both GPUs, see the kernel-variant tables in benchmarks/results/).
+UNROLL = 2
+
+
 def grid_size(na: int, nb: int, itemsize: int) -> int:
-    """Blocks of ``BLOCK`` threads for a full grid: one 16-byte vector of A or B per thread
-    (``bar.cu`` splits the threads between them in proportion to ``na`` and ``nb``); 0 when
-    both are empty.
+    """Blocks of ``BLOCK`` threads for a full grid: :data:`UNROLL` 16-byte vectors of A or B
+    per thread (``bar.cu`` splits the threads between them in proportion to ``na`` and ``nb``);
+    0 when both are empty.
 
     Example:
         >>> grid_size(2**24, 2**24, 4), grid_size(1, 0, 2), grid_size(0, 0, 4)
-        (32768, 1, 0)
+        (16384, 1, 0)
     """
     v = 16 // itemsize
-    return min(shapes.cdiv(shapes.cdiv(na, v) + shapes.cdiv(nb, v), BLOCK), MAX_GRID[0])
+    return min(shapes.cdiv(shapes.cdiv(na, v) + shapes.cdiv(nb, v), BLOCK * UNROLL),
+               MAX_GRID[0])
 
 
 @register

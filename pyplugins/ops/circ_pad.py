@@ -50,9 +50,9 @@ from pyplugins.device import resident_blocks
 from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
-__all__ = ["BLOCK", "FLAT", "FLAT_PARAMS_DTYPE", "NARROW_DATA", "NARROW_ROW_BYTES", "PARAMS_DTYPE",
-           "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
-           "pad_widths"]
+__all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
+           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
+           "pad_widths", "takes_flat"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
 BLOCK = 256
@@ -67,8 +67,12 @@ FLAT_PARAMS_DTYPE = np.dtype([("total", "<i8"), ("plane_in", "<i8"), ("plane_out
                               ("shift_plane", "<i8"), ("magic_wo", "<i8"), ("shift_wo", "<i8")],
                              align=True)
 #: Shapes ``circ_pad_flat`` can pad (no pads on dims before the last two, planes of fewer than
-#: 2**31 output elements) take it; False sends every shape to ``circ_pad``/``circ_pad_narrow``.
+#: 2**31 output elements) take it where :func:`takes_flat` says; False sends every shape to
+#: ``circ_pad``/``circ_pad_narrow``.
 FLAT = True
+#: Smallest element size ``circ_pad_flat`` is chosen for: on both GPUs measured (the kernel-variant
+#: tables in benchmarks/results/), 2-byte elements and narrow rows ran faster on the older kernels.
+FLAT_MIN_ITEMSIZE = 4
 _MAX_RANK = 8
 #: NVRTC options of the ``strips`` tactic's kernel (``circ_pad.cu``: 0 turns staging off).
 STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
@@ -188,6 +192,23 @@ def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> 
         if flat is not None else 0
     return LaunchPlan(out_shape, p, threads, _narrow_planes(in8, out8, itemsize), flat,
                       flat_threads)
+
+
+def takes_flat(plan: LaunchPlan, itemsize: int) -> bool:
+    """Whether :meth:`CircPad.plan` launches ``circ_pad_flat`` for ``plan``: the kernel can pad
+    it (``plan.flat_params``), :data:`FLAT` is on, elements have at least
+    :data:`FLAT_MIN_ITEMSIZE` bytes and the rows are not narrow (``plan.narrow_planes == 0``).
+
+    Example:
+        >>> takes_flat(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 4), 4)
+        True
+        >>> takes_flat(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2), 2)
+        False
+        >>> takes_flat(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4), 4)
+        False
+    """
+    return (FLAT and plan.flat_params is not None and itemsize >= FLAT_MIN_ITEMSIZE
+            and not plan.narrow_planes)
 
 
 def flat_magic64(d: int) -> Tuple[int, int]:
@@ -318,14 +339,15 @@ class CircPad(Plugin):
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
         """``circ_pad_flat<T>(x, y, CircPadFlatParams)`` where it applies
         (:attr:`LaunchPlan.flat_params`), one thread per output vector (the full grid);
-        else ``circ_pad<T>(x, y, CircPadParams)``, at most 4 resident grids of BLOCK threads,
+        else ``circ_pad<T>(x, y, CircPadParams)``, at most one resident grid of BLOCK threads,
         or for narrow rows (:attr:`LaunchPlan.narrow_planes`) ``circ_pad_narrow<T>``, at most
         2 resident grids. The ``strips`` tactic always takes ``circ_pad<T>`` compiled without
         its staged path."""
         desc = inputs[0]
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
-        if plan.flat_params is not None and self.tactic != "strips":
+        itemsize = max(itemsize_from_trt(desc.type), 1)
+        if takes_flat(plan, itemsize) and self.tactic != "strips":
             fn = self.flat_kernel.function(ctype, device)
             grid = min(shapes.cdiv(plan.flat_threads, BLOCK), MAX_GRID[0])
             return Launch(fn, grid=grid, block=BLOCK, device=device,
@@ -337,7 +359,7 @@ class CircPad(Plugin):
                           args=(POINTER, POINTER, plan.params), name=f"circ_pad_narrow<{ctype}>")
         kernel = self.strips_kernel if self.tactic == "strips" else self.kernel
         fn = kernel.function(ctype, device)
-        grid = min(shapes.cdiv(plan.threads, BLOCK), 4 * resident_blocks(fn, BLOCK, device=device))
+        grid = min(shapes.cdiv(plan.threads, BLOCK), resident_blocks(fn, BLOCK, device=device))
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
 

@@ -318,6 +318,7 @@ def test_gpu_knobs_thread_split_and_grids(options, dtype):
             launch = Launch(fn, grid=max(grid, 1), block=block,
                             args=(POINTER, POINTER, POINTER, POINTER, np.int64(na),
                                   np.int64(nb)))
+            cp.cuda.Device().synchronize()  # the inputs were filled on the legacy stream
             launch(stream.ptr, da.data.ptr, db.data.ptr, o0.data.ptr, o1.data.ptr)
             stream.synchronize()
             what = f"{options} na {na} nb {nb} grid {grid} block {block}"

@@ -280,3 +280,18 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
     np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
     rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
     assert (np.isnan(rest) if dtype == np.float16 else rest == -1).all()
+
+
+@pytest.mark.parametrize("shape, itemsize, kernel", [
+    ((1, 4, 512, 512), 4, "flat"),      # wide rows of 4-byte elements
+    ((1, 4, 512, 512), 8, "flat"),
+    ((1, 4, 512, 512), 2, "circ_pad"),  # 2-byte elements: the older kernel measured faster
+    ((1, 4, 512, 512), 1, "circ_pad"),
+    ((1, 64, 512, 8), 4, "narrow"),     # narrow rows: circ_pad_narrow measured faster
+])
+def test_the_plugin_picks_the_flat_kernel_where_it_measured_faster(shape, itemsize, kernel):
+    plan = launch_plan(shape, [1, 1, 1, 1], itemsize)
+    assert plan.flat_params is not None  # the flat kernel could pad each of them
+    got = ("flat" if circ_pad_op.takes_flat(plan, itemsize) else
+           "narrow" if plan.narrow_planes else "circ_pad")
+    assert got == kernel

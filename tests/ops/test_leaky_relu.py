@@ -377,6 +377,7 @@ def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
                 grid = need if cap is None else min(need, cap)
                 launch = Launch(fn, grid=grid, block=block,
                                 args=(POINTER, POINTER, np.int64(n), np.float32(-0.3)))
+                cp.cuda.Device().synchronize()  # the inputs were filled on the legacy stream
                 launch(stream.ptr, dx.data.ptr + x_off * x.itemsize,
                        dy.data.ptr + y_off * x.itemsize)
                 stream.synchronize()

@@ -313,6 +313,7 @@ def test_gpu_kernel_knobs_grids_and_alignment(options, dtype):
                 launch = Launch(fn, grid=grid, block=block,
                                 args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
                                       np.float32(1e-5)))
+                cp.cuda.Device().synchronize()  # the inputs were filled on the legacy stream
                 launch(stream.ptr, dx.data.ptr + off * item, dw.data.ptr + off * item,
                        dy.data.ptr + off * item)
                 stream.synchronize()

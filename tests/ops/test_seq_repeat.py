@@ -268,6 +268,7 @@ def test_gpu_unroll_knob_grids_and_alignment(unroll, dtype):
             launch = Launch(fn, grid=grid, block=BLOCK,
                             args=(POINTER, POINTER, np.int64(d0), np.int64(length),
                                   np.int64(inner), np.int32(factor)))
+            cp.cuda.Device().synchronize()  # the inputs were filled on the legacy stream
             launch(stream.ptr, dx.data.ptr + off * item, dy.data.ptr + off * item)
             stream.synchronize()
             got = cp.asnumpy(dy[off:off + expected.size]).reshape(expected.shape)
