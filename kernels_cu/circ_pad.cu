@@ -262,31 +262,6 @@ __device__ __forceinline__ uint4 lds16_any(const unsigned char* base, unsigned i
     return pp::bytes_at(lo, block[1], delta);
 }
 
-// 16 bytes from global `src` to shared `dst` (both 16-byte aligned), asynchronously where the
-// GPU can (cp.async, sm_80 and later): complete after cp_async_wait(); else at once.
-__device__ __forceinline__ void copy16_async(unsigned char* dst, const uint4* src) {
-#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned int sa = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#else
-    *reinterpret_cast<uint4*>(dst) = __ldg(src);
-#endif
-}
-
-// Closes this thread's batch of copy16_async calls.
-__device__ __forceinline__ void cp_async_commit() {
-#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-// Waits until all but this thread's latest batch of copy16_async calls have landed.
-__device__ __forceinline__ void cp_async_wait_prior() {
-#if CIRC_PAD_PIPELINE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-#endif
-}
-
 static_assert(CIRC_PAD_STAGE_BYTES % 16 == 0 && CIRC_PAD_STAGE_BYTES <= 32768 &&
                   CIRC_PAD_TILE_OUT <= 32768,
               "circ_pad: tile offsets and the staged path's multiply-shift divisions need "
@@ -334,7 +309,7 @@ __device__ __forceinline__ void stage_fetch(StageBuf& buf, unsigned int nr, cons
         const pp::uindex_t a = buf.src[i];
         const unsigned int mis = static_cast<unsigned int>(a & 15u);
         if (b * 16u < mis + g.in_bytes) {
-            copy16_async(buf.data + i * g.slot + b * 16u,
+            pp::copy16_async<CIRC_PAD_PIPELINE != 0>(buf.data + i * g.slot + b * 16u,
                          reinterpret_cast<const uint4*>(a - mis) + b);
         }
     }
@@ -464,7 +439,7 @@ __device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __r
     stage_locate(bufs[0], tile * g.tr, nr, p, x, S, g);
     __syncthreads();
     stage_fetch(bufs[0], nr, g);
-    cp_async_commit();
+    pp::async_commit<CIRC_PAD_PIPELINE != 0>();
     for (;;) {
         const pp::uindex_t next = tile + gridDim.x;
         const bool more = next < g.tiles;
@@ -478,8 +453,8 @@ __device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __r
         if (more) {
             stage_fetch(bufs[cur ^ 1], next_nr, g);
         }
-        cp_async_commit();
-        cp_async_wait_prior();
+        pp::async_commit<CIRC_PAD_PIPELINE != 0>();
+        pp::async_wait<CIRC_PAD_PIPELINE != 0, 1>();
         __syncthreads();  // the current tile's rows have landed
         stage_extend<B>(bufs[cur], nr, g);
         __syncthreads();
@@ -574,7 +549,8 @@ __device__ __forceinline__ void narrow_fetch(unsigned char* st, unsigned int np,
         const pp::uindex_t a = narrow_src(st)[i];
         const unsigned int mis = static_cast<unsigned int>(a & 15u);
         if (b * 16u < mis + g.in_bytes) {
-            copy16_async(data + i * g.slot + b * 16u, reinterpret_cast<const uint4*>(a - mis) + b);
+            pp::copy16_async<CIRC_PAD_PIPELINE != 0>(data + i * g.slot + b * 16u,
+                                                     reinterpret_cast<const uint4*>(a - mis) + b);
         }
     }
 }
@@ -706,7 +682,7 @@ __device__ __forceinline__ void circ_pad_narrow_tiles(const B* __restrict__ xb, 
     narrow_locate<S>(st0, tile * g.pk, np, p, x, g);
     __syncthreads();
     narrow_fetch(st0, np, g);
-    cp_async_commit();
+    pp::async_commit<CIRC_PAD_PIPELINE != 0>();
     for (;;) {
         const pp::uindex_t next = tile + gridDim.x;
         const bool more = next < g.tiles;
@@ -720,8 +696,8 @@ __device__ __forceinline__ void circ_pad_narrow_tiles(const B* __restrict__ xb, 
         if (more) {
             narrow_fetch(st0 + (cur ^ 1) * kNarrowStage, next_np, g);
         }
-        cp_async_commit();
-        cp_async_wait_prior();
+        pp::async_commit<CIRC_PAD_PIPELINE != 0>();
+        pp::async_wait<CIRC_PAD_PIPELINE != 0, 1>();
         __syncthreads();  // the current tile's planes have landed
         narrow_emit<B>(st0 + cur * kNarrowStage, yb + tile * g.pk * g.plane_out, np * g.plane_out, g);
         if (!more) {

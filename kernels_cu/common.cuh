@@ -15,6 +15,8 @@
 //   is_aligned16           whether a pointer is 16-byte aligned
 //   global_thread_id, grid_threads   for grid-stride loops (64-bit, so huge tensors are safe)
 //   divmod                 an unsigned division that takes the 32-bit path when it can
+//   copy16_async, async_commit, async_wait<N>   16-byte global -> shared copies through
+//                          cp.async (sm_80+) when the template flag is on, else plain loads
 #pragma once
 
 #include <cuda_fp16.h>
@@ -130,6 +132,37 @@ __device__ __forceinline__ void divmod(uindex_t a, uindex_t b, uindex_t& q, uind
         q = a / b;
         r = a - q * b;
     }
+}
+
+// 16 bytes from global `src` to shared `dst` (both 16-byte aligned): asynchronous (cp.async)
+// when `Async` and the GPU is sm_80 or later, landing after async_wait; else a plain load and
+// store, complete at once. Each kernel passes its own compile-time switch as `Async`.
+template <bool Async>
+__device__ __forceinline__ void copy16_async(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (Async) {
+        const unsigned int sa = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+        return;
+    }
+#endif
+    *reinterpret_cast<uint4*>(dst) = __ldg(reinterpret_cast<const uint4*>(src));
+}
+
+// Closes this thread's batch of copy16_async<Async> calls.
+template <bool Async>
+__device__ __forceinline__ void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (Async) asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most N of this thread's committed batches are still in flight.
+template <bool Async, int N>
+__device__ __forceinline__ void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (Async) asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 }  // namespace pp

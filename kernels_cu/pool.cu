@@ -557,27 +557,6 @@ static_assert((2 * PP_POOL_BAND_RS + 3) * (PP_POOL_BAND_TC + 2) <= PP_POOL_BAND_
 static_assert(PP_POOL_BAND_STAGES * PP_POOL_BAND_CHUNKS * 16 <= 48 * 1024,
               "pool2d_band: static shared memory is limited to 48 KiB");
 
-// 16 bytes global -> shared, asynchronous (cp.async) on sm_80 and later unless _ASYNC=0.
-__device__ __forceinline__ void band_copy16(uint4* dst, const void* src) {
-#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
-#else
-    *dst = __ldg(reinterpret_cast<const uint4*>(src));
-#endif
-}
-__device__ __forceinline__ void band_commit() {
-#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until at most N of this thread's committed batches are still in flight.
-template <int N> __device__ __forceinline__ void band_wait() {
-#if PP_POOL_BAND_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 // prmt.b32 (PTX): bytes of {b, a} picked by the selector's nibbles; a nibble's bit 3 replicates
 // the picked byte's sign bit instead (sign extension to 16-bit lanes).
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned s) {
@@ -866,7 +845,7 @@ __device__ __forceinline__ void band_stage(const T* __restrict__ x, uint4* buf, 
         const int ih = ir0 + t, c = c0 + (i - t * g.stride);
         if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
             static_cast<unsigned>(c) < static_cast<unsigned>(g.ch))
-            band_copy16(buf + i, src + ih * p.w + c * V);
+            pp::copy16_async<PP_POOL_BAND_ASYNC != 0>(buf + i, src + ih * p.w + c * V);
         else
             buf[i] = make_uint4(f, f, f, f);
     }
@@ -938,17 +917,17 @@ __device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict
     long long tile = blockIdx.x;
     if (tile >= g.tiles) return;
     band_stage<T, AVG>(x, smem[0], p, g, tile, by_stride, by_ctiles, by_bands);
-    band_commit();
+    pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
     int k = 0;
     for (; tile < g.tiles; tile += gridDim.x) {
         const long long next = tile + gridDim.x;
         if (PP_POOL_BAND_STAGES == 2) {
             if (next < g.tiles)
                 band_stage<T, AVG>(x, smem[k ^ 1], p, g, next, by_stride, by_ctiles, by_bands);
-            band_commit();
-            band_wait<1>();
+            pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
+            pp::async_wait<PP_POOL_BAND_ASYNC != 0, 1>();
         } else {
-            band_wait<0>();
+            pp::async_wait<PP_POOL_BAND_ASYNC != 0, 0>();
         }
         __syncthreads();
         band_compute<T, AVG>(y, smem[k], p, g, tile, by_tc, by_ctiles, by_bands, y8);
@@ -957,7 +936,7 @@ __device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict
             k ^= 1;
         } else if (next < g.tiles) {
             band_stage<T, AVG>(x, smem[0], p, g, next, by_stride, by_ctiles, by_bands);
-            band_commit();
+            pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
         }
     }
 }
