@@ -97,6 +97,23 @@ def full_grid(n16: int) -> int:
     return blocks
 
 
+def copy_launcher(moved: int, stream: Any) -> Callable[[], None]:
+    """A launch of the ``copy_kernel`` baseline for a problem moving ``moved`` bytes (its own
+    buffers of :func:`copy_bytes`, the full grid) on ``stream``; for a profiler to capture
+    beside the op's kernel (``benchmarks/profile_case.py``)."""
+    import cupy as cp
+
+    half = copy_bytes(moved)
+    src, dst = cp.ones(half, dtype=cp.uint8), cp.empty(half, dtype=cp.uint8)
+    copy16 = _module().get_function("pp_copy16")
+    n16 = half // 16
+    grid = full_grid(n16)
+
+    def launch() -> None:
+        copy16((grid,), (THREADS,), (src, dst, cp.int64(n16)), stream=stream)
+    return launch
+
+
 def build(in_bytes: int, out_bytes: int, moved: int, sets: int, calls: int,
           stream: Any) -> Dict[str, Tuple[int, Callable[[int], List[float]]]]:
     """Each baseline as (bytes moved per call, replay(reps) -> seconds per replay of ``calls``

@@ -170,6 +170,33 @@ def _host_targets(result: Dict[str, Any]) -> List[Target]:
     return out
 
 
+def slowest(result: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The kernel record at >= 64 MiB with the lowest worst-round fraction of copy, or None."""
+    recs = [(f, r) for r in result.get("kernels") or []
+            if r["in_bytes"] >= TARGET_MIN_BYTES and (f := worst_fraction(r)) is not None]
+    return min(recs, key=lambda t: t[0])[1] if recs else None
+
+
+def profile_target(result: Dict[str, Any]) -> Optional[Target]:
+    """Whether the slowest record has an Nsight Compute capture of the same sources with its
+    limiter stated (``result["profile"]``, put there by ``profile_summary.attach``)."""
+    rec = slowest(result)
+    if rec is None:
+        return None
+    what = "the slowest kernel (>= 64 MiB) profiled with Nsight Compute, limiter stated"
+    prof = result.get("profile")
+    if not prof:
+        return what, f"no capture of {rec['case']} {rec['dtype']}", False
+    same_case = (prof.get("case"), prof.get("dtype")) == (rec["case"], rec["dtype"])
+    same_src = prof.get("digest") == (result.get("env") or {}).get("source_digest")
+    measured = f"{prof.get('case')} {prof.get('dtype')}: {str(prof.get('limiter')).split(';')[0]}"
+    if not same_case:
+        measured += f" (but the slowest record is {rec['case']} {rec['dtype']})"
+    elif not same_src:
+        measured += " (but captured from other sources than this run's)"
+    return what, measured, same_case and same_src
+
+
 def targets(result: Dict[str, Any]) -> List[Target]:
     """(what, measured, met?) for every target the result can speak to."""
     from benchmarks.versus_torch import COMPOSED
@@ -201,6 +228,9 @@ def targets(result: Dict[str, Any]) -> List[Target]:
             limit = TARGETS["vs_torch_composed"]
             out.append((f"{case} {dtype}: >= {limit}x torch composed (worst round)",
                         f"{num(s)}x ({format_bytes(r['in_bytes'])})", s >= limit))
+    prof = profile_target(result)
+    if prof:
+        out.append(prof)
     return out
 
 

@@ -121,7 +121,10 @@ def leaky_case(dtype: str) -> Case:
                       for b in (128, 512) for a, c in (("ld", "st"), ("ldcs", "stcs")))
     variants += tuple(Variant(f"vecs{u} b{b} {c}", (f"-DLEAKY_RELU_VECS={u}",) + st[c], b)
                       for u in (2, 4) for b in (128, 256) for c in ("st", "stcs"))
-    variants += (Variant("b256 4x", (), 256, "4x"),)
+    variants += (Variant("b256 4x", (), 256, "4x"),
+                 Variant("lean b256", ("-DLEAKY_RELU_LEAN=1",), 256),
+                 Variant("lean b512", ("-DLEAKY_RELU_LEAN=1",), 512),
+                 Variant("lean b128", ("-DLEAKY_RELU_LEAN=1",), 128))
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F

@@ -1,8 +1,10 @@
 """Runs one case's enqueue under a profiler: ``python -m benchmarks.profile_case CASE DTYPE BYTES``.
 
-Configures the case's plugin as the harness does, warms it up, then calls ``enqueue`` (as
-TensorRT calls it) once between ``cuProfilerStart`` and ``cuProfilerStop``, so a profiler
-started with ``--profile-from-start off`` (``benchmarks/ncu_slowest.sh``) sees only that call.
+Configures the case's plugin as the harness does, warms it up, then, between
+``cuProfilerStart`` and ``cuProfilerStop``, calls ``enqueue`` once (as TensorRT calls it) and
+launches the ``copy_kernel`` baseline once on the same number of bytes, so a profiler started
+with ``--profile-from-start off`` (``benchmarks/ncu_slowest.sh``) sees the op's kernel(s) first
+and a plain copy last, to compare with (``benchmarks/profile_summary.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ os.environ.setdefault("PYPLUGINS_TRT", "emulator")
 def main(argv: Sequence[str]) -> int:
     import cupy as cp
 
-    from benchmarks import driver
+    from benchmarks import baselines, driver
     from benchmarks.cases import select
     from benchmarks.launch_paths import TrtCall
 
@@ -39,16 +41,19 @@ def main(argv: Sequence[str]) -> int:
     cp.cuda.runtime.deviceSynchronize()
     call = TrtCall(cfg.plugin, cfg.in_desc, cfg.out_desc, [int(a.data.ptr) for a in ins],
                    [int(a.data.ptr) for a in outs], int(ws.data.ptr), int(stream.ptr))
+    copy = baselines.copy_launcher(prob.moved_bytes, stream)
     for _ in range(3):
         call()
+        copy()
     stream.synchronize()
     libcuda = ctypes.CDLL("libcuda.so.1")
     libcuda.cuProfilerStart()
     call()
+    copy()
     stream.synchronize()
     libcuda.cuProfilerStop()
     print(f"profiled one enqueue of {case.name} {prob.dtype} {prob.in_shapes} -> "
-          f"{cfg.out_shapes}")
+          f"{cfg.out_shapes}, then one copy_kernel of the same bytes")
     return 0
 
 

@@ -292,6 +292,9 @@ def render(result: Dict[str, Any], plots: Optional[Dict[str, str]] = None,
         lines += ["", f"{level} {title}", ""] + fn(result)
         if key in plots:
             lines += ["", f"![{title}]({plots[key]})"]
+    prof = result.get("profile")
+    if prof:
+        lines += ["", f"{level} 6. What limits the slowest kernel", ""] + list(prof["lines"])
     notes = result.get("notes") or []
     if notes:
         lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in notes]
@@ -320,7 +323,11 @@ def plot_links(json_path: Path, relative_to: Path) -> Dict[str, str]:
 
 def readme_blocks(paths: Sequence[Path], readme_dir: Path) -> Tuple[str, str]:
     """(benchmarks/README.md's results block, README.md's speed paragraph) from result files."""
+    from benchmarks import profile_summary
+
     results = [load(p) for p in paths]
+    for path, result in zip(paths, results):
+        profile_summary.attach(result, Path(path).parent)
     if not results:
         empty = "_No results yet: run `benchmarks/device_run.sh` on a GPU machine._"
         return empty, claims.speed_paragraph([])

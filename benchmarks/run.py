@@ -1,4 +1,4 @@
-"""The command line: ``python -m benchmarks [run|report|digest|slowest] ...`` (or
+"""The command line: ``python -m benchmarks [run|report|digest|slowest|profile] ...`` (or
 ``python benchmarks/run.py ...``).
 
 ``run`` measures the sections named by ``--sections`` on the GPU and writes
@@ -10,7 +10,8 @@ temporary directory (CI runs it). A run exits 3 when a fraction of copy bandwidt
 ``benchmarks/README.md``'s results block and the speed paragraph of ``README.md`` from the newest
 real result of each device (plots too, with matplotlib). ``digest`` prints the source digest a
 result records; ``slowest`` prints the case, dtype and size of a result's lowest fraction of copy
-bandwidth at >= 64 MiB (what ``benchmarks/ncu_slowest.sh`` profiles).
+bandwidth at >= 64 MiB (what ``benchmarks/ncu_slowest.sh`` profiles); ``profile FILE...``
+prints what limits the kernel of each Nsight Compute capture (``benchmarks/profile_summary.py``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args and args[0] == "slowest":
         return slowest_main(args[1:])
+    if args and args[0] == "profile":
+        from benchmarks import profile_summary
+
+        return profile_summary.main(args[1:])
     if args and args[0] == "run":
         args = args[1:]
     return run_main(_parser().parse_args(args))
@@ -125,17 +130,11 @@ def report_main(argv: Sequence[str]) -> int:
 def slowest_main(argv: Sequence[str]) -> int:
     """Print "CASE DTYPE BYTES" of the lowest worst-round fraction at >= 64 MiB."""
     paths = [Path(a) for a in argv] or report.latest_per_device(RESULTS)
-    worst = None
-    for path in paths:
-        for rec in report.load(path).get("kernels") or []:
-            f = claims.worst_fraction(rec)
-            if rec["in_bytes"] >= claims.TARGET_MIN_BYTES and f is not None and (
-                    worst is None or f < worst[0]):
-                worst = (f, rec)
-    if worst is None:
+    recs = [r for r in (claims.slowest(report.load(p)) for p in paths) if r is not None]
+    if not recs:
         print("no kernel record at >= 64 MiB", file=sys.stderr)
         return 2
-    rec = worst[1]
+    rec = min(recs, key=lambda r: claims.worst_fraction(r) or 0.0)
     print(f"{rec['case']} {rec['dtype']} {rec['in_bytes']}")
     return 0
 

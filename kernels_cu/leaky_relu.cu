@@ -33,8 +33,29 @@
 #ifndef LEAKY_RELU_STORE
 #define LEAKY_RELU_STORE 0  // 16-byte stores: 0 plain, 1 __stwb, 2 __stcs (streaming)
 #endif
+#ifndef LEAKY_RELU_LEAN
+#define LEAKY_RELU_LEAN 0  // 1: x and y 16-byte aligned take a path without the head arithmetic
+#endif
 
 namespace {
+
+// Two 16-bit elements packed in a word <-> float2 (low element first).
+template <typename T> __device__ __forceinline__ float2 pair_to_float2(unsigned w);
+template <> __device__ __forceinline__ float2 pair_to_float2<__half>(unsigned w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+template <> __device__ __forceinline__ float2 pair_to_float2<__nv_bfloat16>(unsigned w) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+template <typename T> __device__ __forceinline__ unsigned float2_to_pair(float lo, float hi);
+template <> __device__ __forceinline__ unsigned float2_to_pair<__half>(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+template <> __device__ __forceinline__ unsigned float2_to_pair<__nv_bfloat16>(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
 
 template <typename T>
 __device__ __forceinline__ T leaky_one(T x, float neg_slope) {
@@ -45,9 +66,22 @@ __device__ __forceinline__ T leaky_one(T x, float neg_slope) {
 template <typename T>
 __device__ __forceinline__ pp::Vec16<T> leaky_vec(const pp::Vec16<T>& in, float neg_slope) {
     pp::Vec16<T> out;
+    if constexpr (LEAKY_RELU_LEAN && sizeof(T) == 2) {
+        // two elements per conversion to float2 and per rounding back: the same float product,
+        // rounded once to T, as leaky_one (a non-negative element round-trips to its own bits)
+        const unsigned* w = reinterpret_cast<const unsigned*>(&in);
+        unsigned* o = reinterpret_cast<unsigned*>(&out);
 #pragma unroll
-    for (int k = 0; k < pp::Vec16<T>::size; ++k) {
-        out.v[k] = leaky_one(in.v[k], neg_slope);
+        for (int k = 0; k < 4; ++k) {
+            const float2 f = pair_to_float2<T>(w[k]);
+            o[k] = float2_to_pair<T>(f.x >= 0.0f ? f.x : f.x * neg_slope,
+                                     f.y >= 0.0f ? f.y : f.y * neg_slope);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < pp::Vec16<T>::size; ++k) {
+            out.v[k] = leaky_one(in.v[k], neg_slope);
+        }
     }
     return out;
 }
@@ -104,6 +138,18 @@ __global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long
         return;
     }
 
+    if (LEAKY_RELU_LEAN && LEAKY_RELU_VECS == 1 && (xa & 15u) == 0) {
+        // both 16-byte aligned: vectors from element 0 (with the recommended grid one per
+        // thread and no second trip), then the scalar tail
+        const pp::index_t nvec = n / V;
+        for (pp::index_t i = tid; i < nvec; i += nthreads) {
+            store_vec(y + i * V, leaky_vec(load_vec(x + i * V), neg_slope));
+        }
+        for (pp::index_t i = nvec * V + tid; i < n; i += nthreads) {
+            y[i] = leaky_one(x[i], neg_slope);
+        }
+        return;
+    }
     // Scalar head up to the first 16-byte boundary, vector body, scalar tail.
     pp::index_t head = static_cast<pp::index_t>(((16u - (xa & 15u)) & 15u) / sizeof(T));
     if (head > n) {

@@ -350,7 +350,8 @@ def test_gpu_demo():
 @pytest.mark.parametrize("options", [(), ("-DLEAKY_RELU_LOAD=1", "-DLEAKY_RELU_STORE=2"),
                                      ("-DLEAKY_RELU_LOAD=2", "-DLEAKY_RELU_STORE=1"),
                                      ("-DLEAKY_RELU_VECS=2",),
-                                     ("-DLEAKY_RELU_VECS=4", "-DLEAKY_RELU_STORE=2")])
+                                     ("-DLEAKY_RELU_VECS=4", "-DLEAKY_RELU_STORE=2"),
+                                     ("-DLEAKY_RELU_LEAN=1",)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
     # Every tuning knob kernel_variants compares, at blocks 128/256/512, on sizes one element
