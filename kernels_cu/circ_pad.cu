@@ -68,18 +68,36 @@
 //              <= CIRC_PAD_NARROW_DATA (20480); out_dims[6] * out_dims[7] <= 2^24. The host
 //              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
 //   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
-//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks).
-//   shared     0 dynamic; 42,560 bytes static (two stages).
+//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks)
+//              (circ_pad.NARROW_GRID_WAVES).
+//   shared     0 dynamic; 45,664 bytes static: two stages (42,592) and the table path's
+//              column table (CIRC_PAD_NARROW_TABLE * 4 bytes) and phases (1,024 bytes).
+//   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
 //   how        a block writes tiles of pk whole output planes (pk = as many as a stage holds,
 //              at most 64 and at most ceil(planes / grid)); tiles go to blocks round-robin.
 //              Per tile: (0) one thread per plane finds its source plane; (1) the block copies
 //              each source plane's aligned 16-byte blocks, coalesced, into a slot of shared
-//              memory (cp.async into the other of two stages, as the staged path does); (2) it
-//              writes the tile's output as aligned 16-byte vectors of the flat output, each
-//              element read from shared memory through the wrap of the last two dims: one
-//              multiply-shift division by H_out * W_out and one by W_out per vector, then an
-//              odometer (plane, row, column) element by element; only the tile's two end
-//              vectors store element by element.
+//              memory (cp.async into the other of two stages while the current one is written;
+//              CIRC_PAD_PIPELINE=0 loads and stores instead); (2) it writes the tile's output
+//              as aligned 16-byte vectors of the flat output, one way of two:
+//              table     the flat output repeats its pattern every G = 16 / gcd(wo * S, 16)
+//                        rows, a period of nv = G * wo / V whole aligned vectors (wo = 10:
+//                        4 rows of 2-byte or 2 rows of 4-byte elements, 5 vectors). Each block
+//                        builds, once, for each of the nv vector positions ("phases") in a
+//                        period: the row of its first element and how many rows it spans, and
+//                        for each of its V elements the byte offset in shared memory from the
+//                        source row of that first row (row steps of wi * S and the wrapped
+//                        source column), all for y's own misalignment. A vector whose rows are
+//                        consecutive rows of one source plane (all but those crossing a plane's
+//                        end or the H wrap) is then: one division of its index by nv (phase
+//                        and period), one by ho (plane and row), the wrap of its first row,
+//                        and V shared loads at the row's address plus the table's offsets
+//                        (read 4 at a time). Applies where G * wo <= CIRC_PAD_NARROW_TABLE (512;
+//                        0 turns it off) and nv <= 128: every row of <= 128 bytes of 2-, 4- or
+//                        8-byte elements, and 1-byte rows whose period fits.
+//              odometer  every other vector: one multiply-shift division by ho * wo and one by
+//                        wo, then a (plane, row, column) odometer element by element; the
+//                        tile's two end vectors store element by element.
 //
 // A third kernel, the host's choice wherever it applies (pads on the last two dims only):
 //   kernel     circ_pad_flat<T>(const T* x, T* y, CircPadFlatParams p)
