@@ -153,7 +153,7 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
             if not plan.narrow_planes:
                 raise AssertionError(f"circ_pad_narrow does not apply to {shape}")
             needed = plan.narrow_planes
-            default = min(needed, 2 * resident_blocks(fn, v.block))
+            default = min(needed, circ_pad_op.NARROW_GRID_WAVES * resident_blocks(fn, v.block))
         else:
             needed = -(-plan.threads // v.block)
             default = min(needed, 4 * resident_blocks(fn, v.block))
@@ -182,10 +182,19 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
         return F.pad(t, pads, mode="circular")
 
     kernel = ("circ_pad.cu", "circ_pad_flat<{T}>")
-    if narrow:  # before circ_pad_flat, CircPad.plan took circ_pad_narrow here
+    if narrow:  # CircPad.plan takes circ_pad_narrow here (its table path), on NARROW_GRID_WAVES
         nk = "circ_pad_narrow<{T}>"
+        odometer = ("-DCIRC_PAD_NARROW_TABLE=0",)  # the narrow kernel before its table path
         variants += (
-            Variant("old narrow (2x)", kernel=nk), Variant("old narrow 1x", grid="1x", kernel=nk),
+            Variant("narrow (plugin)", kernel=nk), Variant("narrow 1x", grid="1x", kernel=nk),
+            Variant("narrow 4x", grid="4x", kernel=nk),
+            Variant("narrow full", grid="full", kernel=nk),
+            Variant("narrow b128", (), 128, kernel=nk),
+            Variant("narrow b128 1x", (), 128, "1x", kernel=nk),
+            Variant("narrow b512", (), 512, kernel=nk),
+            Variant("narrow no pipeline", ("-DCIRC_PAD_PIPELINE=0",), kernel=nk),
+            Variant("old narrow odometer (2x)", odometer, kernel=nk),
+            Variant("old narrow odometer 1x", odometer, grid="1x", kernel=nk),
             Variant("old circ_pad (4x)", kernel=old),
         )
         return Case(f"CircPad-narrow {dtype}", dtype, plugin, lambda b: _narrow(b, itemsize),

@@ -68,18 +68,36 @@
 //              <= CIRC_PAD_NARROW_DATA (20480); out_dims[6] * out_dims[7] <= 2^24. The host
 //              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
 //   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
-//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks).
-//   shared     0 dynamic; 42,560 bytes static (two stages).
+//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks)
+//              (circ_pad.NARROW_GRID_WAVES).
+//   shared     0 dynamic; 45,664 bytes static: two stages (42,592) and the table path's
+//              column table (CIRC_PAD_NARROW_TABLE * 4 bytes) and phases (1,024 bytes).
+//   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
 //   how        a block writes tiles of pk whole output planes (pk = as many as a stage holds,
 //              at most 64 and at most ceil(planes / grid)); tiles go to blocks round-robin.
 //              Per tile: (0) one thread per plane finds its source plane; (1) the block copies
 //              each source plane's aligned 16-byte blocks, coalesced, into a slot of shared
-//              memory (cp.async into the other of two stages, as the staged path does); (2) it
-//              writes the tile's output as aligned 16-byte vectors of the flat output, each
-//              element read from shared memory through the wrap of the last two dims: one
-//              multiply-shift division by H_out * W_out and one by W_out per vector, then an
-//              odometer (plane, row, column) element by element; only the tile's two end
-//              vectors store element by element.
+//              memory (cp.async into the other of two stages while the current one is written;
+//              CIRC_PAD_PIPELINE=0 loads and stores instead); (2) it writes the tile's output
+//              as aligned 16-byte vectors of the flat output, one way of two:
+//              table     the flat output repeats its pattern every G = 16 / gcd(wo * S, 16)
+//                        rows, a period of nv = G * wo / V whole aligned vectors (wo = 10:
+//                        4 rows of 2-byte or 2 rows of 4-byte elements, 5 vectors). Each block
+//                        builds, once, for each of the nv vector positions ("phases") in a
+//                        period: the row of its first element and how many rows it spans, and
+//                        for each of its V elements the byte offset in shared memory from the
+//                        source row of that first row (row steps of wi * S and the wrapped
+//                        source column), all for y's own misalignment. A vector whose rows are
+//                        consecutive rows of one source plane (all but those crossing a plane's
+//                        end or the H wrap) is then: one division of its index by nv (phase
+//                        and period), one by ho (plane and row), the wrap of its first row,
+//                        and V shared loads at the row's address plus the table's offsets
+//                        (read 4 at a time). Applies where G * wo <= CIRC_PAD_NARROW_TABLE (512;
+//                        0 turns it off) and nv <= 128: every row of <= 128 bytes of 2-, 4- or
+//                        8-byte elements, and 1-byte rows whose period fits.
+//              odometer  every other vector: one multiply-shift division by ho * wo and one by
+//                        wo, then a (plane, row, column) odometer element by element; the
+//                        tile's two end vectors store element by element.
 //
 // A third kernel, the host's choice wherever it applies (pads on the last two dims only):
 //   kernel     circ_pad_flat<T>(const T* x, T* y, CircPadFlatParams p)
@@ -157,6 +175,9 @@
 #endif
 #ifndef CIRC_PAD_NARROW_DATA
 #define CIRC_PAD_NARROW_DATA 20480  // circ_pad_narrow: plane bytes per stage (circ_pad.py knows)
+#endif
+#ifndef CIRC_PAD_NARROW_TABLE
+#define CIRC_PAD_NARROW_TABLE 512  // circ_pad_narrow: column table entries (G * wo); 0: odometer only
 #endif
 #ifndef CIRC_PAD_PIPELINE
 #define CIRC_PAD_PIPELINE 1  // staged path: cp.async into the next stage (sm_80+); 0: plain loads
@@ -400,6 +421,46 @@ __device__ __forceinline__ void stage_emit(const StageBuf& buf, B* tile_out, uns
     }
 }
 
+// The block's tiles blockIdx.x, + gridDim.x, ... through two stages of shared memory (st = 0, 1):
+// locate(st, tile) finds a tile's sources (a barrier follows), fetch(st, tile) starts copying
+// them (cp.async where CIRC_PAD_PIPELINE is on), emit(st, tile) writes the tile once its copies
+// have landed; the next tile's fetch is in flight while the current one is emitted. Every
+// thread of the block calls it (emit may use barriers).
+template <typename Locate, typename Fetch, typename Emit>
+__device__ __forceinline__ void two_stage_tiles(pp::uindex_t tiles, Locate locate, Fetch fetch,
+                                                Emit emit) {
+    pp::uindex_t tile = blockIdx.x;
+    if (tile >= tiles) {
+        return;
+    }
+    unsigned int cur = 0;
+    locate(0u, tile);
+    __syncthreads();
+    fetch(0u, tile);
+    pp::async_commit<CIRC_PAD_PIPELINE != 0>();
+    for (;;) {
+        const pp::uindex_t next = tile + gridDim.x;
+        const bool more = next < tiles;
+        if (more) {
+            locate(cur ^ 1u, next);
+        }
+        __syncthreads();  // the next tile's sources are known
+        if (more) {
+            fetch(cur ^ 1u, next);
+        }
+        pp::async_commit<CIRC_PAD_PIPELINE != 0>();
+        pp::async_wait<CIRC_PAD_PIPELINE != 0, 1>();
+        __syncthreads();  // the current tile's sources have landed
+        emit(cur, tile);
+        if (!more) {
+            break;
+        }
+        __syncthreads();  // the current stage is free to refill
+        tile = next;
+        cur ^= 1u;
+    }
+}
+
 // The staged path (see the header). Each block walks its tiles with two stages of shared
 // memory: the next tile's source rows are in flight while the current tile is written.
 // Needs wi * sizeof(B) + 47 <= CIRC_PAD_STAGE_BYTES and wo * sizeof(B) <= the same.
@@ -429,44 +490,20 @@ __device__ __forceinline__ void circ_pad_staged(const B* __restrict__ xb, B* __r
     g.tiles = (g.rows + g.tr - 1) / g.tr;
     const unsigned char* x = reinterpret_cast<const unsigned char*>(xb);
 
-    pp::uindex_t tile = blockIdx.x;
-    if (tile >= g.tiles) {
-        return;
-    }
-    unsigned int cur = 0;
-    unsigned int nr = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.tr),
-                                                    g.rows - tile * g.tr));
-    stage_locate(bufs[0], tile * g.tr, nr, p, x, S, g);
-    __syncthreads();
-    stage_fetch(bufs[0], nr, g);
-    pp::async_commit<CIRC_PAD_PIPELINE != 0>();
-    for (;;) {
-        const pp::uindex_t next = tile + gridDim.x;
-        const bool more = next < g.tiles;
-        unsigned int next_nr = 0;
-        if (more) {
-            next_nr = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.tr),
-                                                    g.rows - next * g.tr));
-            stage_locate(bufs[cur ^ 1], next * g.tr, next_nr, p, x, S, g);
-        }
-        __syncthreads();  // the next tile's source rows are known
-        if (more) {
-            stage_fetch(bufs[cur ^ 1], next_nr, g);
-        }
-        pp::async_commit<CIRC_PAD_PIPELINE != 0>();
-        pp::async_wait<CIRC_PAD_PIPELINE != 0, 1>();
-        __syncthreads();  // the current tile's rows have landed
-        stage_extend<B>(bufs[cur], nr, g);
-        __syncthreads();
-        stage_emit<B>(bufs[cur], yb + tile * g.tr * wo, nr, g);
-        if (!more) {
-            break;
-        }
-        __syncthreads();  // the current stage is free to refill
-        tile = next;
-        nr = next_nr;
-        cur ^= 1;
-    }
+    auto rows_of = [&](pp::uindex_t tile) {
+        return static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.tr), g.rows - tile * g.tr));
+    };
+    two_stage_tiles(
+        g.tiles,
+        [&](unsigned int st, pp::uindex_t tile) {
+            stage_locate(bufs[st], tile * g.tr, rows_of(tile), p, x, S, g);
+        },
+        [&](unsigned int st, pp::uindex_t tile) { stage_fetch(bufs[st], rows_of(tile), g); },
+        [&](unsigned int st, pp::uindex_t tile) {
+            stage_extend<B>(bufs[st], rows_of(tile), g);
+            __syncthreads();
+            stage_emit<B>(bufs[st], yb + tile * g.tr * wo, rows_of(tile), g);
+        });
 }
 
 // ---- The narrow path: tiles of whole planes (the last two dims) staged in shared memory. ----
@@ -493,11 +530,13 @@ __device__ __forceinline__ unsigned int fastdiv(unsigned int n, const FastDiv& f
     return static_cast<unsigned int>((static_cast<unsigned long long>(n) * f.m) >> f.shift);
 }
 
-// A stage of the narrow path, laid over one StageBuf: the byte address of each of the tile's
-// source planes, where each begins in `data`, then the planes, each in a slot of whole
-// aligned 16-byte blocks copied from x.
+// A stage of the narrow path: the byte address of each of the tile's source planes, where each
+// begins in `data`, the tile's place in the output's period (the table path), then the planes,
+// each in a slot of whole aligned 16-byte blocks copied from x.
 constexpr unsigned int kNarrowPlanes = 64;  // most planes per tile
-constexpr unsigned int kNarrowHead = 800;   // src[64] (512 bytes), at[72] (288 bytes)
+constexpr unsigned int kNarrowHead = 816;   // src[64] (512 bytes), at[72] (288), tile[2] (8), 8
+constexpr unsigned int kNarrowTable = CIRC_PAD_NARROW_TABLE;
+constexpr unsigned int kNarrowPhases = 128;  // most vectors per period for the table path
 constexpr unsigned int kNarrowData = CIRC_PAD_NARROW_DATA;
 constexpr unsigned int kNarrowStage = kNarrowHead + kNarrowData;
 static_assert(kNarrowData % 16 == 0 && kNarrowData <= 32768,
@@ -513,6 +552,22 @@ struct NarrowGeom {
     unsigned int pk;                      // planes per tile
     pp::uindex_t planes, tiles;
     FastDiv div_plane, div_wo;
+    // The table path (table true): a period of G output rows (G * wo * sizeof(B) a multiple of
+    // 16 bytes) is nv aligned output vectors; div_nv, div_ho divide by nv and ho.
+    bool table;
+    unsigned int nv, G;
+    FastDiv div_nv, div_ho;
+};
+
+// The table path's shared memory, the same for every tile of a launch. With lead_y = y's
+// misalignment in elements and V = 16 / sizeof(B), vector K of y's aligned vectors (elements
+// K * V - lead_y on) is vector P = K mod nv of period Q = K / nv; its first element lies in
+// output row Q * G + phase[P].x (row 0: the output's first), its last phase[P].y rows further,
+// and, where those rows are consecutive rows of one source plane, its element t at byte
+// off[P * V + t] of shared memory from the source row of its first row.
+struct NarrowTable {
+    int off[kNarrowTable > 0 ? kNarrowTable : 1];
+    int2 phase[kNarrowPhases];
 };
 
 __device__ __forceinline__ pp::uindex_t* narrow_src(unsigned char* st) {
@@ -521,12 +576,17 @@ __device__ __forceinline__ pp::uindex_t* narrow_src(unsigned char* st) {
 __device__ __forceinline__ unsigned int* narrow_at(unsigned char* st) {
     return reinterpret_cast<unsigned int*>(st + 512);
 }
+// tile[0]: the phase P0 of the tile's first aligned output vector; tile[1]: the output row of
+// period P0 - (its phase) less the tile's first output row (the table path's row origin).
+__device__ __forceinline__ int* narrow_tile(unsigned char* st) {
+    return reinterpret_cast<int*>(st + 800);
+}
 
 // (0) The source plane of each of the tile's np planes from plane q0 on.
 template <unsigned int S>
 __device__ __forceinline__ void narrow_locate(unsigned char* st, pp::uindex_t q0, unsigned int np,
                                               const CircPadParams& p, const unsigned char* x,
-                                              const NarrowGeom& g) {
+                                              unsigned int y_mis, const NarrowGeom& g) {
     for (unsigned int t = threadIdx.x; t < np; t += blockDim.x) {
         // source_row of the plane's row 0 is its source plane's row sh.
         const pp::index_t row0 = source_row((q0 + t) * g.ho, p) -
@@ -535,6 +595,14 @@ __device__ __forceinline__ void narrow_locate(unsigned char* st, pp::uindex_t q0
                                static_cast<pp::uindex_t>(row0) * S;
         narrow_src(st)[t] = a;
         narrow_at(st)[t] = t * g.slot + static_cast<unsigned int>(a & 15u);
+    }
+    if (g.table && threadIdx.x == 0) {
+        // K0: the tile's first aligned vector among y's (y_mis: y's misalignment in bytes).
+        const pp::uindex_t k0 = (y_mis + q0 * g.plane_out * S) / 16u;
+        const pp::uindex_t period = k0 / g.nv;
+        narrow_tile(st)[0] = static_cast<int>(k0 - period * g.nv);
+        narrow_tile(st)[1] = static_cast<int>(static_cast<pp::index_t>(period * g.G) -
+                                              static_cast<pp::index_t>(q0 * g.ho));
     }
 }
 
@@ -599,22 +667,65 @@ __device__ __forceinline__ pp::Vec16<B> narrow_gather(const unsigned char* data,
     return v;
 }
 
-// (2) The tile's ne output elements as aligned 16-byte vectors of the flat output.
+// V elements of a vector on the table path: element t at row + off[t] (off: V entries of
+// NarrowTable::off, 8-byte aligned, 16-byte aligned when V >= 4).
+template <typename B>
+__device__ __forceinline__ pp::Vec16<B> narrow_lookup(const unsigned char* row, const int* off) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    pp::Vec16<B> v;
+    if constexpr (V >= 4) {
+#pragma unroll
+        for (unsigned int t = 0; t < V; t += 4) {
+            const int4 o = *reinterpret_cast<const int4*>(off + t);
+            v.v[t] = *reinterpret_cast<const B*>(row + o.x);
+            v.v[t + 1] = *reinterpret_cast<const B*>(row + o.y);
+            v.v[t + 2] = *reinterpret_cast<const B*>(row + o.z);
+            v.v[t + 3] = *reinterpret_cast<const B*>(row + o.w);
+        }
+    } else {
+        const int2 o = *reinterpret_cast<const int2*>(off);
+        v.v[0] = *reinterpret_cast<const B*>(row + o.x);
+        v.v[1] = *reinterpret_cast<const B*>(row + o.y);
+    }
+    return v;
+}
+
+// (2) The tile's ne output elements as aligned 16-byte vectors of the flat output. A vector
+// inside the tile whose rows are consecutive rows of one source plane takes the table
+// (g.table); any other, the odometer (narrow_gather).
 template <typename B>
 __device__ __forceinline__ void narrow_emit(unsigned char* st, B* tile_out, unsigned int ne,
-                                            const NarrowGeom& g) {
+                                            const NarrowGeom& g, const NarrowTable& tab) {
     constexpr unsigned int V = 16 / sizeof(B);
-    constexpr unsigned int S = sizeof(B);
     const unsigned char* data = st + kNarrowHead;
     const unsigned int* at = narrow_at(st);
     const pp::uindex_t ybeg = reinterpret_cast<pp::uindex_t>(tile_out);
-    const unsigned int lead = static_cast<unsigned int>(ybeg & 15u) / S;
+    const unsigned int lead = static_cast<unsigned int>(ybeg & 15u) / sizeof(B);
     B* const vbase = reinterpret_cast<B*>(ybeg - (ybeg & 15u));
     const unsigned int nv = (lead + ne + V - 1) / V;
+    const unsigned int p0 = static_cast<unsigned int>(narrow_tile(st)[0]);
+    const int r0 = narrow_tile(st)[1];
     for (unsigned int k = threadIdx.x; k < nv; k += blockDim.x) {
         const int rel = static_cast<int>(k * V) - static_cast<int>(lead);
         B* const dst = vbase + k * V;
         if (rel >= 0 && static_cast<unsigned int>(rel) + V <= ne) {
+            if (kNarrowTable > 0 && g.table) {
+                const unsigned int m = p0 + k;
+                const unsigned int q = fastdiv(m, g.div_nv);
+                const unsigned int ph = m - q * g.nv;
+                const int2 pr = tab.phase[ph];
+                // the vector's first row (tile-relative: >= 0 as rel >= 0), its plane j, row h
+                const unsigned int row = static_cast<unsigned int>(r0 + static_cast<int>(q * g.G) + pr.x);
+                const unsigned int j = fastdiv(row, g.div_ho);
+                const unsigned int h = row - j * g.ho;
+                const unsigned int r = wrap_col(h + g.sh, g.hi);
+                const unsigned int d = static_cast<unsigned int>(pr.y);
+                if (h + d < g.ho && r + d < g.hi) {
+                    pp::store16(dst, narrow_lookup<B>(data + at[j] + r * g.row_bytes,
+                                                      tab.off + ph * V));
+                    continue;
+                }
+            }
             pp::store16(dst, narrow_gather<B, false>(data, at, rel, ne, g));
         } else {
             const pp::Vec16<B> v = narrow_gather<B, true>(data, at, rel, ne, g);
@@ -633,6 +744,7 @@ __device__ __forceinline__ void narrow_emit(unsigned char* st, B* tile_out, unsi
 template <typename B>
 __device__ __forceinline__ void narrow_geom(const CircPadParams& p, NarrowGeom& g) {
     constexpr unsigned int S = sizeof(B);
+    constexpr unsigned int V = 16 / S;
     const long long wo = p.out_dims.d[7], ho = p.out_dims.d[6];
     const long long wi = p.in_dims.d[7], hi = p.in_dims.d[6];
     pp::uindex_t planes = 1;
@@ -661,6 +773,46 @@ __device__ __forceinline__ void narrow_geom(const CircPadParams& p, NarrowGeom& 
     g.tiles = (planes + g.pk - 1) / g.pk;
     g.div_plane = make_fastdiv(g.plane_out);
     g.div_wo = make_fastdiv(g.wo);
+    // A period: G = 16 / gcd(wo * S, 16) rows, nv = wo * S / gcd(wo * S, 16) vectors,
+    // G * wo = nv * V elements (the table's entries).
+    g.table = false;
+    g.nv = 1;
+    g.G = 1;
+    if (kNarrowTable > 0 && g.wo <= kNarrowTable) {
+        const unsigned int rb = g.wo * S;
+        const unsigned int gcd16 = 1u << min(4, __ffs(static_cast<int>(rb)) - 1);
+        g.nv = rb / gcd16;
+        g.G = 16u / gcd16;
+        g.table = g.nv * V <= kNarrowTable && g.nv <= kNarrowPhases;
+    }
+    g.div_nv = make_fastdiv(g.nv);
+    g.div_ho = make_fastdiv(g.ho);
+}
+
+// The table path's shared memory (see NarrowTable) for y's misalignment of lead_y elements;
+// every thread of the block calls it; a barrier must follow before it is read.
+template <typename B>
+__device__ __forceinline__ void narrow_table(NarrowTable& tab, unsigned int lead_y,
+                                             const NarrowGeom& g) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    const unsigned int len = g.nv * V;  // the period's elements, G * wo
+    for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) {
+        const unsigned int ph = i / V;
+        const unsigned int t = i - ph * V;
+        // u0: the vector's first element counted from the row G rows before its period's
+        // first (> 0: lead_y < V <= len); rows counted from there too.
+        const unsigned int u0 = ph * V + len - lead_y;
+        const unsigned int first = u0 / g.wo;
+        const unsigned int u = u0 + t;
+        const unsigned int row = u / g.wo;
+        const unsigned int col = u - row * g.wo;
+        tab.off[i] = static_cast<int>((row - first) * g.row_bytes +
+                                      wrap_col(col + g.sw, g.wi) * sizeof(B));
+        if (t == 0) {
+            tab.phase[ph] = make_int2(static_cast<int>(first) - static_cast<int>(g.G),
+                                      static_cast<int>((u0 + V - 1) / g.wo - first));
+        }
+    }
 }
 
 // The narrow path (see the header): each block walks its tiles of pk whole output planes
@@ -670,44 +822,28 @@ __device__ __forceinline__ void circ_pad_narrow_tiles(const B* __restrict__ xb, 
                                                 const CircPadParams& p, const NarrowGeom& g) {
     constexpr unsigned int S = sizeof(B);
     __shared__ __align__(16) unsigned char stages[2 * kNarrowStage];
+    __shared__ __align__(16) NarrowTable tab;
     const unsigned char* x = reinterpret_cast<const unsigned char*>(xb);
-    pp::uindex_t tile = blockIdx.x;
-    if (tile >= g.tiles) {
-        return;
+    const unsigned int y_mis = static_cast<unsigned int>(reinterpret_cast<pp::uindex_t>(yb) & 15u);
+    if (kNarrowTable > 0 && g.table && blockIdx.x < g.tiles) {
+        narrow_table<B>(tab, y_mis / S, g);  // read after two_stage_tiles' first barrier
     }
-    unsigned char* const st0 = stages;
-    unsigned int cur = 0;
-    unsigned int np = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.pk),
-                                                    g.planes - tile * g.pk));
-    narrow_locate<S>(st0, tile * g.pk, np, p, x, g);
-    __syncthreads();
-    narrow_fetch(st0, np, g);
-    pp::async_commit<CIRC_PAD_PIPELINE != 0>();
-    for (;;) {
-        const pp::uindex_t next = tile + gridDim.x;
-        const bool more = next < g.tiles;
-        unsigned int next_np = 0;
-        if (more) {
-            next_np = static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.pk),
-                                                    g.planes - next * g.pk));
-            narrow_locate<S>(st0 + (cur ^ 1) * kNarrowStage, next * g.pk, next_np, p, x, g);
-        }
-        __syncthreads();  // the next tile's source planes are known
-        if (more) {
-            narrow_fetch(st0 + (cur ^ 1) * kNarrowStage, next_np, g);
-        }
-        pp::async_commit<CIRC_PAD_PIPELINE != 0>();
-        pp::async_wait<CIRC_PAD_PIPELINE != 0, 1>();
-        __syncthreads();  // the current tile's planes have landed
-        narrow_emit<B>(st0 + cur * kNarrowStage, yb + tile * g.pk * g.plane_out, np * g.plane_out, g);
-        if (!more) {
-            break;
-        }
-        __syncthreads();  // the current stage is free to refill
-        tile = next;
-        np = next_np;
-        cur ^= 1;
-    }
+    auto planes_of = [&](pp::uindex_t tile) {
+        return static_cast<unsigned int>(min(static_cast<pp::uindex_t>(g.pk), g.planes - tile * g.pk));
+    };
+    two_stage_tiles(
+        g.tiles,
+        [&](unsigned int st, pp::uindex_t tile) {
+            narrow_locate<S>(stages + st * kNarrowStage, tile * g.pk, planes_of(tile), p, x, y_mis,
+                             g);
+        },
+        [&](unsigned int st, pp::uindex_t tile) {
+            narrow_fetch(stages + st * kNarrowStage, planes_of(tile), g);
+        },
+        [&](unsigned int st, pp::uindex_t tile) {
+            narrow_emit<B>(stages + st * kNarrowStage, yb + tile * g.pk * g.plane_out,
+                           planes_of(tile) * g.plane_out, g, tab);
+        });
 }
 
 // ---- The flat path: one aligned 16-byte output vector per thread, read straight from x. ----

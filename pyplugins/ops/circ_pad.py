@@ -51,7 +51,7 @@ from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
-           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
+           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
            "pad_widths", "takes_flat"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
@@ -81,6 +81,8 @@ STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
 NARROW_ROW_BYTES = 128
 #: ``CIRC_PAD_NARROW_DATA`` of ``circ_pad.cu``: bytes of source planes one stage holds.
 NARROW_DATA = 20480
+#: ``circ_pad_narrow``'s grid: at most this many resident grids (a block per plane at most).
+NARROW_GRID_WAVES = 2
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
@@ -341,8 +343,8 @@ class CircPad(Plugin):
         (:attr:`LaunchPlan.flat_params`), one thread per output vector (the full grid);
         else ``circ_pad<T>(x, y, CircPadParams)``, at most one resident grid of BLOCK threads,
         or for narrow rows (:attr:`LaunchPlan.narrow_planes`) ``circ_pad_narrow<T>``, at most
-        2 resident grids. The ``strips`` tactic always takes ``circ_pad<T>`` compiled without
-        its staged path."""
+        :data:`NARROW_GRID_WAVES` resident grids. The ``strips`` tactic always takes
+        ``circ_pad<T>`` compiled without its staged path."""
         desc = inputs[0]
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
@@ -354,7 +356,8 @@ class CircPad(Plugin):
                           args=(POINTER, POINTER, plan.flat_params), name=f"circ_pad_flat<{ctype}>")
         if plan.narrow_planes and self.tactic != "strips":
             fn = self.narrow_kernel.function(ctype, device)
-            grid = min(plan.narrow_planes, 2 * resident_blocks(fn, BLOCK, device=device))
+            grid = min(plan.narrow_planes,
+                       NARROW_GRID_WAVES * resident_blocks(fn, BLOCK, device=device))
             return Launch(fn, grid=grid, block=BLOCK, device=device,
                           args=(POINTER, POINTER, plan.params), name=f"circ_pad_narrow<{ctype}>")
         kernel = self.strips_kernel if self.tactic == "strips" else self.kernel

@@ -1,13 +1,17 @@
-"""CircPad's narrow-row kernel (``circ_pad_narrow``): when the plan picks it (CPU), and its
-output bit for bit against ``np.pad(mode="wrap")`` (GPU)."""
+"""CircPad's narrow-row kernel (``circ_pad_narrow``): when the plan picks it, a line-by-line model of
+its table path against ``np.pad`` (CPU); its output bit for bit against ``np.pad(mode="wrap")``,
+table path and odometer, unaligned pointers, crops and small grids (GPU)."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
@@ -16,9 +20,11 @@ from pyplugins.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import NARROW_DATA, NARROW_ROW_BYTES, CircPad, launch_plan
 
-from .test_circ_pad import OFFERED, gpu_check, random_array
+from .test_circ_pad import OFFERED, gpu_check, padded, random_array
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
+TABLE = int(re.search(r"^#define CIRC_PAD_NARROW_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
+PHASES = int(re.search(r"kNarrowPhases = (\d+);", SOURCE.read_text()).group(1))
 
 
 def test_every_offered_type_is_instantiated_for_the_narrow_kernel():
@@ -60,6 +66,154 @@ def test_other_shapes_keep_the_row_kernel(shape, pads, itemsize, why):
 def test_narrow_switch_off_reverts_to_the_row_kernel(monkeypatch):
     monkeypatch.setattr(circ_pad_op, "NARROW_ROW_BYTES", 0)
     assert launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4).narrow_planes == 0
+
+
+def test_narrow_grid_rule_is_the_named_constant(monkeypatch):
+    """CircPad.plan launches min(planes, NARROW_GRID_WAVES * resident blocks) blocks."""
+    monkeypatch.setattr(circ_pad_op, "resident_blocks", lambda fn, block, device=0: 10)
+    monkeypatch.setattr(CircPad.narrow_kernel, "function", lambda ctype, device=None: 1234)  # a CUfunction
+    desc = trt.PluginTensorDesc((1, 64, 512, 8), trt.DataType.HALF, trt.TensorFormat.LINEAR)
+    for waves, grid in ((1, 10), (2, 20), (100, 64)):
+        monkeypatch.setattr(circ_pad_op, "NARROW_GRID_WAVES", waves)
+        launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)
+        assert launch.name == "circ_pad_narrow<__half>" and launch.grid == (grid, 1, 1)
+
+
+# -- a line-by-line model of circ_pad_narrow's table path ------------------------------------------
+
+def _period(wo, itemsize):
+    """(table on, nv, G) as narrow_geom computes them."""
+    if not TABLE or wo > TABLE:
+        return False, 1, 1
+    rb = wo * itemsize
+    gcd16 = 1 << min(4, (rb & -rb).bit_length() - 1)
+    nv, rows = rb // gcd16, 16 // gcd16
+    return nv * (16 // itemsize) <= TABLE and nv <= PHASES, nv, rows
+
+
+def _source_row(row, p):
+    off = 0
+    for d in range(6, -1, -1):
+        row, od = divmod(row, int(p["out_dims"][d]))
+        off += (od + int(p["shift"][d])) % int(p["in_dims"][d]) * int(p["in_strides"][d])
+    return off
+
+
+def _model(p, itemsize, x_mis, y_mis, grid, paths):
+    """Element ids of y as circ_pad_narrow's table path writes them (-1: written by the
+    odometer, not modelled here), x's elements at byte x_mis + i * itemsize on, y at y_mis."""
+    S, V = itemsize, 16 // itemsize
+    wi, wo, hi, ho = (int(p[k][d]) for k, d in (("in_dims", 7), ("out_dims", 7),
+                                                ("in_dims", 6), ("out_dims", 6)))
+    sw, sh = int(p["shift"][7]), int(p["shift"][6])
+    planes = math.prod(int(d) for d in p["out_dims"][:6])
+    row_bytes, plane_out = wi * S, ho * wo
+    slot = (hi * row_bytes + 30) & ~15
+    pk = min(64, NARROW_DATA // slot, -(-planes // grid))
+    table, nv, rows = _period(wo, S)
+    # narrow_table
+    length, lead_y = nv * V, y_mis // S
+    off, phase = [0] * length, [None] * nv
+    for i in range(length if table else 0):
+        ph, t = divmod(i, V)
+        u0 = ph * V + length - lead_y
+        first, (row, col) = u0 // wo, divmod(u0 + t, wo)
+        off[i] = (row - first) * row_bytes + (col + sw) % wi * S
+        if t == 0:
+            phase[ph] = (first - rows, (u0 + V - 1) // wo - first)
+    y = np.full(planes * plane_out, -1, np.int64)
+    for tile in range(-(-planes // pk)):
+        q0, n = tile * pk, min(pk, planes - tile * pk)
+        # narrow_locate and narrow_fetch: data byte -> (x element, byte of it)
+        data, at = {}, []
+        for t in range(n):
+            a = x_mis + (_source_row((q0 + t) * ho, p) - sh * wi) * S
+            at.append(t * slot + a % 16)
+            for b in range(slot // 16):
+                if b * 16 < a % 16 + hi * row_bytes:
+                    for c in range(16):
+                        byte = a - a % 16 + b * 16 + c - x_mis
+                        data[t * slot + b * 16 + c] = (byte // S, byte % S)
+        k0 = (y_mis + q0 * plane_out * S) // 16
+        p0, r0 = k0 % nv, k0 // nv * rows - q0 * ho
+        lead = (y_mis + q0 * plane_out * S) % 16 // S
+        ne = n * plane_out
+        for k in range((lead + ne + V - 1) // V):  # narrow_emit
+            rel = k * V - lead
+            if not (table and rel >= 0 and rel + V <= ne):
+                continue
+            q, ph = divmod(p0 + k, nv)
+            first, d = r0 + q * rows + phase[ph][0], phase[ph][1]
+            assert 0 <= first < 2**31  # the kernel's unsigned int
+            j, h = divmod(first, ho)
+            r = (h + sh) % hi
+            if h + d < ho and r + d < hi:
+                paths.add("table")
+                for t in range(V):
+                    o = at[j] + r * row_bytes + off[ph * V + t]
+                    got = [data[o + b] for b in range(S)]  # KeyError: a byte never copied
+                    assert [b for _, b in got] == list(range(S)) and len({e for e, _ in got}) == 1
+                    assert o + S <= NARROW_DATA
+                    y[q0 * plane_out + rel + t] = got[0][0]
+            else:
+                paths.add("odometer")
+    return y
+
+
+@st.composite
+def narrow_cases(draw):
+    itemsize = draw(st.sampled_from([1, 2, 4, 8]))
+    rank = draw(st.integers(1, 4))
+    shape = [draw(st.integers(1, 6)) for _ in range(rank - 1)]
+    shape.append(draw(st.integers(1, 128 // itemsize)))
+    k = draw(st.integers(0, min(2, rank)))
+    pads = draw(st.lists(st.integers(0, 9), min_size=2 * k, max_size=2 * k))
+    x_mis = draw(st.integers(0, 15 // itemsize)) * itemsize
+    y_mis = draw(st.integers(0, 15 // itemsize)) * itemsize
+    return tuple(shape), pads, itemsize, x_mis, y_mis, draw(st.integers(1, 5))
+
+
+@settings(max_examples=200, deadline=None)
+@given(narrow_cases())
+def test_model_of_the_narrow_table_path_matches_np_pad(case):
+    shape, pads, itemsize, x_mis, y_mis, grid = case
+    plan = launch_plan(shape, pads, itemsize)
+    if not plan.narrow_planes:
+        return
+    x = np.arange(math.prod(shape), dtype=np.int64)
+    got = _model(plan.params, itemsize, x_mis, y_mis, grid, set())
+    expected = padded(x.reshape(shape), pads).reshape(-1)
+    written = got != -1
+    np.testing.assert_array_equal(got[written], expected[written])
+
+
+@pytest.mark.parametrize("shape, pads, itemsize, share", [
+    ((1, 3, 512, 8), [1, 1, 1, 1], 2, 0.99),     # the narrow benchmark: nearly all on the table
+    ((1, 3, 512, 8), [1, 1, 1, 1], 4, 0.99),
+    ((2, 3, 40, 9), [1, 2, 3, 0], 1, 0.9),       # odd widths of bytes: periods of 16 rows
+    ((4, 5, 30, 3), [2, 1, 0, 0], 8, 0.98),      # W padded only
+    ((2, 2, 3, 2), [5, 7, 9, 4], 2, 0.8),        # tiny planes, pads beyond the dims
+])
+@pytest.mark.parametrize("x_mis, y_mis", [(0, 0), (8, 0), (0, 8), (8, 8)])
+def test_model_takes_the_table_path_for_most_vectors(shape, pads, itemsize, share, x_mis, y_mis):
+    paths = set()
+    plan = launch_plan(shape, pads, itemsize)
+    got = _model(plan.params, itemsize, x_mis, y_mis, 2, paths)
+    expected = padded(np.arange(math.prod(shape)).reshape(shape), pads).reshape(-1)
+    written = got != -1
+    np.testing.assert_array_equal(got[written], expected[written])
+    assert written.mean() >= share and "table" in paths  # the rest: the odometer's vectors
+
+
+@pytest.mark.parametrize("wo, itemsize, table", [
+    (10, 2, True), (10, 4, True), (64, 2, True), (32, 4, True), (16, 8, True),
+    (32, 1, True),    # lcm(32, 16) = 32 entries, 2 vectors a period
+    (31, 1, True),    # 16 rows of 31 bytes: 496 entries
+    (33, 1, False),   # 528 entries: more than the table holds, the odometer writes it all
+    (127, 1, False),
+])
+def test_which_row_widths_get_a_table(wo, itemsize, table):
+    assert _period(wo, itemsize)[0] == table
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -109,3 +263,90 @@ def test_gpu_narrow_plane_that_fills_a_stage(dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", NARROW_TYPES)
 def test_gpu_narrow_empty_tensor(dtype):
     gpu_check(TensorSpec((0, 3, 4, 5), dtype, data=np.zeros((0, 3, 4, 5), dtype)), [1, 1, 1, 1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", NARROW_TYPES)
+@pytest.mark.parametrize("pads", [[1, 1, 1, 1], [0, 3, 2, 0], [3, 2, 1, 3], [0, 0, 1, 1]])
+def test_gpu_narrow_table_path_every_width(dtype, pads):
+    """Input rows of 1 to 12 elements (periods of 1 to 16 output rows, groups crossing planes
+    and the H wrap) through the plugin, which takes circ_pad_narrow for all of them."""
+    for w in range(1, 13):
+        shape = (2, 3, 9, w)
+        assert _launch_name(shape, dtype, pads).startswith("circ_pad_narrow"), w
+        gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=w)), pads)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", NARROW_TYPES)
+def test_gpu_narrow_rows_at_the_128_byte_boundary(dtype):
+    """Output rows of exactly NARROW_ROW_BYTES (circ_pad_narrow; for int8 the table's last
+    fit) and one element more (the row kernel), odd heights."""
+    w = NARROW_ROW_BYTES // np.dtype(dtype).itemsize - 2
+    for extra, kernel in ((0, "circ_pad_narrow"), (1, "circ_pad<")):
+        shape = (3, 13, w + extra)
+        assert _launch_name(shape, dtype, [1, 1, 2, 1]).startswith(kernel)
+        gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=extra)),
+                  [1, 1, 2, 1])
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
+          np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
+
+
+def _wrap_reference(x, widths):
+    """y[o] = x[(o - before) mod in] on every dim, crops (negative pads) included."""
+    for axis, (before, after) in enumerate(widths):
+        n = x.shape[axis]
+        x = np.take(x, (np.arange(n + before + after) - before) % n, axis=axis)
+    return x
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int8, np.int64])
+@pytest.mark.parametrize("x_off, y_off", [(0, 0), (1, 0), (0, 3), (5, 7)])
+@pytest.mark.parametrize("shape, pads", [
+    ((3, 20, 8), [1, 1, 1, 1]),              # the benchmark's rows, planes of 22 x 10
+    ((7, 2, 8), [1, 1, 1, 0]),               # periods of 4 rows longer than a plane of 3
+    ((5, 4, 6), [-1, -2, 1, 1]),             # W cropped to 3, H padded
+    ((4, 9, 11), [2, -3, -2, 4]),            # W and H: one end cropped, the other padded
+    ((6, 3, 2), [5, 9, 4, 7]),               # pads several times the dims
+    ((2, 5, 40, 5), [0, 2, 1, 0]),           # rank 4, one-sided pads
+])
+@pytest.mark.parametrize("options, grid_cap", [((), None), ((), 1), ((), 3),
+                                               (("-DCIRC_PAD_NARROW_TABLE=0",), 2),
+                                               (("-DCIRC_PAD_NARROW_TABLE=16",), None)])
+def test_gpu_narrow_kernel_unaligned_pointers_crops_and_knobs(cp, dtype, x_off, y_off, shape,
+                                                              pads, options, grid_cap):
+    """circ_pad_narrow launched directly: input and output at odd element offsets, negative pads
+    (crops, which the plugin's field refuses but the kernel pads), grids smaller than the planes
+    (several tiles a block: the pipeline), the table off and a table too small for most widths."""
+    from pyplugins.kernels import Kernel
+    from pyplugins.launch import POINTER, Launch
+    from pyplugins.ops.circ_pad import pad_widths
+
+    host = random_array(shape, dtype, seed=x_off + 3 * y_off)
+    expected = _wrap_reference(host, pad_widths(host.ndim, pads)).reshape(-1)
+    plan = launch_plan(shape, pads, host.itemsize)
+    assert plan.narrow_planes and plan.out_shape == _wrap_reference(
+        host, pad_widths(host.ndim, pads)).shape
+    xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
+    fill = np.nan if dtype == np.float16 else -1
+    ybuf = cp.full(expected.size + y_off + 9, fill, dtype=dtype)
+    fn = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>", options=options).function(
+        CTYPES[np.dtype(dtype)])
+    grid = min(plan.narrow_planes, grid_cap or plan.narrow_planes)
+    launch = Launch(fn, grid, 256, (POINTER, POINTER, plan.params))
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()
+    launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)
+    stream.synchronize()
+    got = cp.asnumpy(ybuf)
+    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
+    rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
+    assert (np.isnan(rest) if dtype == np.float16 else rest == -1).all()
