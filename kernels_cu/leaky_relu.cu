@@ -34,7 +34,7 @@
 #define LEAKY_RELU_STORE 0  // 16-byte stores: 0 plain, 1 __stwb, 2 __stcs (streaming)
 #endif
 #ifndef LEAKY_RELU_LEAN
-#define LEAKY_RELU_LEAN 0  // 1: x and y 16-byte aligned take a path without the head arithmetic
+#define LEAKY_RELU_LEAN 1  // x and y 16-byte aligned: a path without the head arithmetic (0: off)
 #endif
 
 namespace {

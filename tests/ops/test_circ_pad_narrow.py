@@ -18,7 +18,7 @@ from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
-from pyplugins.ops.circ_pad import NARROW_DATA, NARROW_ROW_BYTES, CircPad, launch_plan
+from pyplugins.ops.circ_pad import FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad, launch_plan
 
 from .test_circ_pad import OFFERED, gpu_check, padded, random_array
 
@@ -273,7 +273,8 @@ def test_gpu_narrow_table_path_every_width(dtype, pads):
     and the H wrap) through the plugin, which takes circ_pad_narrow for all of them."""
     for w in range(1, 13):
         shape = (2, 3, 9, w)
-        assert _launch_name(shape, dtype, pads).startswith("circ_pad_narrow"), w
+        narrow = (w + pads[0] + pads[1]) * np.dtype(dtype).itemsize <= NARROW_ROW_BYTES
+        assert _launch_name(shape, dtype, pads).startswith("circ_pad_narrow") == narrow, w
         gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=w)), pads)
 
 
@@ -283,7 +284,8 @@ def test_gpu_narrow_rows_at_the_128_byte_boundary(dtype):
     """Output rows of exactly NARROW_ROW_BYTES (circ_pad_narrow; for int8 the table's last
     fit) and one element more (the row kernel), odd heights."""
     w = NARROW_ROW_BYTES // np.dtype(dtype).itemsize - 2
-    for extra, kernel in ((0, "circ_pad_narrow"), (1, "circ_pad<")):
+    wide = "circ_pad_flat" if np.dtype(dtype).itemsize >= FLAT_MIN_ITEMSIZE else "circ_pad<"
+    for extra, kernel in ((0, "circ_pad_narrow"), (1, wide)):
         shape = (3, 13, w + extra)
         assert _launch_name(shape, dtype, [1, 1, 2, 1]).startswith(kernel)
         gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=extra)),
