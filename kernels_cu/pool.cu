@@ -601,10 +601,12 @@ template <typename T, bool AVG> struct BandRow;
 template <bool AVG> struct BandRow<signed char, AVG> {
     unsigned ev[4], od[4], l, r;
     __device__ __forceinline__ void load(const uint4* slot) {
-        const uint4 c = slot[0];
+        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+            reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         const unsigned w[4] = {c.x, c.y, c.z, c.w};
-        const unsigned left = reinterpret_cast<const unsigned*>(slot - 1)[3];
-        const unsigned right = reinterpret_cast<const unsigned*>(slot + 1)[0];
+        const unsigned left = left8.y;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             if (AVG) {
@@ -697,10 +699,13 @@ template <bool AVG> struct BandRow<signed char, AVG> {
 template <> struct BandRow<__half, false> {
     unsigned w[4], l, r;
     __device__ __forceinline__ void load(const uint4* slot) {
-        const uint4 c = slot[0];
+        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+            reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         w[0] = c.x; w[1] = c.y; w[2] = c.z; w[3] = c.w;
-        l = reinterpret_cast<const unsigned*>(slot - 1)[3];
-        r = reinterpret_cast<const unsigned*>(slot + 1)[0];
+        l = left8.y;
+        r = right;
     }
     __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
 #pragma unroll
@@ -737,17 +742,21 @@ template <typename T, bool AVG> struct BandRow {
     static constexpr int V = 16 / sizeof(T);
     float c[V + 3];
     __device__ __forceinline__ void load(const uint4* slot) {
+        if constexpr (sizeof(T) == 4)
+            set(slot[0], reinterpret_cast<const uint2*>(slot - 1)[1],
+                reinterpret_cast<const unsigned*>(slot + 1)[0]);
+        else
+            set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+                reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 m, uint2 left, unsigned right) {
         if constexpr (sizeof(T) == 4) {
-            const uint4 m = slot[0];
-            const uint2 left = reinterpret_cast<const uint2*>(slot - 1)[1];
             c[0] = __uint_as_float(left.x); c[1] = __uint_as_float(left.y);
             c[2] = __uint_as_float(m.x); c[3] = __uint_as_float(m.y);
             c[4] = __uint_as_float(m.z); c[5] = __uint_as_float(m.w);
-            c[6] = reinterpret_cast<const float*>(slot + 1)[0];
+            c[6] = __uint_as_float(right);
         } else {
-            const uint4 m = slot[0];
-            const unsigned w[6] = {reinterpret_cast<const unsigned*>(slot - 1)[3], m.x, m.y, m.z, m.w,
-                                   reinterpret_cast<const unsigned*>(slot + 1)[0]};
+            const unsigned w[6] = {left.y, m.x, m.y, m.z, m.w, right};
 #pragma unroll
             for (int k = 0; k < 5; ++k) {
                 const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
