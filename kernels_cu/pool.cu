@@ -997,6 +997,13 @@ __device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict
     }
 }
 
+// The generic path as a call (pool2d_cols's fallback): compiled apart, so that its register
+// demand does not make the column path's loop spill (a call's cost is paid once per thread).
+template <typename T, typename Div, bool AVG>
+__device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restrict__ y, const Params p) {
+    pool_body<T, Div, AVG, 0, 0>(x, y, p);
+}
+
 // ---- column path (pool2d_cols): 5x5 stride 2, column padding 2, no shared memory ---------------
 
 // A warp owns 32 consecutive 16-byte chunks of one plane's rows (a column group; lanes past the
@@ -1087,21 +1094,26 @@ __device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict
     const int ch = p.w / V;
     const int groups = (ch + 31) >> 5;
     const int lane = static_cast<int>(threadIdx.x & 31u);
-    // every count below fits 32 bits: items <= nc * ho * ch <= numel(y) < 2^31, and so do warps
-    const int warps = static_cast<int>(gridDim.x * (blockDim.x >> 5));
+    // counts fit 32 bits: items <= nc * ho * ch <= numel(y) < 2^31; the grid's warps are taken
+    // at most items (the others have nothing to do), so item + warps < 2^32 (unsigned)
     const int columns = static_cast<int>(p.nc) * groups;
+    const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    const long long warp_id = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int warps = static_cast<int>(grid_warps < 0x7fffffff ? grid_warps : 0x7fffffff);
     int S = PP_POOL_COLS_S;
     if (S == 0) {
-        const int per = (warps + columns - 1) / columns;  // segments wanted per column
-        const int want = (p.ho + per - 1) / per;
+        const long long per = (grid_warps + columns - 1) / columns;  // segments wanted per column
+        const int want = static_cast<int>((p.ho + per - 1) / per);
         S = want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
     }
     const int segs = (p.ho + S - 1) / S;
     const int items = columns * segs;
+    if (warp_id >= items) return;
+    const unsigned step = static_cast<unsigned>(warps < items ? warps : items);
     const FastDiv by_groups(groups), by_segs(segs);
     const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
-    for (int item = static_cast<int>(blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)); item < items;
-         item += warps) {
+    for (unsigned it = static_cast<unsigned>(warp_id); it < static_cast<unsigned>(items); it += step) {
+        const int item = static_cast<int>(it);
         const int q = static_cast<int>(by_groups(item));
         const int group = item - q * groups;
         const int plane = static_cast<int>(by_segs(q));
@@ -1373,12 +1385,12 @@ pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int
     if (cols) {
         if (mode == 0) pp_pool::pool_cols<T, false>(x, y, p);
         else pp_pool::pool_cols<T, true>(x, y, p);
-    } else if (small) {  // the run-time window loop only: the fewest registers
-        if (mode == 0) pp_pool::pool_body<T, pp_pool::FastDiv, false, 0, 0>(x, y, p);
-        else pp_pool::pool_body<T, pp_pool::FastDiv, true, 0, 0>(x, y, p);
+    } else if (small) {  // the run-time window loop, called (its registers apart)
+        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::FastDiv, false>(x, y, p);
+        else pp_pool::pool_body_call<T, pp_pool::FastDiv, true>(x, y, p);
     } else {
-        if (mode == 0) pp_pool::pool_body<T, pp_pool::SlowDiv, false, 0, 0>(x, y, p);
-        else pp_pool::pool_body<T, pp_pool::SlowDiv, true, 0, 0>(x, y, p);
+        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::SlowDiv, false>(x, y, p);
+        else pp_pool::pool_body_call<T, pp_pool::SlowDiv, true>(x, y, p);
     }
 }
 
