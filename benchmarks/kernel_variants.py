@@ -39,7 +39,8 @@ from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import Pool, band_blocks, block_size, kernel_name, output_size  # noqa: E402
+from pyplugins.ops.pool import (Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
+                                output_size)
 from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, RoPE  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
@@ -220,11 +221,8 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         fn = Kernel("pool.cu", v.kernel or expr, options=v.options).function(CTYPES[dtype])
         n, c, h, w = shape
         ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
-        total = n * c * ho * wo
-        if (v.kernel or expr).startswith("pool2d_band"):  # as Pool.plan: a walk per thread
-            needed = band_blocks(total, itemsize, v.block)
-        else:
-            needed = -(-total // (v.block * 4))
+        name = (v.kernel or expr).split("<")[0]  # as Pool.plan
+        needed = blocks_needed(name, n * c, ho, wo, w, itemsize, v.block)
         default = min(needed, resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
         args = (POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
@@ -234,25 +232,40 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
     other = 256 if block == 128 else 128
-    if kernel == 5:  # pool2d_band (shared-memory bands) and pool2d_wide's vector path
-        wide = "pool2d_wide<{T}>"
+    if kernel == 5:  # pool2d_band (shared-memory bands), pool2d_cols, pool2d_wide's vector path
+        wide, band, cols = "pool2d_wide<{T}>", "pool2d_band<{T}>", "pool2d_cols<{T}>"
         one, rs = ("-DPP_POOL_BAND_STAGES=1",), "-DPP_POOL_BAND_RS="
-        variants = (Variant(f"default (band b{block})", (), block),
-                    Variant("old default (wide b128)", (), 128, kernel=wide),
-                    Variant("band 2x", (), block, "2x"),
-                    Variant("band 1 stage", one, block),
-                    Variant("band 1 stage full", one, block, "full"),
-                    Variant("band plain loads", ("-DPP_POOL_BAND_ASYNC=0",), block),
-                    Variant("band rs1", (rs + "1",), block),
-                    Variant("band rs4 b128", (rs + "4",), 128),
-                    Variant("band b128", (), 128),
-                    Variant("band tc32", ("-DPP_POOL_BAND_TC=32",), block),
-                    Variant("band 10K stages", ("-DPP_POOL_BAND_CHUNKS=640",), block),
-                    Variant("band 24K stages", ("-DPP_POOL_BAND_CHUNKS=1536",), block),
-                    Variant("band 1 stage 40K", one + ("-DPP_POOL_BAND_CHUNKS=2560",), block),
-                    Variant("band minb3 (85 regs)", ("-DPP_POOL_BAND_MINB=3",), block),
-                    Variant("old wide rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"),
-                            128, kernel=wide))
+        ahead, seg, minb = "-DPP_POOL_COLS_AHEAD=", "-DPP_POOL_COLS_S=", "-DPP_POOL_COLS_MINB="
+        # pool2d_cols: the kernel the plugin takes when BAND_KERNEL is flipped to it
+        cols_variants = (Variant("cols b256", (), 256, kernel=cols),
+                         Variant("cols b128", (), 128, kernel=cols),
+                         Variant("cols 2x", (), 256, "2x", kernel=cols),
+                         Variant("cols full", (), 256, "full", kernel=cols),
+                         Variant("cols minb3", (minb + "3",), 256, kernel=cols),
+                         Variant("cols ahead2", (ahead + "2",), 256, kernel=cols),
+                         Variant("cols ahead2 minb3", (ahead + "2", minb + "3"), 256, kernel=cols),
+                         Variant("cols ahead2 minb2", (ahead + "2", minb + "2"), 256, kernel=cols),
+                         Variant("cols S4 full", (seg + "4",), 256, "full", kernel=cols),
+                         Variant("cols S16", (seg + "16",), 256, kernel=cols),
+                         Variant("cols S32", (seg + "32",), 256, kernel=cols),
+                         Variant("cols S64", (seg + "64",), 256, kernel=cols))
+        band_variants = tuple(Variant(name, opts, b, g, kernel=band) for name, opts, b, g in (
+            (f"band b{block}", (), block, "default"), ("band 2x", (), block, "2x"),
+            ("band 1 stage", one, block, "default"), ("band 1 stage full", one, block, "full"),
+            ("band plain loads", ("-DPP_POOL_BAND_ASYNC=0",), block, "default"),
+            ("band rs1", (rs + "1",), block, "default"),
+            ("band rs4 b128", (rs + "4",), 128, "default"),
+            ("band b128", (), 128, "default"),
+            ("band tc32", ("-DPP_POOL_BAND_TC=32",), block, "default"),
+            ("band 10K stages", ("-DPP_POOL_BAND_CHUNKS=640",), block, "default"),
+            ("band 24K stages", ("-DPP_POOL_BAND_CHUNKS=1536",), block, "default"),
+            ("band 1 stage 40K", one + ("-DPP_POOL_BAND_CHUNKS=2560",), block, "default"),
+            ("band minb3 (85 regs)", ("-DPP_POOL_BAND_MINB=3",), block, "default")))
+        variants = ((Variant(f"default ({chosen} b{block})", (), block),
+                     Variant("old default (wide b128)", (), 128, kernel=wide))
+                    + band_variants + cols_variants
+                    + (Variant("old wide rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"),
+                               128, kernel=wide),))
     elif chosen == "pool2d_i8":
         old = "pool2d<{T}>"
         variants = (Variant(f"default (simd u2 b{block})", (), block),
@@ -278,7 +291,9 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         return F.avg_pool2d(t, kernel, stride, pad, count_include_pad=False)
 
     label = f"Pool-{mode}-{kernel}x{kernel}s{stride} {dtype}"
-    check_shape = (1, 5, 130 if kernel == 5 else 128, 512)
+    # 5x5: rows of 45 / 90 / 180 chunks (int8 / half / float): column groups that end inside a
+    # row (lane-edge halos loaded) and ragged last groups; an odd height (a partial segment)
+    check_shape = (1, 3, 131, 720) if kernel == 5 else (1, 5, 128, 512)
     return Case(label, dtype, plugin, lambda b: _nchw(b, itemsize), check_shape, build, variants,
                 None if dtype == "int8" else torch_fn, ("pool.cu", expr))
 

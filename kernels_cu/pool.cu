@@ -39,6 +39,20 @@
 //               VIMNMX3, sums of q + 128; half max __hmax2; float and half average in float),
 //               and stores 8 bytes of each output row. Elsewhere (or past 32-bit indices) the
 //               generic path, which spills under this kernel's 64-register cap.
+//     pool2d_cols<T>(same arguments): the same function; launch it for the same windows as
+//               pool2d_band, with a block of a multiple of 32 threads, at most 256 (its launch
+//               bounds; 256 suggested), and grid = min(cdiv(32 * nc * cdiv(w / V, 32) *
+//               cdiv(ho, 8), 256), resident blocks) (V = 16 / sizeof(T)): at most one wave.
+//               Under the same conditions as the band (and blockDim.x % 32 == 0) it needs no
+//               shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
+//               (lanes past the row's end idle) and walks down a segment of S output rows
+//               (S from the grid: enough segments to give every warp of the grid one, 8 to 64
+//               rows), keeping the pair reduction of the previous two input rows and the last
+//               one, so each output row loads two new input rows (512 contiguous bytes a warp),
+//               the next output row's loads in flight while it computes; the 2 columns left and
+//               the 1 right of a chunk come from the neighbouring lanes by warp shuffles (the
+//               group's end lanes load theirs), then the band's reduction and 8-byte stores.
+//               Elsewhere the generic path, as pool2d_band.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -70,13 +84,18 @@
 // @instantiate pool2d_band<float>
 // @instantiate pool2d_band<__half>
 // @instantiate pool2d_band<signed char>
+// @instantiate pool2d_cols<float>
+// @instantiate pool2d_cols<__half>
+// @instantiate pool2d_cols<signed char>
 //
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
 // (pool2d_wide without its extra windows), PP_POOL_UNITS_I8 (pool2d_i8's units per trip),
 // PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_STAGED=0 (pool2d_band
 // = pool2d_wide, for comparison), PP_POOL_BAND_STAGES / _ASYNC / _CHUNKS / _TC / _RS / _RMAX /
-// _THREADS / _MINB (pool2d_band's tiles and pipeline, described where they are defined).
+// _THREADS / _MINB (pool2d_band's tiles and pipeline, described where they are defined),
+// PP_POOL_COLS_AHEAD / _S / _SMIN / _SMAX / _THREADS / _MINB (pool2d_cols's prefetch distance,
+// segment rows and launch bounds, likewise).
 
 #include "common.cuh"
 
@@ -601,15 +620,18 @@ template <typename T, bool AVG> struct BandRow;
 template <bool AVG> struct BandRow<signed char, AVG> {
     unsigned ev[4], od[4], l, r;
     __device__ __forceinline__ void load(const uint4* slot) {
-        const uint4 c = slot[0];
+        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+            reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         const unsigned w[4] = {c.x, c.y, c.z, c.w};
-        const unsigned left = reinterpret_cast<const unsigned*>(slot - 1)[3];
-        const unsigned right = reinterpret_cast<const unsigned*>(slot + 1)[0];
+        const unsigned left = left8.y;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            if (AVG) {
-                ev[k] = (w[k] & 0x00ff00ffu) ^ 0x00800080u;
-                od[k] = ((w[k] >> 8) & 0x00ff00ffu) ^ 0x00800080u;
+            if (AVG) {  // bias the word once (q ^ 0x80 = q + 128), then split its bytes
+                const unsigned b = w[k] ^ 0x80808080u;
+                ev[k] = prmt(b, 0u, 0x4240u);
+                od[k] = prmt(b, 0u, 0x4341u);
             } else {
                 ev[k] = prmt(w[k], 0u, 0xA280u);
                 od[k] = prmt(w[k], 0u, 0xB391u);
@@ -617,6 +639,14 @@ template <bool AVG> struct BandRow<signed char, AVG> {
         }
         l = AVG ? prmt(left, 0u, 0x4342u) ^ 0x00800080u : prmt(left, 0u, 0xB3A2u);
         r = AVG ? (right & 0xffu) ^ 0x80u : prmt(right, 0u, 0x8080u);
+    }
+    // pool2d_cols: columns -2, -1 from lane - 1's reduced row (its columns 14, 15: the high lanes
+    // of ev[3], od[3]) where take_l, column 16 from lane + 1's (its column 0) where take_r.
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+        const unsigned nl = __shfl_up_sync(0xffffffffu, prmt(ev[3], od[3], 0x7632u), 1);
+        const unsigned nr = __shfl_down_sync(0xffffffffu, ev[0], 1);
+        if (take_l) l = nl;
+        if (take_r) r = nr;
     }
     __device__ __forceinline__ static unsigned op2(unsigned a, unsigned b) {
         return AVG ? a + b : smax2(a, b);
@@ -697,10 +727,20 @@ template <bool AVG> struct BandRow<signed char, AVG> {
 template <> struct BandRow<__half, false> {
     unsigned w[4], l, r;
     __device__ __forceinline__ void load(const uint4* slot) {
-        const uint4 c = slot[0];
+        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+            reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         w[0] = c.x; w[1] = c.y; w[2] = c.z; w[3] = c.w;
-        l = reinterpret_cast<const unsigned*>(slot - 1)[3];
-        r = reinterpret_cast<const unsigned*>(slot + 1)[0];
+        l = left8.y;
+        r = right;
+    }
+    // pool2d_cols: columns -2, -1 = lane - 1's word 3 where take_l, column 8 = lane + 1's word 0.
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+        const unsigned nl = __shfl_up_sync(0xffffffffu, w[3], 1);
+        const unsigned nr = __shfl_down_sync(0xffffffffu, w[0], 1);
+        if (take_l) l = nl;
+        if (take_r) r = nr;
     }
     __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
 #pragma unroll
@@ -737,17 +777,21 @@ template <typename T, bool AVG> struct BandRow {
     static constexpr int V = 16 / sizeof(T);
     float c[V + 3];
     __device__ __forceinline__ void load(const uint4* slot) {
+        if constexpr (sizeof(T) == 4)
+            set(slot[0], reinterpret_cast<const uint2*>(slot - 1)[1],
+                reinterpret_cast<const unsigned*>(slot + 1)[0]);
+        else
+            set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
+                reinterpret_cast<const unsigned*>(slot + 1)[0]);
+    }
+    __device__ __forceinline__ void set(uint4 m, uint2 left, unsigned right) {
         if constexpr (sizeof(T) == 4) {
-            const uint4 m = slot[0];
-            const uint2 left = reinterpret_cast<const uint2*>(slot - 1)[1];
             c[0] = __uint_as_float(left.x); c[1] = __uint_as_float(left.y);
             c[2] = __uint_as_float(m.x); c[3] = __uint_as_float(m.y);
             c[4] = __uint_as_float(m.z); c[5] = __uint_as_float(m.w);
-            c[6] = reinterpret_cast<const float*>(slot + 1)[0];
+            c[6] = __uint_as_float(right);
         } else {
-            const uint4 m = slot[0];
-            const unsigned w[6] = {reinterpret_cast<const unsigned*>(slot - 1)[3], m.x, m.y, m.z, m.w,
-                                   reinterpret_cast<const unsigned*>(slot + 1)[0]};
+            const unsigned w[6] = {left.y, m.x, m.y, m.z, m.w, right};
 #pragma unroll
             for (int k = 0; k < 5; ++k) {
                 const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
@@ -756,6 +800,18 @@ template <typename T, bool AVG> struct BandRow {
             }
             c[10] = __low2float(*reinterpret_cast<const __half2*>(&w[5]));
         }
+    }
+    // pool2d_cols: columns -2, -1 = lane - 1's columns V - 2, V - 1 where take_l, column V =
+    // lane + 1's column 0 where take_r.
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+        const float n0 = __shfl_up_sync(0xffffffffu, c[V], 1);
+        const float n1 = __shfl_up_sync(0xffffffffu, c[V + 1], 1);
+        const float nr = __shfl_down_sync(0xffffffffu, c[2], 1);
+        if (take_l) {
+            c[0] = n0;
+            c[1] = n1;
+        }
+        if (take_r) c[V + 2] = nr;
     }
     __device__ __forceinline__ static float op2(float a, float b) { return AVG ? a + b : fmaxf(a, b); }
     __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
@@ -941,6 +997,195 @@ __device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict
     }
 }
 
+// The generic path as a call (pool2d_cols's fallback): compiled apart, so that its register
+// demand does not make the column path's loop spill (a call's cost is paid once per thread).
+template <typename T, typename Div, bool AVG>
+__device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restrict__ y, const Params p) {
+    pool_body<T, Div, AVG, 0, 0>(x, y, p);
+}
+
+// ---- column path (pool2d_cols): 5x5 stride 2, column padding 2, no shared memory ---------------
+
+// A warp owns 32 consecutive 16-byte chunks of one plane's rows (a column group; lanes past the
+// row's last chunk idle but take part in the shuffles) and walks down a segment of S output
+// rows. A lane holds P (its chunk's pair reduction of the previous two input rows) and the last
+// input row, so each output row loads only two new input rows (16 bytes a lane, 512 contiguous
+// bytes a warp), reduced down the window exactly as BandRow does it; the 2 columns left of the
+// chunk and the 1 right of it come from the neighbouring lanes' reduced rows (warp shuffles),
+// except at the group's ends: lane 0 loads the 8 bytes before its chunk and the group's last
+// lane the 4 after it, per input row, reduced with the rest. The next PP_POOL_COLS_AHEAD output
+// rows' loads are in flight while a row is computed. Work item = (plane, segment, group), taken
+// grid-stride by global warp id. Knobs (compile options):
+//   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
+//   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / ceil(warps /
+//                         (nc * groups))), SMIN, SMAX) with warps = the grid's warps, so that
+//                         the items fill the grid's warps when they can (any S is correct;
+//                         segments re-read only their 3 boundary input rows, 3 / (2 S) extra)
+//   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (8, 64)
+//   PP_POOL_COLS_THREADS, _MINB  launch bounds (256 x 4: 64 registers)
+#ifndef PP_POOL_COLS_AHEAD
+#define PP_POOL_COLS_AHEAD 1
+#endif
+#ifndef PP_POOL_COLS_S
+#define PP_POOL_COLS_S 0
+#endif
+#ifndef PP_POOL_COLS_SMIN
+#define PP_POOL_COLS_SMIN 8
+#endif
+#ifndef PP_POOL_COLS_SMAX
+#define PP_POOL_COLS_SMAX 64
+#endif
+#ifndef PP_POOL_COLS_THREADS
+#define PP_POOL_COLS_THREADS 256
+#endif
+#ifndef PP_POOL_COLS_MINB
+#define PP_POOL_COLS_MINB 4
+#endif
+static_assert(PP_POOL_COLS_AHEAD >= 1 && PP_POOL_COLS_AHEAD <= 4, "PP_POOL_COLS_AHEAD: 1 to 4");
+static_assert(PP_POOL_COLS_S >= 0 && PP_POOL_COLS_SMIN >= 1 && PP_POOL_COLS_SMAX >= PP_POOL_COLS_SMIN,
+              "PP_POOL_COLS_S >= 0 (0: the rule), 1 <= PP_POOL_COLS_SMIN <= PP_POOL_COLS_SMAX");
+
+// One input row's share of a lane, as loaded: its chunk, the 8 bytes before it (l) and the 4
+// after it (r), in memory order; l and r are loaded only by the group's end lanes (the others
+// take them from their neighbours after the rows are reduced). Outside the input: the fill.
+struct ColsIn {
+    uint4 c;
+    uint2 l;
+    unsigned r;
+};
+
+template <typename T, bool AVG>
+__device__ __forceinline__ void cols_fetch(ColsIn& in, const T* __restrict__ src, int ih, const Params& p,
+                                           bool active, bool need_l, bool need_r) {
+    constexpr int V = 16 / sizeof(T);
+    const unsigned f = band_fill<T, AVG>();
+    in.c = make_uint4(f, f, f, f);
+    in.l = make_uint2(f, f);
+    in.r = f;
+    if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h)) {
+        const T* row = src + ih * p.w;
+        if (active) in.c = __ldg(reinterpret_cast<const uint4*>(row));
+        if (need_l) {
+            if constexpr (sizeof(T) == 4) in.l = __ldg(reinterpret_cast<const uint2*>(row) - 1);
+            else in.l.y = __ldg(reinterpret_cast<const unsigned*>(row) - 1);
+        }
+        if (need_r) in.r = __ldg(reinterpret_cast<const unsigned*>(row + V));
+        if constexpr (sizeof(T) == 1) {
+            // INT8 reads only bytes 2, 3 of l.y (columns -2, -1) and byte 0 of r (column 16): one
+            // register holds both, [r0, r0, l2, l3], passed as both (a register less per row)
+            in.r = prmt(in.l.y, in.r, 0x3244u);
+            in.l.y = in.r;
+        }
+    }
+}
+
+template <typename T, bool AVG>
+__device__ __forceinline__ void cols_set(BandRow<T, AVG>& b, const ColsIn& in) {
+    b.set(in.c, in.l, in.r);
+}
+
+// 5x5 stride 2, column padding 2, row padding ph in [0, 4]; x 16-byte aligned, w % V == 0,
+// blockDim.x % 32 == 0 and 32-bit indices (the caller checks).
+template <typename T, bool AVG>
+__device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
+    constexpr int V = 16 / sizeof(T);
+    constexpr int OW = V / 2;
+    constexpr int A = PP_POOL_COLS_AHEAD;
+    const int ch = p.w / V;
+    const int groups = (ch + 31) >> 5;
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    // counts fit 32 bits: items <= nc * ho * ch <= numel(y) < 2^31; the grid's warps are taken
+    // at most items (the others have nothing to do), so item + warps < 2^32 (unsigned)
+    const int columns = static_cast<int>(p.nc) * groups;
+    const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    const long long warp_id = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int warps = static_cast<int>(grid_warps < 0x7fffffff ? grid_warps : 0x7fffffff);
+    int S = PP_POOL_COLS_S;
+    if (S == 0) {
+        const long long per = (grid_warps + columns - 1) / columns;  // segments wanted per column
+        const int want = static_cast<int>((p.ho + per - 1) / per);
+        S = want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
+    }
+    const int segs = (p.ho + S - 1) / S;
+    const int items = columns * segs;
+    if (warp_id >= items) return;
+    const unsigned step = static_cast<unsigned>(warps < items ? warps : items);
+    const FastDiv by_groups(groups), by_segs(segs);
+    const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
+    for (unsigned it = static_cast<unsigned>(warp_id); it < static_cast<unsigned>(items); it += step) {
+        const int item = static_cast<int>(it);
+        const int q = static_cast<int>(by_groups(item));
+        const int group = item - q * groups;
+        const int plane = static_cast<int>(by_segs(q));
+        const int seg = q - plane * segs;
+        const int chunk = group * 32 + lane;
+        const int last_lane = ch - 1 - group * 32 < 31 ? ch - 1 - group * 32 : 31;
+        const bool active = chunk < ch;
+        const bool need_l = lane == 0 && chunk > 0;
+        const bool need_r = lane == last_lane && chunk + 1 < ch;
+        const bool first = chunk == 0, last = chunk == ch - 1;
+        const T* src = x + (plane * (p.h * p.w) + chunk * V);
+        const int out_row = plane * (p.ho * p.wo) + chunk * OW;
+        const int o0 = seg * S;
+        const int o1 = o0 + S < p.ho ? o0 + S : p.ho;
+        const int ir = 2 * o0 - p.ph;  // first input row of output row o0's window
+        // Prologue: rows ir .. ir + 2 (P and the last row), then the first A output rows' two.
+        ColsIn r0, r1, last_in;
+        ColsIn in[A][2];
+        cols_fetch<T, AVG>(r0, src, ir, p, active, need_l, need_r);
+        cols_fetch<T, AVG>(r1, src, ir + 1, p, active, need_l, need_r);
+        cols_fetch<T, AVG>(last_in, src, ir + 2, p, active, need_l, need_r);
+#pragma unroll
+        for (int k = 0; k < A; ++k) {
+            if (o0 + k < o1) {
+                cols_fetch<T, AVG>(in[k][0], src, ir + 2 * k + 3, p, active, need_l, need_r);
+                cols_fetch<T, AVG>(in[k][1], src, ir + 2 * k + 4, p, active, need_l, need_r);
+            }
+        }
+        BandRow<T, AVG> pr;  // P: the pair reduction of output row o's first two input rows
+        {
+            BandRow<T, AVG> a, b;
+            cols_set(a, r0);
+            cols_set(b, r1);
+            pr.pair(a, b);
+        }
+        for (int o = o0; o < o1; o += A) {
+#pragma unroll
+            for (int k = 0; k < A; ++k) {
+                const int oh = o + k;
+                if (oh >= o1) break;
+                // rows 2 oh - ph + 2 (last_in), + 3, + 4 (in[k]); then in[k] refills for oh + A
+                BandRow<T, AVG> a, b, qq, v;
+                cols_set(a, last_in);
+                cols_set(b, in[k][0]);
+                qq.pair(a, b);
+                cols_set(a, in[k][1]);
+                last_in = in[k][1];
+                if (oh + A < o1) {
+                    const int next = 2 * (oh + A) - p.ph;
+                    cols_fetch<T, AVG>(in[k][0], src, next + 3, p, active, need_l, need_r);
+                    cols_fetch<T, AVG>(in[k][1], src, next + 4, p, active, need_l, need_r);
+                }
+                v.triple(pr, qq, a);
+                pr = qq;
+                v.exchange(lane != 0, lane != last_lane);
+                const int rows = extent(2 * oh - p.ph, 5, p.h);
+                const uint2 out = v.emit(rows, first, last, p);
+                if (active) {
+                    T* dst = y + (out_row + oh * p.wo);
+                    if (y8) {
+                        *reinterpret_cast<uint2*>(dst) = out;
+                    } else {
+                        const T* e = reinterpret_cast<const T*>(&out);
+#pragma unroll
+                        for (int j = 0; j < OW; ++j) dst[j] = e[j];
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ---- INT8 2x2 stride 2, unit ratio: four bytes at a time ----------------------------------------
 
 // Bytes 0 and 2 of each word, a then b: [a0, a2, b0, b2].
@@ -1121,6 +1366,32 @@ __global__ void __launch_bounds__(512, 3) pool2d_i8(const T* __restrict__ x, T* 
     if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
     if (mode == 0) pp_pool::pool_i8_entry<false>(x, y, p);
     else pp_pool::pool_i8_entry<true>(x, y, p);
+}
+
+// 5x5 stride 2, column padding 2, row padding 0..4 (launch it for that window with a block of a
+// multiple of 32 threads, at most PP_POOL_COLS_THREADS): the column path (no shared memory) when
+// x is 16-byte aligned, w * sizeof(T) % 16 == 0 and the indices fit 32 bits; the generic path
+// for everything else (it spills under this kernel's register cap).
+template <typename T>
+__global__ void __launch_bounds__(PP_POOL_COLS_THREADS, PP_POOL_COLS_MINB)
+pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w, int ho, int wo,
+            int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale) {
+    pp_pool::Params p;
+    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
+    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
+    const bool cols = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
+                      wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
+                      ph >= 0 && ph <= 4 && blockDim.x % 32 == 0;
+    if (cols) {
+        if (mode == 0) pp_pool::pool_cols<T, false>(x, y, p);
+        else pp_pool::pool_cols<T, true>(x, y, p);
+    } else if (small) {  // the run-time window loop, called (its registers apart)
+        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::FastDiv, false>(x, y, p);
+        else pp_pool::pool_body_call<T, pp_pool::FastDiv, true>(x, y, p);
+    } else {
+        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::SlowDiv, false>(x, y, p);
+        else pp_pool::pool_body_call<T, pp_pool::SlowDiv, true>(x, y, p);
+    }
 }
 
 // 5x5 stride 2, column padding 2, row padding 0..4 (launch it for that window; at most

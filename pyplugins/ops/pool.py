@@ -58,8 +58,9 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BAND_WINDOW", "BLOCK", "MODES", "Pool", "WIDE_WINDOWS", "band_blocks", "block_size",
-           "kernel_name", "output_size"]
+__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "MODES", "Pool", "WIDE_WINDOWS",
+           "band_blocks", "block_size", "blocks_needed", "cols_blocks", "kernel_name",
+           "output_size"]
 
 #: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
 #: others).
@@ -70,6 +71,12 @@ BLOCK = 256
 SMALL_BLOCK = 128
 #: Threads per block of the pool2d_band launch (its ``__launch_bounds__``: at most 256).
 BAND_BLOCK = 256
+#: Threads per block of the pool2d_cols launch (its ``__launch_bounds__``: at most 256, a multiple
+#: of 32: a warp is one column group).
+COLS_BLOCK = 256
+#: Fewest output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_SMIN`` in pool.cu):
+#: its grid rule gives each warp one item of that many rows.
+_COLS_MIN_ROWS = 8
 #: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
 _OUTPUTS_PER_THREAD = 4
 #: Output rows one pool2d_band thread walks per tile (``PP_POOL_BAND_RS`` in pool.cu); it gives
@@ -83,29 +90,39 @@ _INT32_MAX = 2**31 - 1
 WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
 #: ``(kh, kw, sh, sw, pw)`` of pool.cu's ``pool2d_band`` (shared-memory bands; any ph <= 4).
 BAND_WINDOW = (5, 5, 2, 2, 2)
+#: The kernels that compute :data:`BAND_WINDOW` on whole-chunk rows: ``pool2d_band`` (tiles
+#: staged in shared memory) and ``pool2d_cols`` (a warp walks down 32 chunks, no shared memory).
+BAND_KERNELS = ("pool2d_band", "pool2d_cols")
+#: Which of :data:`BAND_KERNELS` the plugin launches for :data:`BAND_WINDOW` (decided by the
+#: kernel-variant runs on the GPU machines; both give the same outputs).
+BAND_KERNEL = "pool2d_band"
 _ITEMSIZE = {"float": 4, "__half": 2, "signed char": 1}
 
 
 def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool,
                 width: Optional[int] = None) -> str:
     """The pool.cu kernel to launch for ``window`` ``(kh, kw, sh, sw, ph, pw)`` and element type:
-    ``pool2d_band`` (rows staged in shared memory) for :data:`BAND_WINDOW` when the input width
-    ``width`` (None: not known yet) makes its rows whole 16-byte chunks, ``pool2d_i8``
-    (byte-SIMD) for INT8 2x2 stride 2 padding 0 when in_scale == out_scale, ``pool2d_wide`` for
-    :data:`WIDE_WINDOWS`, else ``pool2d`` (each computes every window).
+    :data:`BAND_KERNEL` for :data:`BAND_WINDOW` when the input width ``width`` (None: not known
+    yet) makes its rows whole 16-byte chunks, ``pool2d_i8`` (byte-SIMD) for INT8 2x2 stride 2
+    padding 0 when in_scale == out_scale, ``pool2d_wide`` for :data:`WIDE_WINDOWS`, else
+    ``pool2d`` (each computes every window).
 
     Example:
         >>> kernel_name((2, 2, 2, 2, 0, 0), "signed char", True)
         'pool2d_i8'
-        >>> [kernel_name(w, "float", True) for w in [(5, 5, 2, 2, 2, 2), (2, 2, 2, 2, 0, 0)]]
-        ['pool2d_band', 'pool2d']
+        >>> kernel_name((5, 5, 2, 2, 2, 2), "float", True) == BAND_KERNEL
+        True
         >>> kernel_name((5, 5, 2, 2, 2, 2), "__half", True, width=12)  # 24-byte rows
         'pool2d_wide'
     """
     kh, kw, sh, sw, ph, pw = window
     if (kh, kw, sh, sw, pw) == BAND_WINDOW and ph <= 4 and (
             width is None or width * _ITEMSIZE[ctype] % 16 == 0):
-        return "pool2d_band"
+        if BAND_KERNEL not in BAND_KERNELS:
+            msg = (f"pyplugins.ops.pool.BAND_KERNEL must be one of {BAND_KERNELS} (got "
+                   f"{BAND_KERNEL!r}); set it to the kernel the variant runs chose.")
+            raise ValueError(msg)
+        return BAND_KERNEL
     if ctype == "signed char" and unit_ratio and window == (2, 2, 2, 2, 0, 0):
         return "pool2d_i8"
     return "pool2d_wide" if (kh, kw, sh, sw, pw) in WIDE_WINDOWS else "pool2d"
@@ -117,11 +134,13 @@ def block_size(kernel: str, itemsize: int) -> int:
     Example:
         >>> block_size("pool2d", 4), block_size("pool2d", 1), block_size("pool2d_wide", 2)
         (256, 128, 128)
-        >>> block_size("pool2d_band", 1)
-        256
+        >>> block_size("pool2d_band", 1), block_size("pool2d_cols", 2)
+        (256, 256)
     """
     if kernel == "pool2d_band":
         return BAND_BLOCK
+    if kernel == "pool2d_cols":
+        return COLS_BLOCK
     return BLOCK if kernel == "pool2d" and itemsize > 1 else SMALL_BLOCK
 
 
@@ -135,6 +154,44 @@ def band_blocks(total: int, itemsize: int, block: int = BAND_BLOCK) -> int:
     """
     per_block = block * (8 // itemsize) * _BAND_ROWS_PER_THREAD
     return shapes.cdiv(total, per_block)
+
+
+def cols_blocks(nc: int, ho: int, w: int, itemsize: int, block: int = COLS_BLOCK) -> int:
+    """Blocks that give each pool2d_cols warp one work item of the fewest rows it walks (8): the
+    grid to cap at the resident-block count (the kernel then sizes its segments to the grid).
+
+    A work item is one plane's column group (32 16-byte chunks of ``w`` elements of ``itemsize``
+    bytes) times a segment of output rows.
+
+    Example:
+        >>> cols_blocks(64, 256, 512, 4)  # 64 planes x 4 groups x 32 segments, 8 warps a block
+        1024
+        >>> cols_blocks(1, 1, 16, 1), cols_blocks(0, 5, 16, 1)
+        (1, 0)
+    """
+    groups = shapes.cdiv(w * itemsize // 16, 32)
+    warps = nc * groups * shapes.cdiv(ho, _COLS_MIN_ROWS)
+    return shapes.cdiv(warps * 32, block)
+
+
+def blocks_needed(kernel: str, nc: int, ho: int, wo: int, w: int, itemsize: int,
+                  block: int) -> int:
+    """Blocks of ``block`` threads that ``kernel`` (a :func:`kernel_name`) needs for an output of
+    ``nc`` planes of ``ho x wo`` from rows of ``w`` elements: the plan's grid before the cap at the
+    resident-block count (every pool.cu kernel is grid-stride, so any grid is correct).
+
+    Example:
+        >>> blocks_needed("pool2d", 2, 8, 8, 16, 4, 256)  # 4 outputs a thread
+        1
+        >>> blocks_needed("pool2d_cols", 64, 256, 256, 512, 4, 256)
+        1024
+    """
+    total = nc * ho * wo
+    if kernel == "pool2d_band":
+        return band_blocks(total, itemsize, block)
+    if kernel == "pool2d_cols":
+        return cols_blocks(nc, ho, w, itemsize, block)
+    return shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -191,6 +248,7 @@ class Pool(Plugin):
     pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
     pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>")
     pool2d_band = Kernel("pool.cu", "pool2d_band<{T}>")
+    pool2d_cols = Kernel("pool.cu", "pool2d_cols<{T}>")
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -329,7 +387,8 @@ class Pool(Plugin):
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
         """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
         kernel and block from :func:`kernel_name` and :func:`block_size`; the grid at most the
-        resident blocks (pool2d_band: one wave that loops over its tiles, two in flight)."""
+        resident blocks (:func:`blocks_needed`; pool2d_band and pool2d_cols: one wave that loops
+        over its tiles or work items)."""
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
@@ -343,10 +402,7 @@ class Pool(Plugin):
         itemsize = dtypes.itemsize_from_trt(x.type)
         block = block_size(kernel, itemsize)
         total = nc * ho * wo
-        if kernel == "pool2d_band":
-            blocks = band_blocks(total, itemsize, block)
-        else:
-            blocks = shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
+        blocks = blocks_needed(kernel, nc, ho, wo, w, itemsize, block)
         grid = min(blocks, resident_blocks(fn, block, device=device)) if total else 0
         return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
                       args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),

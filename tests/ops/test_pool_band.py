@@ -13,7 +13,8 @@ import pytest
 
 from pyplugins.kernels import Kernel, kernels_dir
 from pyplugins.ops import pool as pool_op
-from pyplugins.ops.pool import BAND_WINDOW, band_blocks, block_size, kernel_name, output_size
+from pyplugins.ops.pool import (BAND_KERNEL, BAND_WINDOW, band_blocks, block_size, blocks_needed,
+                                kernel_name, output_size)
 from pyplugins.testing import assert_close
 
 from .test_pool import data, ref, run_gpu
@@ -33,10 +34,10 @@ def fields5(mode, ph=2, scales=(1.0, 1.0)):
 def test_band_kernel_is_chosen_for_5x5_stride_2_with_whole_chunk_rows():
     w5 = (5, 5, 2, 2, 2, 2)
     for ctype, itemsize in (("float", 4), ("__half", 2), ("signed char", 1)):
-        assert kernel_name(w5, ctype, True) == "pool2d_band"
-        assert kernel_name(w5, ctype, False, width=64) == "pool2d_band"
+        assert kernel_name(w5, ctype, True) == BAND_KERNEL
+        assert kernel_name(w5, ctype, False, width=64) == BAND_KERNEL
         assert kernel_name(w5, ctype, True, width=16 // itemsize + 1) == "pool2d_wide"
-    assert kernel_name((5, 5, 2, 2, 4, 2), "__half", True, width=8) == "pool2d_band"  # ph 4
+    assert kernel_name((5, 5, 2, 2, 4, 2), "__half", True, width=8) == BAND_KERNEL  # ph 4
     assert kernel_name((5, 5, 2, 2, 2, 1), "float", True) == "pool2d"  # pw 1: not the band
     assert kernel_name((5, 5, 1, 1, 2, 2), "float", True) == "pool2d"
     assert BAND_WINDOW == (5, 5, 2, 2, 2)
@@ -78,7 +79,7 @@ PLUGIN_SHAPES = [(2, 3, 17, 32), (1, 2, 10, 16), (1, 1, 3, 48), (3, 5, 33, 64), 
                  (2, 1, 70, 144), (1, 1, 1, 16), (1, 2, 37, 1040)]
 
 
-def _check(y, expected, dtype, what):
+def check_pool5(y, expected, dtype, what):
     if np.dtype(dtype) == np.int8:
         bad = np.flatnonzero(y != expected)
         assert bad.size == 0, (f"{what}: {bad.size} of {y.size} int8 outputs differ, first at "
@@ -94,7 +95,7 @@ def test_gpu_band_through_the_plugin(mode, dtype):
     f = fields5(mode)
     for i, shape in enumerate(PLUGIN_SHAPES):
         x = data(shape, dtype, seed=60 + i)
-        _check(run_gpu(x, f), ref(x, f), dtype, f"{mode} {shape}")
+        check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} {shape}")
 
 
 @pytest.mark.gpu
@@ -104,7 +105,7 @@ def test_gpu_band_int8_unequal_scales_exact(mode, scales):
     f = fields5(mode, scales=scales)
     for i, shape in enumerate(PLUGIN_SHAPES[:5]):
         x = data(shape, np.int8, seed=70 + i)
-        _check(run_gpu(x, f), ref(x, f), np.int8, f"{mode} {scales} {shape}")
+        check_pool5(run_gpu(x, f), ref(x, f), np.int8, f"{mode} {scales} {shape}")
 
 
 @pytest.mark.gpu
@@ -115,7 +116,7 @@ def test_gpu_band_any_row_padding(ph, dtype):
         f = fields5(mode, ph=ph)
         for shape in [(2, 2, 11, 32), (1, 1, 6, 16), (1, 3, 40, 48)]:
             x = data(shape, dtype, seed=ph + len(shape))
-            _check(run_gpu(x, f), ref(x, f), dtype, f"{mode} ph {ph} {shape}")
+            check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} ph {ph} {shape}")
 
 
 @pytest.mark.gpu
@@ -125,15 +126,16 @@ def test_gpu_rows_not_whole_chunks_take_pool2d_wide(dtype):
     for mode in ("max", "avg"):
         f = fields5(mode)
         x = data((2, 3, 13, 21), dtype, seed=5)
-        _check(run_gpu(x, f), ref(x, f), dtype, f"{mode} w=21")
+        check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} w=21")
 
 
 # -- GPU, direct launches -----------------------------------------------------------------------
 
-def _launch(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset=0, poison=0x5A,
-            expr="pool2d_band<{T}>"):
-    """pool2d_band on x (NCHW) placed x_offset elements into its buffer, y y_offset elements into
-    a buffer filled with the byte `poison` (guards either side); returns y, guards."""
+def launch_pool5(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset=0, poison=0x5A,
+                 expr="pool2d_band<{T}>"):
+    """The 5x5 stride 2 kernel `expr` (pool2d_band by default; grid None: the plan's rule) on x
+    (NCHW) placed x_offset elements into its buffer, y y_offset elements into a buffer filled
+    with the byte `poison` (guards either side); returns y, guards."""
     import cupy as cp
     n, c, h, w = x.shape
     ph = f["padding"][0]
@@ -144,7 +146,7 @@ def _launch(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset=0, p
     ybuf = cp.full((ny + y_offset + 32) * x.dtype.itemsize, poison, cp.uint8).view(x.dtype)
     itemsize = x.dtype.itemsize
     if grid is None:
-        grid = max(1, band_blocks(ny, itemsize, block))
+        grid = max(1, blocks_needed(expr.split("<")[0], n * c, ho, wo, w, itemsize, block))
     fn = Kernel("pool.cu", expr, options=options).function(CTYPES[x.dtype])
     fn((grid,), (block,), (xbuf[x_offset:], ybuf[y_offset:], np.int64(n * c), np.int32(h),
                            np.int32(w), np.int32(ho), np.int32(wo), np.int32(5), np.int32(5),
@@ -156,13 +158,13 @@ def _launch(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset=0, p
     return out[y_offset:y_offset + ny].reshape(n, c, ho, wo), guards
 
 
-def _launch_checked(x, f, **kwargs):
+def launch_checked(x, f, **kwargs):
     """Two launches with different poison bytes (an output that is never written keeps the
     poison, which differs between them), both equal to the reference; guards untouched."""
     expected = ref(x, f)
     for poison in (0x5A, 0xA5):
-        y, guards = _launch(x, f, poison=poison, **kwargs)
-        _check(y, expected, x.dtype, f"{f['mode']} {x.shape} {kwargs}")
+        y, guards = launch_pool5(x, f, poison=poison, **kwargs)
+        check_pool5(y, expected, x.dtype, f"{f['mode']} {x.shape} {kwargs}")
         assert (guards == poison).all(), f"wrote outside y: {kwargs}"
 
 
@@ -176,14 +178,14 @@ LAUNCH_SHAPES = [(3, 5, 33, 64), (2, 2, 70, 336), (1, 1, 2, 16)]
 def test_gpu_band_any_grid(grid, dtype):
     for mode in ("max", "avg"):
         for i, shape in enumerate(LAUNCH_SHAPES):
-            _launch_checked(data(shape, dtype, seed=80 + i), fields5(mode), grid=grid)
+            launch_checked(data(shape, dtype, seed=80 + i), fields5(mode), grid=grid)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("block", [32, 96, 128])
 def test_gpu_band_smaller_blocks(block):
     for dtype in DTYPES:
-        _launch_checked(data((2, 3, 37, 64), dtype, seed=block), fields5("avg"), block=block)
+        launch_checked(data((2, 3, 37, 64), dtype, seed=block), fields5("avg"), block=block)
 
 
 @pytest.mark.gpu
@@ -198,7 +200,7 @@ def test_gpu_band_knobs(options, dtype):
     for mode in ("max", "avg"):
         for i, shape in enumerate(LAUNCH_SHAPES):
             x = data(shape, dtype, seed=90 + i)
-            _launch_checked(x, fields5(mode), options=options, grid=7)
+            launch_checked(x, fields5(mode), options=options, grid=7)
 
 
 @pytest.mark.gpu
@@ -208,7 +210,7 @@ def test_gpu_band_unaligned_pointers(x_offset, y_offset, dtype):
     """x not 16-byte aligned: the generic fallback; y not 8-byte aligned: element stores."""
     for mode in ("max", "avg"):
         x = data((2, 3, 21, 32), dtype, seed=x_offset + 2 * y_offset)
-        _launch_checked(x, fields5(mode), x_offset=x_offset, y_offset=y_offset)
+        launch_checked(x, fields5(mode), x_offset=x_offset, y_offset=y_offset)
 
 
 @pytest.mark.gpu
@@ -216,7 +218,7 @@ def test_gpu_band_unaligned_pointers(x_offset, y_offset, dtype):
 def test_gpu_band_kernel_falls_back_for_other_rows_and_windows(dtype):
     """pool2d_band launched on rows that are not whole chunks (generic path) is still exact."""
     for mode in ("max", "avg"):
-        _launch_checked(data((2, 2, 15, 18), dtype, seed=3), fields5(mode))
+        launch_checked(data((2, 2, 15, 18), dtype, seed=3), fields5(mode))
 
 
 @pytest.mark.gpu
@@ -233,7 +235,7 @@ def test_gpu_band_int8_extremes_and_ties(mode, scales):
     x[1, 2, :, 16:] = -128
     x[2, 0] = rng.choice(np.array([1, 3], np.int8), size=(12, 48))  # odd sums: many x.5 means
     f = fields5(mode, scales=scales)
-    _launch_checked(x, f)  # (not through the emulator: its INT8 poison -91 can be a result here)
+    launch_checked(x, f)  # (not through the emulator: its INT8 poison -91 can be a result here)
 
 
 @pytest.mark.gpu
@@ -242,6 +244,6 @@ def test_gpu_band_equals_the_old_path_bit_for_bit_where_exact(mode):
     """Float max and INT8 are exact, so pool2d_band and pool2d_wide agree to the bit."""
     for dtype in (np.float32, np.float16, np.int8) if mode == "max" else (np.int8,):
         x = data((2, 4, 45, 128), dtype, seed=11)
-        new, _ = _launch(x, fields5(mode))
-        old, _ = _launch(x, fields5(mode), expr="pool2d_wide<{T}>", block=128)
+        new, _ = launch_pool5(x, fields5(mode))
+        old, _ = launch_pool5(x, fields5(mode), expr="pool2d_wide<{T}>", block=128)
         assert np.array_equal(new.view(np.uint8), old.view(np.uint8)), f"{mode} {dtype}"

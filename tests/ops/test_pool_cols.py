@@ -1,0 +1,226 @@
+"""Pool's pool2d_cols kernel (5x5 stride 2, column padding 2; a warp walks down 32 16-byte chunks,
+no shared memory): the host's kernel choice and grid rule (CPU); on the GPU, bit-exact against the
+NumPy reference and against pool2d_band for every type, mode, row padding, INT8 scale, column-group
+shape (1 to 100 chunks a row: lane-edge halos, ragged groups), height, grid and block, its knobs,
+unaligned y and the generic fallback, and through the plugin with BAND_KERNEL switched to it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from pyplugins.kernels import kernels_dir
+from pyplugins.ops import pool as pool_op
+from pyplugins.ops.pool import BAND_KERNELS, blocks_needed, cols_blocks, kernel_name, output_size
+
+from .test_pool import data, ref, run_gpu
+from .test_pool_band import DTYPES, check_pool5, fields5, launch_checked, launch_pool5
+
+COLS = "pool2d_cols<{T}>"
+W5 = (5, 5, 2, 2, 2, 2)
+
+
+def _define(name):
+    text = (kernels_dir() / "pool.cu").read_text()
+    return int(re.search(rf"#define {name} (\d+)", text).group(1))
+
+
+# -- CPU: kernel choice and grid rule ------------------------------------------------------------
+
+def test_band_kernel_switch_selects_cols(monkeypatch):
+    assert pool_op.BAND_KERNEL in BAND_KERNELS
+    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_cols")
+    for ctype in ("float", "__half", "signed char"):
+        assert kernel_name(W5, ctype, True, width=64) == "pool2d_cols"
+        assert kernel_name(W5, ctype, False) == "pool2d_cols"
+    assert kernel_name(W5, "float", True, width=13) == "pool2d_wide"  # not whole chunks
+    assert kernel_name((2, 2, 2, 2, 0, 0), "signed char", True) == "pool2d_i8"
+    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_bands")
+    with pytest.raises(ValueError, match="BAND_KERNEL must be one of"):
+        kernel_name(W5, "float", True)
+
+
+def test_cols_host_constants_match_the_kernel_defaults():
+    assert pool_op.COLS_BLOCK == _define("PP_POOL_COLS_THREADS")
+    assert pool_op._COLS_MIN_ROWS == _define("PP_POOL_COLS_SMIN")
+    assert pool_op.block_size("pool2d_cols", 1) == pool_op.COLS_BLOCK
+    assert pool_op.COLS_BLOCK % 32 == 0
+
+
+def test_cols_grid_gives_every_warp_one_item_of_the_fewest_rows():
+    # float 512 wide: 128 chunks = 4 groups; 256 output rows = 32 segments of 8; 8 warps a block
+    assert cols_blocks(64, 256, 512, 4) == 64 * 4 * 32 // 8
+    # int8 512 wide: 32 chunks = 1 group; 128-thread blocks hold 4 warps
+    assert cols_blocks(256, 256, 512, 1, 128) == 256 * 32 // 4
+    # 33 chunks = 2 groups; 9 rows = 2 segments; 7 warps in blocks of 256 threads: 1 block
+    assert cols_blocks(1, 9, 33 * 4, 4) == 1
+    assert cols_blocks(3, 9, 33 * 4, 4, 32) == 3 * 2 * 2
+    assert cols_blocks(0, 9, 64, 4) == 0
+
+
+def test_blocks_needed_follows_the_kernel():
+    nc, ho, wo, w = 8, 64, 64, 128
+    assert blocks_needed("pool2d_cols", nc, ho, wo, w, 2, 256) == cols_blocks(nc, ho, w, 2, 256)
+    assert blocks_needed("pool2d_band", nc, ho, wo, w, 2, 256) == pool_op.band_blocks(
+        nc * ho * wo, 2, 256)
+    assert blocks_needed("pool2d_wide", nc, ho, wo, w, 2, 128) == -(-nc * ho * wo // 512)
+
+
+def _prmt(a, b, s):
+    """PTX prmt.b32 (default mode): byte i of the result is byte (nibble i of s) & 7 of b:a, or
+    that byte's sign replicated when the nibble's bit 3 is set."""
+    src = (int(a) | (int(b) << 32)).to_bytes(8, "little")
+    out = 0
+    for i in range(4):
+        n = (s >> (4 * i)) & 0xF
+        byte = src[n & 7]
+        out |= ((0xFF if byte & 0x80 else 0) if n & 8 else byte) << (8 * i)
+    return out
+
+
+def test_int8_byte_splits_equal_the_masked_form():
+    """INT8 average: prmt splits of the biased word equal the mask-and-shift form they replaced;
+    the cols halo word [r0, r0, l2, l3] gives the same l and r as the two words."""
+    text = (kernels_dir() / "pool.cu").read_text()
+    assert "prmt(b, 0u, 0x4240u)" in text and "prmt(b, 0u, 0x4341u)" in text
+    assert "prmt(in.l.y, in.r, 0x3244u)" in text
+    rng = np.random.default_rng(0)
+    words = [int(v) for v in rng.integers(0, 2**32, size=2000, dtype=np.uint64)]
+    words += [0x80808080, 0x7F7F7F7F, 0, 0xFFFFFFFF, 0x00FF80FF]
+    for w in words:
+        b = w ^ 0x80808080
+        assert _prmt(b, 0, 0x4240) == (w & 0x00FF00FF) ^ 0x00800080
+        assert _prmt(b, 0, 0x4341) == ((w >> 8) & 0x00FF00FF) ^ 0x00800080
+    for left, right in zip(words[:500], words[500:1000]):
+        lr = _prmt(left, right, 0x3244)
+        assert _prmt(lr, 0, 0x4342) == _prmt(left, 0, 0x4342)  # l, average
+        assert _prmt(lr, 0, 0xB3A2) == _prmt(left, 0, 0xB3A2)  # l, max
+        assert lr & 0xFF == right & 0xFF                        # r
+
+
+# -- GPU, direct launches -------------------------------------------------------------------------
+
+#: Chunks per row: one lane; two; one short of a group; one group; one past it (a second group of
+#: one lane: lane-edge halos both ways); two groups; four groups and a ragged fifth.
+CHUNKS = [1, 2, 31, 32, 33, 64, 100]
+
+
+def _shapes(itemsize, ph):
+    v = 16 // itemsize
+    for k in CHUNKS:
+        for h in list(range(1, 10)) + [70]:
+            if output_size(h, 5, 2, ph) >= 1:
+                yield (2, 1, h, k * v) if h < 10 else (1, 3, h, k * v)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_reference_every_row_padding_and_group_shape(mode, dtype):
+    for ph in range(5):
+        f = fields5(mode, ph=ph)
+        for i, shape in enumerate(_shapes(np.dtype(dtype).itemsize, ph)):
+            launch_checked(data(shape, dtype, seed=1000 * ph + i), f, expr=COLS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_equals_band_bit_for_bit(mode, dtype):
+    """Same reductions in the same order (float average too): the two kernels agree to the bit."""
+    itemsize = np.dtype(dtype).itemsize
+    for ph in (0, 2, 4):
+        for k in (3, 33, 100):
+            x = data((2, 3, 45, k * 16 // itemsize), dtype, seed=k + ph)
+            new, _ = launch_pool5(x, fields5(mode, ph=ph), expr=COLS)
+            old, _ = launch_pool5(x, fields5(mode, ph=ph))
+            assert np.array_equal(new.view(np.uint8), old.view(np.uint8)), f"ph {ph} {k} chunks"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.5, 0.125), (0.75, 0.25), (0.25, 0.75)])
+def test_gpu_cols_int8_scales_exact(mode, scales):
+    for ph in (0, 2, 3):
+        f = fields5(mode, ph=ph, scales=scales)
+        for i, k in enumerate((1, 33, 64)):
+            launch_checked(data((2, 2, 23, 16 * k), np.int8, seed=i + 7 * ph), f, expr=COLS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.75, 0.25)])
+def test_gpu_cols_int8_extremes_and_ties(mode, scales):
+    """All -128 / all 127 windows, and odd values whose clipped windows' means tie."""
+    rng = np.random.default_rng(19)
+    x = rng.choice(np.array([-128, -127, -1, 0, 1, 3, 126, 127], np.int8), size=(3, 3, 12, 528))
+    x[0, 0] = -128
+    x[0, 1] = 127
+    x[1, 2, :, :16] = 127
+    x[1, 2, :, 16:] = -128
+    x[2, 0] = rng.choice(np.array([1, 3], np.int8), size=(12, 528))
+    launch_checked(x, fields5(mode, scales=scales), expr=COLS)
+
+
+#: More items than warps at small grids (grid-stride), partial segments, ragged groups.
+GRID_SHAPES = [(3, 5, 33, 528), (2, 2, 70, 1040), (1, 1, 2, 16)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid", [1, 3, 1000])
+@pytest.mark.parametrize("block", [32, 128, 256])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_any_grid_and_block(grid, block, dtype):
+    for mode in ("max", "avg"):
+        for i, shape in enumerate(GRID_SHAPES):
+            launch_checked(data(shape, dtype, seed=30 + i), fields5(mode), expr=COLS, grid=grid,
+                           block=block)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [
+    ("-DPP_POOL_COLS_AHEAD=2",), ("-DPP_POOL_COLS_AHEAD=2", "-DPP_POOL_COLS_MINB=3"),
+    ("-DPP_POOL_COLS_MINB=3",), ("-DPP_POOL_COLS_S=1",), ("-DPP_POOL_COLS_S=3",),
+    ("-DPP_POOL_COLS_S=64",), ("-DPP_POOL_COLS_SMIN=2", "-DPP_POOL_COLS_SMAX=5")],
+    ids=lambda o: " ".join(o))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_knobs(options, dtype):
+    """Every knob the benchmark variants sweep (odd segments, prefetch past a segment's end)."""
+    for mode in ("max", "avg"):
+        for grid in (2, None):
+            for i, shape in enumerate(GRID_SHAPES):
+                launch_checked(data(shape, dtype, seed=50 + i), fields5(mode, ph=1 + i),
+                               expr=COLS, options=options, grid=grid)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("x_offset, y_offset", [(0, 1), (0, 3), (1, 0), (3, 5)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_unaligned_pointers(x_offset, y_offset, dtype):
+    """y not 8-byte aligned: element stores; x not 16-byte aligned: the generic fallback."""
+    for mode in ("max", "avg"):
+        x = data((2, 3, 21, 33 * 16 // np.dtype(dtype).itemsize), dtype, seed=x_offset + y_offset)
+        launch_checked(x, fields5(mode), expr=COLS, x_offset=x_offset, y_offset=y_offset)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_falls_back_for_other_rows_and_blocks(dtype):
+    """Rows that are not whole chunks, and a block that is not whole warps: the generic path."""
+    for mode in ("max", "avg"):
+        launch_checked(data((2, 2, 15, 18), dtype, seed=3), fields5(mode), expr=COLS)
+        launch_checked(data((2, 2, 15, 64), dtype, seed=4), fields5(mode), expr=COLS, block=48)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_cols_through_the_plugin(mode, dtype, monkeypatch):
+    """With BAND_KERNEL switched to pool2d_cols the plugin plans it (grid: its rule) and matches."""
+    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_cols")
+    f = fields5(mode)
+    for i, shape in enumerate([(2, 3, 17, 32), (1, 2, 41, 320), (1, 1, 1, 16), (1, 2, 37, 1040)]):
+        x = data(shape, dtype, seed=90 + i)
+        check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} {shape}")
