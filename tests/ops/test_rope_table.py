@@ -302,3 +302,41 @@ def test_gpu_plugin_launches_the_chosen_kernel(dtype, table, monkeypatch):
     fields = dict(rotary_dim=32, layout="gptj", position_offset=7)
     x = np.random.default_rng(3).standard_normal((2, 9, 4, 64)).astype(dtype)
     assert_close(run_gpu(x, fields), ref(x, fields), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [("-DPP_ROPE_TABLE_UNITS=1", "-DPP_ROPE_TABLE_MINB=8"),
+                                     ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=4"),
+                                     ("-DPP_ROPE_TABLE_MINB=0",), ("-DPP_ROPE_TABLE_EARLY=0",),
+                                     ("-DPP_ROPE_TABLE_PAIRS=64",)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gpu_table_knobs(options, dtype):
+    # The knobs kernel_variants compares (and a table smaller than the tiles asked: the kernel
+    # clamps them), on full and partial rotary widths, aligned and not.
+    import cupy as cp  # noqa: PLC0415 - GPU tests only
+
+    fn = Kernel("rope.cu", "rope_table<{T}>", options=options).function(CTYPES[np.dtype(dtype)])
+    rng = np.random.default_rng(len(options))
+    for shape, fields in [((2, 37, 8, 128), dict(layout="neox", position_offset=3)),
+                          ((3, 5, 6, 64), dict(rotary_dim=32, layout="gptj", position_offset=9))]:
+        x = rng.standard_normal(shape).astype(dtype)
+        plugin = RoPE(**fields)
+        want = ref(x, fields)
+        for offset in (0, 1):
+            old = _rope(x, None, fields, offset)
+            buf = cp.empty(x.size + 1, dtype)
+            dx, dy = buf[offset:offset + x.size], cp.full(x.size + 1, np.nan, dtype)[offset:]
+            dx[...] = cp.asarray(x.reshape(-1))
+            for tiles, grid in [(_default_tiles(x, fields), 8), ((16, shape[2]), 3), ((1, 5), 2)]:
+                dy.fill(np.nan)
+                fn((grid,), (BLOCK,), (dx, np.uint64(0), dy, np.int64(shape[0] * shape[1]),
+                                       np.int32(shape[1]), np.int32(shape[2]), np.int32(shape[3]),
+                                       np.int32(plugin.rotary_for(shape[3])),
+                                       np.int32(LAYOUTS[plugin.layout]),
+                                       np.int32(plugin.position_offset), np.float32(plugin.theta),
+                                       np.int32(tiles[0]), np.int32(tiles[1])))
+                got = cp.asnumpy(dy[:x.size]).reshape(shape)
+                what = f"{options} {shape} offset {offset} tiles {tiles}"
+                assert_close(got, want, dtype, what=what)
+                np.testing.assert_array_equal(got.view(f"u{x.itemsize}"),
+                                              old.view(f"u{x.itemsize}"), err_msg=what)
