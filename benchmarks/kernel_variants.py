@@ -321,7 +321,7 @@ def rope_case(dtype: str) -> Case:
                 kernel=tk),
         Variant("table units 1 minb8", ("-DPP_ROPE_TABLE_UNITS=1", "-DPP_ROPE_TABLE_MINB=8"),
                 kernel=tk),
-        Variant("table units 4 minb4", ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=4"),
+        Variant("table units 4 minb3", ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=3"),
                 kernel=tk),
         Variant("table minb4", ("-DPP_ROPE_TABLE_MINB=4",), kernel=tk),
         Variant("table no bounds", ("-DPP_ROPE_TABLE_MINB=0",), kernel=tk),

@@ -537,7 +537,10 @@ __global__ void rope(const T* __restrict__ x, const int* __restrict__ positions,
     }
 }
 
-#if PP_ROPE_TABLE_MINB > 0
+// Before sm_90, at most 4 blocks: sm_75 holds 1024 threads an SM, and sm_80 spills at 5.
+#if PP_ROPE_TABLE_MINB > 4 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PP_ROPE_TABLE_BOUNDS __launch_bounds__(256, 4)
+#elif PP_ROPE_TABLE_MINB > 0
 #define PP_ROPE_TABLE_BOUNDS __launch_bounds__(256, PP_ROPE_TABLE_MINB)
 #else
 #define PP_ROPE_TABLE_BOUNDS

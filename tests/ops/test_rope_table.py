@@ -306,7 +306,7 @@ def test_gpu_plugin_launches_the_chosen_kernel(dtype, table, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("options", [("-DPP_ROPE_TABLE_UNITS=1", "-DPP_ROPE_TABLE_MINB=8"),
-                                     ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=4"),
+                                     ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=3"),
                                      ("-DPP_ROPE_TABLE_MINB=0",), ("-DPP_ROPE_TABLE_EARLY=0",),
                                      ("-DPP_ROPE_TABLE_PAIRS=64",)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
