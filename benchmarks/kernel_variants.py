@@ -41,7 +41,7 @@ from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
 from pyplugins.ops.pool import (Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
                                 output_size)
-from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, RoPE  # noqa: E402
+from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, TABLE_WAVES, RoPE, table_tiles  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
 CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}
@@ -303,6 +303,8 @@ def rope_case(dtype: str) -> Case:
     itemsize = np.dtype(dtype).itemsize
 
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        if v.kernel.startswith("rope_table"):
+            return build_table(v, shape)
         fn = Kernel("rope.cu", "rope<{T}>", options=v.options).function(CTYPES[dtype])
         b, s, heads, head_dim = shape
         hp = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_HEADS" in o),
@@ -316,6 +318,46 @@ def rope_case(dtype: str) -> Case:
                 np.float32(10000.0))
         return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
 
+    def build_table(v: Variant, shape: Tuple[int, ...]) -> Built:  # as RoPE.plan
+        fn = Kernel("rope.cu", v.kernel, options=v.options).function(CTYPES[dtype])
+        b, s, heads, head_dim = shape
+        units = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_TABLE_UNITS" in o), 2))
+        tile_units = table_tile_units.get(v.name, v.block * units)
+        tt, th, tiles = table_tiles(b * s, heads, head_dim, 128, itemsize, LAYOUTS["neox"],
+                                    units=tile_units)
+        waves = TABLE_WAVES[itemsize]
+        default = tiles if waves is None else min(tiles, waves * resident_blocks(fn, v.block))
+        grid = _grid(v.grid, tiles, default, fn, v.block)
+        args = (POINTER, POINTER, POINTER, np.int64(b * s), np.int32(s), np.int32(heads),
+                np.int32(head_dim), np.int32(128), np.int32(LAYOUTS["neox"]), np.int32(0),
+                np.float32(10000.0), np.int32(tt), np.int32(th))
+        return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
+
+    # rope_table (RoPE's kernel where it applies): "table" = its defaults (2 units a thread,
+    # 5 blocks/SM bounds, first loads before the table, a tile of block x units, TABLE_WAVES),
+    # then one change each.
+    tk = "rope_table<{T}>"
+    table_tile_units = {"table tile 256": 256, "table tile 1024": 1024, "table tile 2048": 2048}
+    table_variants = (
+        Variant("table", kernel=tk),
+        Variant("table 1x", grid="1x", kernel=tk), Variant("table 2x", grid="2x", kernel=tk),
+        Variant("table 4x", grid="4x", kernel=tk), Variant("table full", grid="full", kernel=tk),
+        Variant("table tile 256", kernel=tk), Variant("table tile 1024", kernel=tk),
+        Variant("table tile 2048", kernel=tk),
+        Variant("table units 1 minb6", ("-DPP_ROPE_TABLE_UNITS=1", "-DPP_ROPE_TABLE_MINB=6"),
+                kernel=tk),
+        Variant("table units 1 minb8", ("-DPP_ROPE_TABLE_UNITS=1", "-DPP_ROPE_TABLE_MINB=8"),
+                kernel=tk),
+        Variant("table units 4 minb3", ("-DPP_ROPE_TABLE_UNITS=4", "-DPP_ROPE_TABLE_MINB=3"),
+                kernel=tk),
+        Variant("table minb4", ("-DPP_ROPE_TABLE_MINB=4",), kernel=tk),
+        Variant("table no bounds", ("-DPP_ROPE_TABLE_MINB=0",), kernel=tk),
+        Variant("table late loads", ("-DPP_ROPE_TABLE_EARLY=0",), kernel=tk),
+        Variant("table block 128", (), 128, kernel=tk),
+        Variant("table block 128 full", (), 128, "full", kernel=tk),
+    )
+
+    # rope (RoPE's kernel before rope_table; its fallback), as it was compared before:
     # default: batch 2 and grid 4x for float, batch 1 and grid 1x for half; "old" = round 1's
     # default (batch 2, grid 1x) for both.
     variants = (Variant("default"), Variant("old (batch 2, 1x)", ("-DPP_ROPE_BATCH=2",), grid="1x"),
@@ -338,7 +380,7 @@ def rope_case(dtype: str) -> Case:
                 Variant("heads 2 batch 2 full", ("-DPP_ROPE_HEADS=2", "-DPP_ROPE_BATCH=2"),
                         grid="full"),
                 Variant("heads 8 batch 8 full", ("-DPP_ROPE_HEADS=8", "-DPP_ROPE_BATCH=8"),
-                        grid="full"))
+                        grid="full")) + table_variants
     per_pos = 8 * 128
     return Case(f"RoPE {dtype}", dtype, plugin,
                 lambda nb: (1, nb // itemsize // per_pos, 8, 128), (2, 100, 8, 128), build,

@@ -39,8 +39,33 @@
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
 //
+// A second kernel, rope_table (rope.py picks it where rotary_dim / 2 <= PP_ROPE_TABLE_PAIRS):
+// the same y, to the bit (same angle, inv_freq and rotation code), with the angle math taken
+// out of the data stream. A block works on tiles of consecutive tokens; per tile it first
+// fills a shared-memory table of the tile's (token, pair) cos and sin (one angle per entry,
+// from a per-block table of inv_freq), then streams the tile's data like a copy: each thread
+// loads PP_ROPE_TABLE_UNITS units before it rotates and stores any (its first ones before the
+// table is made, so they are in flight during the math). A unit is a rotation column (16
+// bytes and, rotate-half, their partner) or a copy column, as in rope; element-wise where rope
+// is. Few registers (48 half, 45 float on sm_90), so 5 blocks of 256 threads fit on an SM.
+//     rope_table<T>(x, positions, y, tokens, seq, heads, head_dim, rotary_dim, layout,
+//                   position_offset, theta, int tile_tokens, int tile_heads)
+//   - the first 11 arguments and their rules as rope's; rotary_dim / 2 <= PP_ROPE_TABLE_PAIRS
+//     (1024), else it writes nothing.
+//   - a tile is tile_tokens tokens x all heads, or, when tile_heads < heads, one token x
+//     tile_heads heads; the kernel clamps tile_heads to [1, heads] and tile_tokens to [1,
+//     PP_ROPE_TABLE_PAIRS / (rotary_dim / 2)] and to < 2^31 units a tile. Any values work;
+//     suggested (rope.py's table_tiles): tile_tokens * heads * units per head ~ block *
+//     PP_ROPE_TABLE_UNITS, units per head = rotary columns + copy columns.
+//   - 1-D grid of any size (grid-stride over tiles), 1-D block of at most 256 threads.
+//     Suggested: 256 threads, grid = min(tiles, 2 * resident blocks).
+//   - shared: 24 KiB static (two table buffers of PP_ROPE_TABLE_PAIRS float2, and as many
+//     doubles of inv_freq), 0 dynamic.
+//
 // @instantiate rope<float>
 // @instantiate rope<__half>
+// @instantiate rope_table<float>
+// @instantiate rope_table<__half>
 
 #include "common.cuh"
 
@@ -102,8 +127,10 @@ __device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
 template <typename T>
 __device__ __forceinline__ void rotate(T& a, T& b, float c, float s) {
     const float fa = to_float(a), fb = to_float(b);
-    a = from_float<T>(fa * c - fb * s);
-    b = from_float<T>(fb * c + fa * s);
+    // Spelled out (what the compiler made of a * c - b * s and b * c + a * s), so that rope
+    // and rope_table, and every inlining of this, round alike.
+    a = from_float<T>(__fmaf_rn(fa, c, -__fmul_rn(fb, s)));
+    b = from_float<T>(__fmaf_rn(fa, s, __fmul_rn(fb, c)));
 }
 
 // cos and sin of pos * inv_freq, inv_freq given in double. The angle is reduced in double to
@@ -129,6 +156,17 @@ struct Shape {
     int seq, heads, head_dim, rotary_dim, position_offset;
     double log2_theta;
 };
+
+// inv_freq(i + 1) = inv_freq(i) * step: one exp2 per column, exact enough in double. Both
+// kernels take inv_freq of pair i0 + k (k < the pairs of a column) as column_freq(i0) times
+// step, k times, in this order, so that they agree to the bit.
+__device__ __forceinline__ double freq_step(const Shape& p) {
+    return p.rotary_dim > 0 ? exp2(-2.0 / p.rotary_dim * p.log2_theta) : 1.0;
+}
+
+__device__ __forceinline__ double column_freq(int i0, const Shape& p) {
+    return exp2(-static_cast<double>(2 * i0) / p.rotary_dim * p.log2_theta);
+}
 
 // A batch of kBatch heads of one column: A at x (+ head offsets), and B `half` further when PAIRED.
 template <typename T, int N, bool WIDE, bool PAIRED, int kBatch>
@@ -207,8 +245,7 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
     const long long items = static_cast<long long>(rows) * cols;
     const long long nthreads = pp::grid_threads();
     const long long head_stride = p.head_dim;
-    // inv_freq(i + 1) = inv_freq(i) * step: one exp2 per column, exact enough in double.
-    const double step = p.rotary_dim > 0 ? exp2(-2.0 / p.rotary_dim * p.log2_theta) : 1.0;
+    const double step = freq_step(p);
     for (long long item = pp::global_thread_id(); item < items; item += nthreads) {
         const bool rot = item < rot_items;
         pp::uindex_t r, col, token, g;
@@ -225,7 +262,7 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
             auto angles = [&](float (&cs)[kPairs], float (&sn)[kPairs]) {
                 const int pos = positions ? positions[token]
                                           : p.position_offset + static_cast<int>(token % p.seq);
-                double inv_freq = exp2(-static_cast<double>(2 * i0) / p.rotary_dim * p.log2_theta);
+                double inv_freq = column_freq(i0, p);
 #pragma unroll
                 for (int k = 0; k < kPairs; ++k) {
                     angle(pos, inv_freq, cs[k], sn[k]);
@@ -244,6 +281,231 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
             } else {
                 heads_loop<T, 1, false, false, true, false, 1, kB>(x + off, y + off, head_stride, 0, nh, none);
             }
+        }
+    }
+}
+
+// -- rope_table ---------------------------------------------------------------------------------
+
+// rope_table's knobs (compile options override them, for tuning):
+#ifndef PP_ROPE_TABLE_PAIRS
+#define PP_ROPE_TABLE_PAIRS 1024  // (token, pair) entries of a table buffer; rope.py's TABLE_PAIRS
+#endif
+#ifndef PP_ROPE_TABLE_UNITS
+#define PP_ROPE_TABLE_UNITS 2  // work units a thread loads before it rotates and stores any
+#endif
+#ifndef PP_ROPE_TABLE_EARLY
+#define PP_ROPE_TABLE_EARLY 1  // 1: a tile's first units are loaded before its table is made
+#endif
+#ifndef PP_ROPE_TABLE_MINB
+#define PP_ROPE_TABLE_MINB 5  // > 0: __launch_bounds__(256, this): blocks of <= 256, this many per SM
+#endif
+
+// A unit's data in registers: 16 bytes as a uint4 when WIDE (copied data then moves as one
+// access), else N elements.
+template <typename T, int N, bool WIDE>
+struct Raw {
+    typedef Vec<T, N> type;
+};
+template <typename T, int N>
+struct Raw<T, N, true> {
+    typedef uint4 type;
+};
+
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> as_vec(const Vec<T, N>& r) {
+    return r;
+}
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> as_vec(const uint4& r) {  // N * sizeof(T) == 16
+    Vec<T, N> v;
+    *reinterpret_cast<uint4*>(&v) = r;
+    return v;
+}
+
+// Per-launch geometry of rope_table: pairs, and rotation / copy units per (token, head) row.
+struct Geo {
+    int half, head_dim, rotary_dim;
+    unsigned int rot_cols, copy_cols;
+};
+
+// One tile: nt tokens from `first`, heads h0 .. h0 + nh of each (all heads when nt > 1), so
+// that its rows (token, head) lie contiguous from element `base`. Its units: rot_units
+// rotation units (row, column) first, then copy units, `units` (< 2^31) in all.
+struct Tile {
+    long long first, base;
+    unsigned int nh, rot_units, units;
+};
+
+// kU units of a tile per thread: all loaded (load), then rotated with the tile's table and
+// stored (store). Unit u0 + j * blockDim.x is the thread's j-th, so a warp's loads coalesce.
+template <typename T, bool WIDE, bool INTERLEAVED>
+struct Units {
+    static constexpr int kN = WIDE ? 16 / sizeof(T) : (INTERLEAVED ? 2 : 1);  // rotary column width
+    static constexpr int kPairs = INTERLEAVED ? kN / 2 : kN;                   // pairs per column
+    static constexpr int kCopyN = WIDE ? 16 / sizeof(T) : 1;                   // copy column width
+    static constexpr int kU = PP_ROPE_TABLE_UNITS;
+    static constexpr int kCopy = -1, kNone = -2;
+    typedef typename Raw<T, kN, WIDE>::type R;
+
+    R a[kU], b[kU];     // column, and its partner half further (rotate-half rotation units)
+    long long off[kU];  // element offset of the column
+    int tix[kU];        // rotation unit: table entry of its first pair; else kCopy or kNone
+
+    __device__ __forceinline__ void load(const T* __restrict__ x, const Geo& g, const Tile& t,
+                                         unsigned int u0) {
+#pragma unroll
+        for (int j = 0; j < kU; ++j) {
+            const unsigned int u = u0 + static_cast<unsigned int>(j) * blockDim.x;
+            tix[j] = kNone;
+            if (u < t.rot_units) {
+                const unsigned int row = u / g.rot_cols, col = u - row * g.rot_cols;
+                const unsigned int tok = row / t.nh;
+                off[j] = t.base + static_cast<long long>(row) * g.head_dim + static_cast<long long>(col) * kN;
+                tix[j] = static_cast<int>(tok) * g.half + static_cast<int>(col);
+                if constexpr (WIDE) {
+                    a[j] = *reinterpret_cast<const uint4*>(x + off[j]);
+                    if (!INTERLEAVED) b[j] = *reinterpret_cast<const uint4*>(x + off[j] + g.half);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < kN; ++k) a[j].e[k] = x[off[j] + k];
+                    if (!INTERLEAVED) b[j].e[0] = x[off[j] + g.half];
+                }
+            } else if (u < t.units) {
+                const unsigned int c = u - t.rot_units;
+                const unsigned int row = c / g.copy_cols, col = c - row * g.copy_cols;
+                off[j] = t.base + static_cast<long long>(row) * g.head_dim + g.rotary_dim +
+                         static_cast<long long>(col) * kCopyN;
+                tix[j] = kCopy;
+                if constexpr (WIDE) {
+                    a[j] = *reinterpret_cast<const uint4*>(x + off[j]);
+                } else {
+                    a[j].e[0] = x[off[j]];
+                }
+            }
+        }
+    }
+
+    // Pair k of a rotation unit's column has its (cos, sin) at tab[tix + k * rot_cols].
+    __device__ __forceinline__ void store(T* __restrict__ y, const Geo& g, const float2* __restrict__ tab) {
+#pragma unroll
+        for (int j = 0; j < kU; ++j) {
+            if (tix[j] >= 0) {
+                Vec<T, kN> va = as_vec<T, kN>(a[j]);
+                Vec<T, kN> vb;
+                if (!INTERLEAVED) vb = as_vec<T, kN>(b[j]);
+#pragma unroll
+                for (int k = 0; k < kPairs; ++k) {
+                    const float2 cs = tab[tix[j] + k * static_cast<int>(g.rot_cols)];
+                    if (INTERLEAVED) rotate(va.e[2 * k], va.e[2 * k + 1], cs.x, cs.y);
+                    else rotate(va.e[k], vb.e[k], cs.x, cs.y);
+                }
+                if constexpr (WIDE) {
+                    *reinterpret_cast<uint4*>(y + off[j]) = *reinterpret_cast<const uint4*>(&va);
+                    if (!INTERLEAVED) {
+                        *reinterpret_cast<uint4*>(y + off[j] + g.half) = *reinterpret_cast<const uint4*>(&vb);
+                    }
+                } else {
+#pragma unroll
+                    for (int k = 0; k < kN; ++k) y[off[j] + k] = va.e[k];
+                    if (!INTERLEAVED) y[off[j] + g.half] = vb.e[0];
+                }
+            } else if (tix[j] == kCopy) {
+                if constexpr (WIDE) {
+                    *reinterpret_cast<uint4*>(y + off[j]) = a[j];
+                } else {
+                    y[off[j]] = a[j].e[0];
+                }
+            }
+        }
+    }
+};
+
+// rope_table's work. Once per block: freqs[r] = inv_freq of the pair that table entry r (mod
+// half) holds, as rope takes it (column_freq, then step k times). Then a grid-stride loop over
+// tiles; per tile: (0) each thread loads its first kU units (PP_ROPE_TABLE_EARLY); (1) the
+// block fills the tile's table: entry tok * half + k * rot_cols + col holds (cos, sin) of pair
+// col * kPairs + k of the tile's token tok, so that a warp's reads in (2) take consecutive
+// entries; one barrier; (2) each thread rotates and stores its units, then loads, rotates and
+// stores further passes of kU units. Two table buffers alternate between tiles, so one barrier
+// per tile is enough: a thread writes a buffer only after the barrier that follows every
+// thread's last read of it.
+template <typename T, bool WIDE, bool INTERLEAVED>
+__device__ __forceinline__ void table_body(const T* __restrict__ x, const int* __restrict__ positions,
+                                           T* __restrict__ y, const Shape& p, int tile_tokens, int tile_heads,
+                                           float2 (*table)[PP_ROPE_TABLE_PAIRS], double* freqs) {
+    typedef Units<T, WIDE, INTERLEAVED> U;
+    constexpr unsigned int kMaxUnits = 0x7fffffffu;
+    Geo g;
+    g.half = p.rotary_dim / 2;
+    g.head_dim = p.head_dim;
+    g.rotary_dim = p.rotary_dim;
+    g.rot_cols = INTERLEAVED ? p.rotary_dim / U::kN : g.half / U::kN;
+    g.copy_cols = (p.head_dim - p.rotary_dim) / U::kCopyN;
+    const unsigned int ucols = g.rot_cols + g.copy_cols;  // <= head_dim < 2^31
+    if (ucols == 0) return;
+    // Tile sizes as asked, clamped: heads in [1, heads]; tokens >= 1, 1 unless all heads, at
+    // most PP_ROPE_TABLE_PAIRS / half; units < 2^31.
+    unsigned int nh_max = tile_heads < 1 ? 1u : (tile_heads < p.heads ? tile_heads : p.heads);
+    if (nh_max > kMaxUnits / ucols) nh_max = kMaxUnits / ucols;
+    int nt_max = 1;
+    if (nh_max == static_cast<unsigned int>(p.heads) && tile_tokens > 1) {
+        const long long most = kMaxUnits / (static_cast<long long>(p.heads) * ucols);
+        nt_max = tile_tokens < most ? tile_tokens : static_cast<int>(most);
+        if (g.half > 0 && nt_max > PP_ROPE_TABLE_PAIRS / g.half) nt_max = PP_ROPE_TABLE_PAIRS / g.half;
+    }
+    const long long hchunks = (p.heads - 1) / nh_max + 1;
+    const long long tiles = ((p.tokens - 1) / nt_max + 1) * hchunks;
+    const unsigned int pass = static_cast<unsigned int>(U::kU) * blockDim.x;
+
+    if (g.half > 0) {
+        const double step = freq_step(p);
+        for (int r = threadIdx.x; r < g.half; r += blockDim.x) {
+            const int k = r / static_cast<int>(g.rot_cols), col = r - k * static_cast<int>(g.rot_cols);
+            double f = column_freq(col * U::kPairs, p);
+            for (int m = 0; m < k; ++m) f *= step;
+            freqs[r] = f;
+        }
+        __syncthreads();
+    }
+
+    int buf = 0;
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x, buf ^= 1) {
+        pp::uindex_t tg, hg;
+        pp::divmod(static_cast<pp::uindex_t>(tile), static_cast<pp::uindex_t>(hchunks), tg, hg);
+        Tile t;
+        t.first = static_cast<long long>(tg) * nt_max;
+        const int nt = p.tokens - t.first < nt_max ? static_cast<int>(p.tokens - t.first) : nt_max;
+        const unsigned int h0 = static_cast<unsigned int>(hg) * nh_max;
+        t.nh = p.heads - h0 < nh_max ? p.heads - h0 : nh_max;
+        t.base = (t.first * p.heads + h0) * p.head_dim;
+        const unsigned int rows = static_cast<unsigned int>(nt) * t.nh;
+        t.rot_units = rows * g.rot_cols;
+        t.units = rows * ucols;
+        U units;
+        if (PP_ROPE_TABLE_EARLY) units.load(x, g, t, threadIdx.x);  // (0): in flight through (1)
+
+        float2* tab = table[buf];  // (1)
+        pp::uindex_t first_seq, first_s;  // first_s = first % seq
+        pp::divmod(static_cast<pp::uindex_t>(t.first), static_cast<pp::uindex_t>(p.seq), first_seq, first_s);
+        const int entries = nt * g.half;
+        for (int e = threadIdx.x; e < entries; e += blockDim.x) {
+            const int tok = e / g.half;
+            const int pos = positions ? positions[t.first + tok]
+                                      : p.position_offset + static_cast<int>((static_cast<unsigned int>(first_s) +
+                                                                              static_cast<unsigned int>(tok)) %
+                                                                             static_cast<unsigned int>(p.seq));
+            float c, s;
+            angle(pos, freqs[e - tok * g.half], c, s);
+            tab[e] = make_float2(c, s);
+        }
+        __syncthreads();
+
+        if (!PP_ROPE_TABLE_EARLY) units.load(x, g, t, threadIdx.x);
+        units.store(y, g, tab);  // (2)
+        for (unsigned int u0 = threadIdx.x + pass; u0 < t.units; u0 += pass) {
+            units.load(x, g, t, u0);
+            units.store(y, g, tab);
         }
     }
 }
@@ -272,5 +534,45 @@ __global__ void rope(const T* __restrict__ x, const int* __restrict__ positions,
     } else {
         if (aligned && (rotary_dim / 2) % kVec == 0) rope_body<T, true, false>(x, positions, y, p);
         else rope_body<T, false, false>(x, positions, y, p);
+    }
+}
+
+// Before sm_90, at most 4 blocks: sm_75 holds 1024 threads an SM, and sm_80 spills at 5.
+#if PP_ROPE_TABLE_MINB > 4 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PP_ROPE_TABLE_BOUNDS __launch_bounds__(256, 4)
+#elif PP_ROPE_TABLE_MINB > 0
+#define PP_ROPE_TABLE_BOUNDS __launch_bounds__(256, PP_ROPE_TABLE_MINB)
+#else
+#define PP_ROPE_TABLE_BOUNDS
+#endif
+
+template <typename T>
+__global__ void PP_ROPE_TABLE_BOUNDS rope_table(const T* __restrict__ x, const int* __restrict__ positions,
+                                                T* __restrict__ y, long long tokens, int seq, int heads,
+                                                int head_dim, int rotary_dim, int layout, int position_offset,
+                                                float theta, int tile_tokens, int tile_heads) {
+    using namespace pp_rope;
+    constexpr int kVec = 16 / sizeof(T);
+    __shared__ float2 table[2][PP_ROPE_TABLE_PAIRS];
+    __shared__ double freqs[PP_ROPE_TABLE_PAIRS];
+    if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0 || rotary_dim / 2 > PP_ROPE_TABLE_PAIRS) return;
+    Shape p;
+    p.tokens = tokens;
+    p.seq = seq;
+    p.heads = heads;
+    p.head_dim = head_dim;
+    p.rotary_dim = rotary_dim;
+    p.position_offset = position_offset;
+    p.log2_theta = log2(static_cast<double>(theta));
+    const bool aligned = pp::is_aligned16(x) && pp::is_aligned16(y) && head_dim % kVec == 0;
+    if (layout == 1) {
+        if (aligned && rotary_dim % kVec == 0) table_body<T, true, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        else table_body<T, false, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+    } else {
+        if (aligned && (rotary_dim / 2) % kVec == 0) {
+            table_body<T, true, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        } else {
+            table_body<T, false, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        }
     }
 }

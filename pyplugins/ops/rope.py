@@ -6,8 +6,11 @@ position. With ``r = rotary_dim``, ``inv_freq[i] = theta ** (-2 i / r)`` for ``i
 the token's position ``pos``, pair ``i`` becomes ``(a cos - b sin, b cos + a sin)`` of the angle
 ``pos * inv_freq[i]``. The pairs are ``(x[i], x[i + r/2])`` for ``layout="neox"``
 (rotate-half, GPT-NeoX / Llama) and ``(x[2 i], x[2 i + 1])`` for ``layout="gptj"``
-(interleaved, GPT-J). Features past ``rotary_dim`` are copied unchanged. The CUDA kernel is
-``kernels_cu/rope.cu``; its NumPy twin is :meth:`RoPE.reference`.
+(interleaved, GPT-J). Features past ``rotary_dim`` are copied unchanged. The CUDA kernels are
+in ``kernels_cu/rope.cu``: ``rope_table`` (a block makes a table of its tokens' angles, then
+streams their data like a copy) wherever it applies (:func:`kernel_for`), ``rope`` (the angles
+computed along the stream) elsewhere; both give the same bits. Their NumPy twin is
+:meth:`RoPE.reference`.
 
 Positions: with one input, token ``(b, s)`` sits at ``position_offset + s`` (a decoder step
 with a KV cache passes the cache length as the offset). With a second input ``positions``
@@ -64,15 +67,28 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "GRID_WAVES", "LAYOUTS", "RoPE"]
+__all__ = ["BLOCK", "GRID_WAVES", "LAYOUTS", "RoPE", "TABLE", "TABLE_PAIRS", "TABLE_WAVES",
+           "TILE_UNITS", "kernel_for", "table_tiles"]
 
-#: Threads per block of the rope launch.
+#: Threads per block of either kernel.
 BLOCK = 256
 #: Heads one work item covers with the same angles, by element size (H in rope.cu's contract).
 _HEADS_PER_ITEM = {4: 16, 2: 8}
-#: Grid = this many waves of resident blocks, by element size (float: 4 measured 0.96 of copy
-#: bandwidth against 0.89 at 1 on an H100; half: 1).
+#: rope's grid = this many waves of resident blocks, by element size (float: 4 measured 0.96 of
+#: copy bandwidth against 0.89 at 1 on an H100; half: 1).
 GRID_WAVES = {4: 4, 2: 1}
+#: Kernel by element size: True = rope_table (angles in a per-tile shared table, then a
+#: copy-like stream) wherever it applies, False = rope.
+TABLE = {4: True, 2: True}
+#: rope_table's table capacity in (token, pair) entries: rope.cu's PP_ROPE_TABLE_PAIRS. It
+#: applies where rotary_dim / 2 fits.
+TABLE_PAIRS = 1024
+#: Units a rope_table tile aims at: BLOCK threads x rope.cu's PP_ROPE_TABLE_UNITS (2), so that
+#: a thread streams one pass of units per tile.
+TILE_UNITS = 512
+#: rope_table's grid = this many waves of resident blocks, by element size; None: one block per
+#: tile.
+TABLE_WAVES = {4: 2, 2: 2}
 #: Field value of ``layout`` -> the kernel's ``layout`` argument.
 LAYOUTS = {"neox": 0, "gptj": 1}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -115,6 +131,54 @@ def _input_count(n: int, method: str) -> int:
     return n
 
 
+def kernel_for(itemsize: int, rotary_dim: int) -> str:
+    """The kernel that :meth:`RoPE.plan` launches: ``"rope_table"`` where :data:`TABLE` says
+    so for the element size and the pairs fit its table (``rotary_dim / 2 <=``
+    :data:`TABLE_PAIRS`), else ``"rope"``.
+
+    Example:
+        >>> kernel_for(2, 128), kernel_for(4, 2 * TABLE_PAIRS + 2)
+        ('rope_table', 'rope')
+    """
+    return "rope_table" if TABLE[itemsize] and rotary_dim // 2 <= TABLE_PAIRS else "rope"
+
+
+def table_tiles(tokens: int, heads: int, head_dim: int, rotary_dim: int, itemsize: int,
+                layout: int, units: int = TILE_UNITS) -> Tuple[int, int, int]:
+    """rope_table's ``(tile_tokens, tile_heads, tiles)`` for x ``[tokens, heads, head_dim]``.
+
+    A tile holds about ``units`` work units (a unit: one rotation column, 16 bytes and, for
+    rotate-half, their partner; or one 16-byte copy column; element-wise where rope.cu's
+    16-byte conditions fail, taken as if the tensors are 16-byte aligned): all heads of
+    ``tile_tokens`` tokens (at most :data:`TABLE_PAIRS` / (``rotary_dim`` / 2) of them), or,
+    where one token's heads hold ``units`` or more, ``tile_heads`` heads of one token.
+    ``layout`` is the kernel's (``LAYOUTS[...]``). ``tiles`` is 0 for empty work.
+
+    Example:
+        >>> table_tiles(4096, 8, 128, 128, 2, LAYOUTS["neox"])  # 64 units a token
+        (8, 8, 512)
+        >>> table_tiles(3, 64, 128, 128, 4, LAYOUTS["gptj"])    # 2048 units a token
+        (1, 16, 12)
+    """
+    vec = 16 // itemsize
+    half = rotary_dim // 2
+    rot = rotary_dim if layout == 1 else half
+    if head_dim % vec == 0 and rot % vec == 0:
+        columns = rot // vec + (head_dim - rotary_dim) // vec
+    else:
+        columns = half + head_dim - rotary_dim
+    if not (tokens and heads and columns):
+        return 1, max(heads, 1), 0
+    if heads * columns >= units:
+        tile_tokens, tile_heads = 1, max(1, min(heads, units // columns))
+    else:
+        tile_tokens, tile_heads = units // (heads * columns), heads
+        if half:
+            tile_tokens = max(1, min(tile_tokens, TABLE_PAIRS // half))
+    return (tile_tokens, tile_heads,
+            shapes.cdiv(tokens, tile_tokens) * shapes.cdiv(heads, tile_heads))
+
+
 @register
 class RoPE(Plugin):
     """Rotary position embedding.
@@ -141,6 +205,7 @@ class RoPE(Plugin):
                                 doc="first position when there is no positions input")
 
     rope = Kernel("rope.cu", "rope<{T}>")
+    rope_table = Kernel("rope.cu", "rope_table<{T}>")
 
     def rotary_for(self, head_dim: int) -> int:
         """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
@@ -277,25 +342,39 @@ class RoPE(Plugin):
             raise ShapeError(msg)
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``rope<T>(x, positions, y, tokens, seq, heads, head_dim, rotary, layout, offset,
-        theta)``; :meth:`enqueue` passes the pointers (a null positions pointer if absent)."""
+        """``rope<T>`` or ``rope_table<T>`` (:func:`kernel_for`) with ``(x, positions, y,
+        tokens, seq, heads, head_dim, rotary, layout, offset, theta)``, rope_table's tile sizes
+        after them (:func:`table_tiles`); :meth:`enqueue` passes the pointers (a null positions
+        pointer if absent)."""
         x = inputs[0]
         batch, seq, heads, head_dim = (int(v) for v in x.dims)
         ctype = dtypes.ctype_from_trt(x.type)
-        fn = self.rope.function(ctype, device)
         tokens = batch * seq
         itemsize = dtypes.itemsize_from_trt(x.type)
+        rotary = self.rotary_for(head_dim)
+        layout = LAYOUTS[self.layout]
+        args = (POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq), np.int32(heads),
+                np.int32(head_dim), np.int32(rotary), np.int32(layout),
+                np.int32(self.position_offset), np.float32(self.theta))
+        if kernel_for(itemsize, rotary) == "rope_table":
+            fn = self.rope_table.function(ctype, device)
+            tile_tokens, tile_heads, tiles = table_tiles(tokens, heads, head_dim, rotary,
+                                                         itemsize, layout)
+            waves = TABLE_WAVES[itemsize]
+            grid = min(tiles, 2**31 - 1)
+            if tiles and waves is not None:
+                grid = min(tiles, waves * resident_blocks(fn, BLOCK, device=device))
+            return Launch(fn, grid=grid, block=BLOCK, device=device,
+                          name=f"rope_table<{ctype}>",
+                          args=args + (np.int32(tile_tokens), np.int32(tile_heads)))
+        fn = self.rope.function(ctype, device)
         columns = shapes.cdiv(head_dim * itemsize, 16)
         items = tokens * shapes.cdiv(heads, _HEADS_PER_ITEM[itemsize]) * columns
         blocks = shapes.cdiv(items, BLOCK)
         waves = GRID_WAVES[itemsize]
         grid = min(blocks, waves * resident_blocks(fn, BLOCK, device=device)) if items else 0
         return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"rope<{ctype}>",
-                      args=(POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq),
-                            np.int32(heads), np.int32(head_dim),
-                            np.int32(self.rotary_for(head_dim)),
-                            np.int32(LAYOUTS[self.layout]), np.int32(self.position_offset),
-                            np.float32(self.theta)))
+                      args=args)
 
     # -- execution ---------------------------------------------------------------------------------
 
