@@ -95,7 +95,7 @@ BAND_WINDOW = (5, 5, 2, 2, 2)
 BAND_KERNELS = ("pool2d_band", "pool2d_cols")
 #: Which of :data:`BAND_KERNELS` the plugin launches for :data:`BAND_WINDOW` (decided by the
 #: kernel-variant runs on the GPU machines; both give the same outputs).
-BAND_KERNEL = "pool2d_band"
+BAND_KERNEL = "pool2d_cols"
 _ITEMSIZE = {"float": 4, "__half": 2, "signed char": 1}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyplugins.kernels import Kernel
-from pyplugins.ops.pool import WIDE_WINDOWS, Pool, block_size, kernel_name, output_size
+from pyplugins.ops.pool import BAND_KERNEL, WIDE_WINDOWS, Pool, block_size, kernel_name, output_size
 from pyplugins.testing import assert_close
 
 from .test_pool import data, ref, run_gpu
@@ -93,7 +93,7 @@ def test_int8_2x2_at_unit_ratio_takes_pool2d_i8():
     assert kernel_name(w22, "signed char", False) == "pool2d"
     assert kernel_name(w22, "float", True) == kernel_name(w22, "__half", True) == "pool2d"
     assert kernel_name((2, 2, 2, 2, 1, 0), "signed char", True) == "pool2d"
-    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == "pool2d_band"
+    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == BAND_KERNEL
     assert block_size("pool2d_i8", 1) == block_size("pool2d_wide", 4) == 128
     assert block_size("pool2d", 4) == block_size("pool2d", 2) == 256
 
