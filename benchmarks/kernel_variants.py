@@ -322,7 +322,7 @@ def rope_case(dtype: str) -> Case:
         fn = Kernel("rope.cu", v.kernel, options=v.options).function(CTYPES[dtype])
         b, s, heads, head_dim = shape
         units = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_TABLE_UNITS" in o), 2))
-        tile_units = table_tile_units.get(v.name, v.block * units)
+        tile_units = table_tile_units.get(v.name, 2 * v.block * units)  # as rope.TILE_UNITS
         tt, th, tiles = table_tiles(b * s, heads, head_dim, 128, itemsize, LAYOUTS["neox"],
                                     units=tile_units)
         waves = TABLE_WAVES[itemsize]

@@ -78,14 +78,16 @@ _HEADS_PER_ITEM = {4: 16, 2: 8}
 #: copy bandwidth against 0.89 at 1 on an H100; half: 1).
 GRID_WAVES = {4: 4, 2: 1}
 #: Kernel by element size: True = rope_table (angles in a per-tile shared table, then a
-#: copy-like stream) wherever it applies, False = rope.
-TABLE = {4: True, 2: True}
+#: copy-like stream) wherever it applies, False = rope. Kernel variants at 64 MiB (2026-11-24):
+#: half 0.88 / 0.92 of copy on the H200 / H100 against rope's 0.84 / 0.89; float 0.89 / 0.92
+#: against rope's 0.89 / 0.96, so float keeps rope.
+TABLE = {4: False, 2: True}
 #: rope_table's table capacity in (token, pair) entries: rope.cu's PP_ROPE_TABLE_PAIRS. It
 #: applies where rotary_dim / 2 fits.
 TABLE_PAIRS = 1024
-#: Units a rope_table tile aims at: BLOCK threads x rope.cu's PP_ROPE_TABLE_UNITS (2), so that
-#: a thread streams one pass of units per tile.
-TILE_UNITS = 512
+#: Units a rope_table tile aims at: twice BLOCK threads x rope.cu's PP_ROPE_TABLE_UNITS (2), so
+#: that a thread streams two passes of units per tile (measured better than one on both GPUs).
+TILE_UNITS = 1024
 #: rope_table's grid = this many waves of resident blocks, by element size; None: one block per
 #: tile.
 TABLE_WAVES = {4: 2, 2: 2}
@@ -156,9 +158,9 @@ def table_tiles(tokens: int, heads: int, head_dim: int, rotary_dim: int, itemsiz
 
     Example:
         >>> table_tiles(4096, 8, 128, 128, 2, LAYOUTS["neox"])  # 64 units a token
-        (8, 8, 512)
+        (16, 8, 256)
         >>> table_tiles(3, 64, 128, 128, 4, LAYOUTS["gptj"])    # 2048 units a token
-        (1, 16, 12)
+        (1, 32, 6)
     """
     vec = 16 // itemsize
     half = rotary_dim // 2

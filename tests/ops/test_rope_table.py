@@ -33,10 +33,12 @@ def knob(name: str) -> int:
 
 def test_host_constants_match_the_kernel_knobs():
     assert TABLE_PAIRS == knob("PP_ROPE_TABLE_PAIRS")
-    assert TILE_UNITS == BLOCK * knob("PP_ROPE_TABLE_UNITS")  # one pass a thread per tile
+    assert TILE_UNITS == 2 * BLOCK * knob("PP_ROPE_TABLE_UNITS")  # two passes a thread per tile
 
 
 def test_kernel_choice(monkeypatch):
+    assert (kernel_for(2, 128), kernel_for(4, 128)) == ("rope_table", "rope")  # the defaults
+    monkeypatch.setitem(rope_op.TABLE, 4, True)
     for itemsize in (2, 4):
         assert kernel_for(itemsize, 128) == "rope_table"
         assert kernel_for(itemsize, 0) == "rope_table"
@@ -76,10 +78,10 @@ def test_table_tiles_cover_the_work_in_tiles_of_about_tile_units(tokens, heads, 
 
 
 def test_table_tiles_examples():
-    assert table_tiles(32768, 8, 128, 128, 2, NEOX) == (8, 8, 4096)  # the benchmark, half
-    assert table_tiles(16384, 8, 128, 128, 4, NEOX) == (4, 8, 4096)  # and float
-    assert table_tiles(1, 32, 128, 128, 2, NEOX) == (2, 32, 1)       # a decode step
-    assert table_tiles(2, 100, 80, 64, 2, GPTJ) == (1, 51, 4)        # 10 units a head
+    assert table_tiles(32768, 8, 128, 128, 2, NEOX) == (16, 8, 2048)  # the benchmark, half
+    assert table_tiles(16384, 8, 128, 128, 4, NEOX) == (8, 8, 2048)  # and float
+    assert table_tiles(1, 32, 128, 128, 2, NEOX) == (4, 32, 1)       # a decode step
+    assert table_tiles(2, 100, 80, 64, 2, GPTJ) == (1, 100, 2)        # 10 units a head
     assert table_tiles(40, 2, 2048, 2048, 4, NEOX) == (1, 2, 40)     # a token a tile
     assert table_tiles(40, 1, 1024, 1024, 4, NEOX) == (2, 1, 20)     # the table's limit
     assert table_tiles(40, 1, 2048, 2048, 2, GPTJ) == (1, 1, 40)     # 256 units, table full
