@@ -46,8 +46,8 @@
 //               Under the same conditions as the band (and blockDim.x % 32 == 0) it needs no
 //               shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
 //               (lanes past the row's end idle) and walks down a segment of S output rows
-//               (S from the grid: enough segments to give every warp of the grid one, 8 to 64
-//               rows), keeping the pair reduction of the previous two input rows and the last
+//               (S from the grid: as many segments as keep the items within one wave of the
+//               grid's warps, 8 to 64 rows), keeping the pair reduction of the previous two input rows and the last
 //               one, so each output row loads two new input rows (512 contiguous bytes a warp),
 //               the next output row's loads in flight while it computes; the 2 columns left and
 //               the 1 right of a chunk come from the neighbouring lanes by warp shuffles (the
@@ -1017,10 +1017,12 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 // rows' loads are in flight while a row is computed. Work item = (plane, segment, group), taken
 // grid-stride by global warp id. Knobs (compile options):
 //   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
-//   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / ceil(warps /
-//                         (nc * groups))), SMIN, SMAX) with warps = the grid's warps, so that
-//                         the items fill the grid's warps when they can (any S is correct;
-//                         segments re-read only their 3 boundary input rows, 3 / (2 S) extra)
+//   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / max(1,
+//                         floor(warps / (nc * groups)))), SMIN, SMAX) with warps = the grid's
+//                         warps, so that the items fit one wave of the grid's warps when they can
+//                         (a wave and a bit ran at 0.74 of copy where one wave ran at 0.84; any S
+//                         is correct; segments re-read only their 3 boundary input rows,
+//                         3 / (2 S) extra)
 //   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (8, 64)
 //   PP_POOL_COLS_THREADS, _MINB  launch bounds (256 x 4: 64 registers)
 #ifndef PP_POOL_COLS_AHEAD
@@ -1102,7 +1104,8 @@ __device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict
     const int warps = static_cast<int>(grid_warps < 0x7fffffff ? grid_warps : 0x7fffffff);
     int S = PP_POOL_COLS_S;
     if (S == 0) {
-        const long long per = (grid_warps + columns - 1) / columns;  // segments wanted per column
+        // segments per column that keep the items within the grid's warps (one wave), at least 1
+        const long long per = grid_warps >= columns ? grid_warps / columns : 1;
         const int want = static_cast<int>((p.ho + per - 1) / per);
         S = want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
     }

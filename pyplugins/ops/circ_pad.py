@@ -81,8 +81,9 @@ STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
 NARROW_ROW_BYTES = 128
 #: ``CIRC_PAD_NARROW_DATA`` of ``circ_pad.cu``: bytes of source planes one stage holds.
 NARROW_DATA = 20480
-#: ``circ_pad_narrow``'s grid: at most this many resident grids (a block per plane at most).
-NARROW_GRID_WAVES = 2
+#: ``circ_pad_narrow``'s grid: at most this many resident grids (a block per plane at most); one
+#: measured 0.66 / 0.78 of copy for narrow half rows on the H200 / H100, two 0.62 / 0.76.
+NARROW_GRID_WAVES = 1
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
