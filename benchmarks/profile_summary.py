@@ -18,7 +18,7 @@ Example:
     ...     L2 Cache Throughput               %        48.56
     ...     Issue Slots Busy               %        58.82
     ...     Eligible Warps Per Scheduler        warp         2.27
-    ...   pp_copy16(const uint4 *, uint4 *, long long) (163840, 1, 1)x(256, 1, 1), Context 1
+    ...   pp_copy16 (163840, 1, 1)x(256, 1, 1), Context 1
     ...     Duration                         us        23.10
     ...     DRAM Throughput                   %        71.02
     ... '''
@@ -41,7 +41,9 @@ AT_COPY = 0.9
 CACHE_ROOF = 80.0
 COPY_KERNEL = "pp_copy16"
 _METRIC = re.compile(r"^ {4}(\S(?:.*?\S)?)\s{2,}(?:(\S+)\s+)?(-?[\d,]*\.?\d+)\s*$")
-_KERNEL = re.compile(r"^  (?:void )?([\w:]+(?:<[^(]*>)?)\(.*\) \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)")
+# "  void name<T>(args) (grid)x(block), ..." or, for an extern "C" kernel, "  name (grid)x(block)"
+_KERNEL = re.compile(r"^  (?:void )?([\w:]+(?:<[^(]*>)?)(?:\(.*\))? \((\d+), (\d+), (\d+)\)"
+                     r"x\((\d+), (\d+), (\d+)\)")
 _HEADER = "# pyplugins profile:"
 
 

@@ -32,6 +32,24 @@ def real_trt_available() -> bool:
     return not _trt.is_emulator(_trt.load())
 
 
+def pytest_configure(config):
+    """On a GPU machine, import numba's CUDA target first, in every (xdist worker) process.
+
+    numba picks its simulator or the GPU once, process-wide, when it is first imported
+    (``pyplugins.numba_launch.prefer_simulator``). Were the first import made by an in-process
+    test that asks for ``device="cpu"``, the process would stay on the simulator, and a later
+    GPU test's numba kernel would read device pointers on the host: a segfault that kills the
+    worker (seen on an H100 and an H200). Tests of the simulator itself run in fresh processes.
+    """
+    if gpu_available():
+        from pyplugins.numba_launch import numba_cuda
+
+        try:
+            numba_cuda()
+        except ImportError:  # numba or numba-cuda not installed: no numba test can run anyway
+            pass
+
+
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU visible to CuPy")
     skip_trt = pytest.mark.skip(reason="needs the real TensorRT (tests run under the emulator)")

@@ -21,9 +21,10 @@ COMMITTED = REPO / "benchmarks" / "results"
 
 def capture(op: dict, copy: dict = None, header: str = "", advice: str = "") -> str:
     """A capture in ``ncu --page details`` text layout: an op kernel, then the copy kernel."""
-    def block(name: str, metrics: dict) -> str:
+    def block(name: str, metrics: dict) -> str:  # extern "C" kernels print no signature
         rows = "\n".join(f"    {k:<40} {u:>6} {v:>12}" for k, (u, v) in metrics.items())
-        return (f"  {name}(const float *, float *, long long) (528, 1, 1)x(256, 1, 1), "
+        sig = "" if name == "pp_copy16" else "(const float *, float *, long long)"
+        return (f"  {name}{sig} (528, 1, 1)x(256, 1, 1), "
                 f"Context 1, Stream 13, Device 0, CC 9.0\n    Section: GPU Speed Of Light\n"
                 f"    Metric Name   Metric Unit Metric Value\n{rows}\n{advice}")
     text = (header + "\n" if header else "") + "==PROF== Connected\n" + block("void op_kernel<float>", op)
