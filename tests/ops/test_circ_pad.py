@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import pyplugins.trt as trt
 from pyplugins import formats
 from pyplugins._config import override
-from pyplugins.dtypes import ctype_from_trt
+from pyplugins.dtypes import ctype_from_trt, trt_from_numpy
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
@@ -311,6 +311,17 @@ def test_demo_runs_on_cpu():
 
 
 # -- GPU -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cp():
+    """CuPy, for the GPU tests of this module and of the circ_pad_flat / _narrow kernel tests."""
+    return pytest.importorskip("cupy")
+
+
+def ctype_of(dtype) -> str:
+    """The kernel's C type of a NumPy dtype (its @instantiate spelling): "float", "__half"..."""
+    return ctype_from_trt(trt_from_numpy(np.dtype(dtype), trt))
+
 
 def gpu_check(spec, pads, **kwargs):
     # BOOL and UINT8: TensorRT gives them to IPluginV3 plugins only (a V2 plugin on them is

@@ -21,7 +21,7 @@ from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_PARAMS_DTYPE, CircPad, flat_magic31, flat_magic64,
                                     launch_plan)
 
-from .test_circ_pad import gpu_check, padded, random_array
+from .test_circ_pad import cp, ctype_of, gpu_check, padded, random_array  # noqa: F401 (cp)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_FLAT_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
@@ -241,13 +241,6 @@ def test_gpu_flat_kernel_on_the_benchmark_geometry(dtype):
                   [1, 1, 1, 1])
 
 
-@pytest.fixture(scope="module")
-def cp():
-    return pytest.importorskip("cupy")
-
-
-CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
-          np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
 
 
 @pytest.mark.gpu
@@ -272,7 +265,7 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
     ybuf = cp.full(expected.size + y_off + 9, -1 if dtype != np.float16 else np.nan, dtype=dtype)
     plan = launch_plan(shape, pads, host.itemsize)
     fn = Kernel("circ_pad.cu", "circ_pad_flat<{T}>", options=options).function(
-        CTYPES[np.dtype(dtype)])
+        ctype_of(dtype))
     vecs = 4 if options and "VECS" in options[0] else 1
     grid = -(-plan.flat_threads // (256 * vecs))
     launch = Launch(fn, min(grid, grid_cap or grid), 256, (POINTER, POINTER, plan.flat_params))

@@ -18,9 +18,11 @@ from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
-from pyplugins.ops.circ_pad import FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad, launch_plan
+from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad,
+                                    launch_plan)
 
-from .test_circ_pad import OFFERED, gpu_check, padded, random_array
+from .test_circ_pad import (OFFERED, cp, ctype_of, gpu_check, padded,  # noqa: F401 (cp)
+                            random_array)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_NARROW_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
@@ -292,13 +294,6 @@ def test_gpu_narrow_rows_at_the_128_byte_boundary(dtype):
                   [1, 1, 2, 1])
 
 
-@pytest.fixture(scope="module")
-def cp():
-    return pytest.importorskip("cupy")
-
-
-CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
-          np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
 
 
 def _wrap_reference(x, widths):
@@ -341,7 +336,7 @@ def test_gpu_narrow_kernel_unaligned_pointers_crops_and_knobs(cp, dtype, x_off, 
     fill = np.nan if dtype == np.float16 else -1
     ybuf = cp.full(expected.size + y_off + 9, fill, dtype=dtype)
     fn = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>", options=options).function(
-        CTYPES[np.dtype(dtype)])
+        ctype_of(dtype))
     grid = min(plan.narrow_planes, grid_cap or plan.narrow_planes)
     launch = Launch(fn, grid, 256, (POINTER, POINTER, plan.params))
     stream = cp.cuda.Stream(non_blocking=True)
