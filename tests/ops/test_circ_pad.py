@@ -323,6 +323,27 @@ def ctype_of(dtype) -> str:
     return ctype_from_trt(trt_from_numpy(np.dtype(dtype), trt))
 
 
+def check_direct_launch(cp, fn, grid, params, host, expected, x_off, y_off):
+    """Launches ``fn(x, y, params)`` (256 threads a block) on a non-blocking stream with x and
+    y at element offsets ``x_off`` / ``y_off`` into their buffers, y's poisoned (NaN for half,
+    else -1) with 9 spare elements past its end, then asserts that y holds ``expected`` (flat)
+    and that every other element of its buffer kept the poison."""
+    from pyplugins.launch import POINTER, Launch
+
+    xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
+    half = host.dtype == np.float16
+    ybuf = cp.full(expected.size + y_off + 9, np.nan if half else -1, dtype=host.dtype)
+    launch = Launch(fn, grid, 256, (POINTER, POINTER, params))
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()  # the buffers were filled on the legacy stream
+    launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)
+    stream.synchronize()
+    got = cp.asnumpy(ybuf)
+    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
+    rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
+    assert (np.isnan(rest) if half else rest == -1).all()
+
+
 def gpu_check(spec, pads, **kwargs):
     # BOOL and UINT8: TensorRT gives them to IPluginV3 plugins only (a V2 plugin on them is
     # refused, tested on the CPU below), so CircPad runs as V3 for them.

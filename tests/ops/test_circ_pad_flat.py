@@ -21,7 +21,8 @@ from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_PARAMS_DTYPE, CircPad, flat_magic31, flat_magic64,
                                     launch_plan)
 
-from .test_circ_pad import cp, ctype_of, gpu_check, padded, random_array  # noqa: F401 (cp)
+from .test_circ_pad import (check_direct_launch, cp, ctype_of, gpu_check,  # noqa: F401 (cp)
+                            padded, random_array)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_FLAT_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
@@ -257,26 +258,16 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
     """Input and output at odd element offsets; a grid smaller than the work (the kernel's
     grid-stride loop); the knobs the benchmark variants compile."""
     from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
 
     host = random_array(shape, dtype, seed=x_off + y_off)
     expected = padded(host, pads).reshape(-1)
-    xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
-    ybuf = cp.full(expected.size + y_off + 9, -1 if dtype != np.float16 else np.nan, dtype=dtype)
     plan = launch_plan(shape, pads, host.itemsize)
     fn = Kernel("circ_pad.cu", "circ_pad_flat<{T}>", options=options).function(
         ctype_of(dtype))
     vecs = 4 if options and "VECS" in options[0] else 1
     grid = -(-plan.flat_threads // (256 * vecs))
-    launch = Launch(fn, min(grid, grid_cap or grid), 256, (POINTER, POINTER, plan.flat_params))
-    stream = cp.cuda.Stream(non_blocking=True)
-    cp.cuda.Device().synchronize()
-    launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)
-    stream.synchronize()
-    got = cp.asnumpy(ybuf)
-    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
-    rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
-    assert (np.isnan(rest) if dtype == np.float16 else rest == -1).all()
+    check_direct_launch(cp, fn, min(grid, grid_cap or grid), plan.flat_params, host, expected,
+                        x_off, y_off)
 
 
 @pytest.mark.parametrize("shape, itemsize, kernel", [

@@ -21,8 +21,8 @@ from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad,
                                     launch_plan)
 
-from .test_circ_pad import (OFFERED, cp, ctype_of, gpu_check, padded,  # noqa: F401 (cp)
-                            random_array)
+from .test_circ_pad import (OFFERED, check_direct_launch, cp, ctype_of,  # noqa: F401 (cp)
+                            gpu_check, padded, random_array)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_NARROW_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
@@ -324,26 +324,13 @@ def test_gpu_narrow_kernel_unaligned_pointers_crops_and_knobs(cp, dtype, x_off, 
     (crops, which the plugin's field refuses but the kernel pads), grids smaller than the planes
     (several tiles a block: the pipeline), the table off and a table too small for most widths."""
     from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
     from pyplugins.ops.circ_pad import pad_widths
 
     host = random_array(shape, dtype, seed=x_off + 3 * y_off)
-    expected = _wrap_reference(host, pad_widths(host.ndim, pads)).reshape(-1)
+    wrapped = _wrap_reference(host, pad_widths(host.ndim, pads))
     plan = launch_plan(shape, pads, host.itemsize)
-    assert plan.narrow_planes and plan.out_shape == _wrap_reference(
-        host, pad_widths(host.ndim, pads)).shape
-    xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
-    fill = np.nan if dtype == np.float16 else -1
-    ybuf = cp.full(expected.size + y_off + 9, fill, dtype=dtype)
+    assert plan.narrow_planes and plan.out_shape == wrapped.shape
     fn = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>", options=options).function(
         ctype_of(dtype))
     grid = min(plan.narrow_planes, grid_cap or plan.narrow_planes)
-    launch = Launch(fn, grid, 256, (POINTER, POINTER, plan.params))
-    stream = cp.cuda.Stream(non_blocking=True)
-    cp.cuda.Device().synchronize()
-    launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)
-    stream.synchronize()
-    got = cp.asnumpy(ybuf)
-    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
-    rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
-    assert (np.isnan(rest) if dtype == np.float16 else rest == -1).all()
+    check_direct_launch(cp, fn, grid, plan.params, host, wrapped.reshape(-1), x_off, y_off)
