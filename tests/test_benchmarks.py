@@ -182,10 +182,32 @@ def test_targets_take_the_worst_round():
     # 0.865 of the fastest copy by medians, 0.80 in the worst round
     assert v["LeakyReLU float32: >= 0.85 of copy bandwidth at >= 64 MiB (worst round)"] is False
     # 1.01x torch by medians, 0.95x in the worst round: no parity claim
-    assert v["LeakyReLU float32: >= torch (every equivalent, >= 64 MiB, worst round)"] is False
-    assert v["RMSNorm float16: >= torch (every equivalent, >= 64 MiB, worst round)"] is True
+    assert v["LeakyReLU float32: >= torch (every equivalent, >= 64 MiB, worst round within noise)"] is False
+    assert v["RMSNorm float16: >= torch (every equivalent, >= 64 MiB, worst round within noise)"] is True
     assert v["RMSNorm float16: >= 1.5x torch composed (worst round)"] is True
     assert v["no fraction of copy bandwidth above 1.02"] is False
+
+
+def test_torch_parity_allows_only_the_runs_timing_noise():
+    from benchmarks import claims
+
+    what = "LeakyReLU float32: >= torch (every equivalent, >= 64 MiB, worst round within noise)"
+    result = synthetic_result()
+    rec = result["kernels"][0]
+    rec["plugin_s"]["rounds"] = [37e-6, 37e-6, 37e-6]
+    rec["torch"]["F.leaky_relu"]["s"]["rounds"] = [37.05e-6, 37.03e-6, 36.99e-6]
+    rec["baselines"]["copy_kernel"]["s"]["rounds"] = [32e-6, 32.05e-6, 32.01e-6]
+    # worst round 0.9997x; the copy kernel's rounds spread 0.16 %: parity within noise
+    assert _verdicts(result)[what] is True
+    measured = {w: m for w, m, _ok in claims.targets(result)}[what]
+    assert "noise 0.16 %" in measured
+    # the same worst round in a steadier run (0.01 %): below parity by more than the noise
+    rec["baselines"]["copy_kernel"]["s"]["rounds"] = [32e-6, 32.003e-6, 32e-6]
+    assert _verdicts(result)[what] is False
+    # a median round below parity fails whatever the noise
+    rec["baselines"]["copy_kernel"]["s"]["rounds"] = [32e-6, 33e-6, 32e-6]
+    rec["torch"]["F.leaky_relu"]["s"]["rounds"] = [36.9e-6, 36.8e-6, 38e-6]
+    assert _verdicts(result)[what] is False
 
 
 def test_a_cpp_target_below_the_cython_floor_says_so():
