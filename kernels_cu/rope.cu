@@ -157,6 +157,18 @@ struct Shape {
     double log2_theta;
 };
 
+// Both kernels' arguments, as one struct.
+__device__ __forceinline__ void fill_shape(Shape& p, long long tokens, int seq, int heads, int head_dim,
+                                           int rotary_dim, int position_offset, float theta) {
+    p.tokens = tokens;
+    p.seq = seq;
+    p.heads = heads;
+    p.head_dim = head_dim;
+    p.rotary_dim = rotary_dim;
+    p.position_offset = position_offset;
+    p.log2_theta = log2(static_cast<double>(theta));
+}
+
 // inv_freq(i + 1) = inv_freq(i) * step: one exp2 per column, exact enough in double. Both
 // kernels take inv_freq of pair i0 + k (k < the pairs of a column) as column_freq(i0) times
 // step, k times, in this order, so that they agree to the bit.
@@ -520,13 +532,7 @@ __global__ void rope(const T* __restrict__ x, const int* __restrict__ positions,
     constexpr int kVec = 16 / sizeof(T);
     if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0) return;
     Shape p;
-    p.tokens = tokens;
-    p.seq = seq;
-    p.heads = heads;
-    p.head_dim = head_dim;
-    p.rotary_dim = rotary_dim;
-    p.position_offset = position_offset;
-    p.log2_theta = log2(static_cast<double>(theta));
+    fill_shape(p, tokens, seq, heads, head_dim, rotary_dim, position_offset, theta);
     const bool aligned = pp::is_aligned16(x) && pp::is_aligned16(y) && head_dim % kVec == 0;
     if (layout == 1) {
         if (aligned && rotary_dim % kVec == 0) rope_body<T, true, true>(x, positions, y, p);
@@ -557,13 +563,7 @@ __global__ void PP_ROPE_TABLE_BOUNDS rope_table(const T* __restrict__ x, const i
     __shared__ double freqs[PP_ROPE_TABLE_PAIRS];
     if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0 || rotary_dim / 2 > PP_ROPE_TABLE_PAIRS) return;
     Shape p;
-    p.tokens = tokens;
-    p.seq = seq;
-    p.heads = heads;
-    p.head_dim = head_dim;
-    p.rotary_dim = rotary_dim;
-    p.position_offset = position_offset;
-    p.log2_theta = log2(static_cast<double>(theta));
+    fill_shape(p, tokens, seq, heads, head_dim, rotary_dim, position_offset, theta);
     const bool aligned = pp::is_aligned16(x) && pp::is_aligned16(y) && head_dim % kVec == 0;
     if (layout == 1) {
         if (aligned && rotary_dim % kVec == 0) table_body<T, true, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
