@@ -150,6 +150,12 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
             needed = -(-plan.flat_threads // (v.block * vecs))
             default = needed
             params = plan.flat_params
+        elif expr.startswith("circ_pad_warp_narrow"):  # as CircPad.plan: a warp per group
+            if not circ_pad_op.takes_warp_narrow(plan, itemsize):
+                raise AssertionError(f"circ_pad_warp_narrow does not apply to {shape}")
+            needed = -(-circ_pad_op.warp_narrow_groups(plan, itemsize) // (v.block // 32))
+            default = min(needed, circ_pad_op.WARP_NARROW_WAVES * resident_blocks(fn, v.block))
+            params = plan.flat_params
         elif expr.startswith("circ_pad_narrow"):  # one block per plane at most
             if not plan.narrow_planes:
                 raise AssertionError(f"circ_pad_narrow does not apply to {shape}")
@@ -183,9 +189,27 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
         return F.pad(t, pads, mode="circular")
 
     kernel = ("circ_pad.cu", "circ_pad_flat<{T}>")
-    if narrow:  # CircPad.plan takes circ_pad_narrow here (its table path), on NARROW_GRID_WAVES
+    if narrow:  # CircPad.plan takes circ_pad_warp_narrow here, on WARP_NARROW_WAVES grids
         nk = "circ_pad_narrow<{T}>"
+        wk = "circ_pad_warp_narrow<{T}>"
         odometer = ("-DCIRC_PAD_NARROW_TABLE=0",)  # the narrow kernel before its table path
+        big = ("-DCIRC_PAD_WN_BLOCK=512",)  # static buffers for 16 warps a block
+        variants += (
+            Variant("warp narrow (plugin)", kernel=wk),
+            Variant("warp narrow 1x", grid="1x", kernel=wk),
+            Variant("warp narrow 2x", grid="2x", kernel=wk),
+            Variant("warp narrow 4x", grid="4x", kernel=wk),
+            Variant("warp narrow 8x", grid="8x", kernel=wk),
+            Variant("warp narrow full", grid="full", kernel=wk),
+            Variant("warp narrow chunks2", ("-DCIRC_PAD_WN_CHUNKS=2",), kernel=wk),
+            Variant("warp narrow chunks8", ("-DCIRC_PAD_WN_CHUNKS=8",), kernel=wk),
+            Variant("warp narrow inflight2", ("-DCIRC_PAD_WN_INFLIGHT=2",), kernel=wk),
+            Variant("warp narrow minb3", ("-DCIRC_PAD_WN_MINB=3",), kernel=wk),
+            Variant("warp narrow minb4", ("-DCIRC_PAD_WN_MINB=4",), kernel=wk),
+            Variant("warp narrow pad0", ("-DCIRC_PAD_WN_PAD=0",), kernel=wk),
+            Variant("warp narrow b128", (), 128, kernel=wk),
+            Variant("warp narrow b512", big, 512, kernel=wk),
+        )
         variants += (
             Variant("narrow (plugin)", kernel=nk), Variant("narrow 1x", grid="1x", kernel=nk),
             Variant("narrow 4x", grid="4x", kernel=nk),

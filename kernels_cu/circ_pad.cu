@@ -159,6 +159,14 @@
 // @instantiate circ_pad_flat<bool>
 // @instantiate circ_pad_flat<int>
 // @instantiate circ_pad_flat<long long>
+// @instantiate circ_pad_warp_narrow<float>
+// @instantiate circ_pad_warp_narrow<__half>
+// @instantiate circ_pad_warp_narrow<__nv_bfloat16>
+// @instantiate circ_pad_warp_narrow<signed char>
+// @instantiate circ_pad_warp_narrow<unsigned char>
+// @instantiate circ_pad_warp_narrow<bool>
+// @instantiate circ_pad_warp_narrow<int>
+// @instantiate circ_pad_warp_narrow<long long>
 #include "common.cuh"
 
 #ifndef CIRC_PAD_UNROLL
@@ -1194,5 +1202,368 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
                 }
             }
         }
+    }
+}
+
+// ==== circ_pad_warp_narrow: narrow rows, each warp stages its own groups of rows. =============
+//
+// A fourth kernel, for narrow rows (circ_pad.py: takes_warp_narrow), without block barriers in
+// its loop:
+//   kernel     circ_pad_warp_narrow<T>(const T* x, T* y, CircPadFlatParams p), p as for
+//              circ_pad_flat (total, plane_in, wi, wo, hi, ho, sw, sh are read; the magic
+//              numbers are not).
+//   needs      pads on the last two dims only (as circ_pad_flat); input rows of wi * sizeof(T)
+//              bytes, a multiple of 16; output rows total / wo < 2^31; a group of
+//              P = 16 / gcd(wo * sizeof(T), 16) rows (plus the ceil(lead / wo) rows before it,
+//              lead <= V - 1: y's misalignment in elements) of 16-byte input chunks fitting
+//              32 * CIRC_PAD_WN_CHUNKS chunks, and P * wo <= CIRC_PAD_WN_TABLE (the host checks
+//              both for lead = V - 1; the kernel traps where they fail). Every output row of at
+//              most 128 bytes (circ_pad.NARROW_ROW_BYTES) with pads >= 0 fits.
+//   args       x: any alignment (16-byte aligned is the fast case: aligned loads); y: any
+//              alignment (a multiple of sizeof(T)). No overlap.
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (256; a larger launch
+//              fails: the launch bounds say so).
+//   grid       any number of blocks >= 1; recommended min(blocks needed, 2 * resident blocks)
+//              (circ_pad.WARP_NARROW_WAVES); warps take groups round-robin, grid-stride.
+//   shared     0 dynamic; static: CIRC_PAD_WN_TABLE * 2 bytes of offset table and, per warp of
+//              CIRC_PAD_WN_BLOCK / 32, 32 * CIRC_PAD_WN_CHUNKS * (16 + pad) bytes (pad:
+//              CIRC_PAD_WN_PAD rounded up to sizeof(T)): 24,576 bytes for 2- and 4-byte
+//              types (64 / 59 registers on sm_90: 4 blocks of 256 a SM). Knobs that push it
+//              past 48 KB (CHUNKS=8 or BLOCK=512 with 8-byte types) do not compile.
+//   reads      16-byte chunks of input rows (whole aligned blocks holding them when x is not
+//              16-byte aligned, as circ_pad).
+//   how        y's aligned 16-byte vectors (vector K: elements K * V - lead on) are cut into
+//              groups of nv = G * wo / V vectors, G a multiple of P (so G * wo * sizeof(T) is a
+//              multiple of 16), as many rows as the chunks allow. Group n covers output rows
+//              n * G - pre ... n * G + G - 1 (pre = ceil(lead / wo) rows for the elements the
+//              lead pulls in). A warp: (1) loads the group's source rows (row R: plane R / ho,
+//              source row (R % ho + sh) mod hi) as 16-byte chunks into registers, lane l
+//              chunks l, l + 32, ...; (2) __syncwarp, stores them into its own shared buffer,
+//              rows at a stride of row bytes + pad (an odd number of words spreads the rows
+//              over the banks), __syncwarp; (3) issues the loads of its next group (in
+//              registers while this one is written: CIRC_PAD_WN_INFLIGHT groups); (4) writes
+//              the group's vectors, lane l vectors l, l + 32, ...: vector v's V elements at
+//              the buffer offsets tab[v * V + t], a table of 16-bit offsets the block builds
+//              once for the launch (the only __syncthreads), V shared loads packed into one
+//              16-byte store. Only the output's first and last vectors, where partly outside
+//              y, store element by element.
+//
+// Knobs (-D options):
+#ifndef CIRC_PAD_WN_CHUNKS
+#define CIRC_PAD_WN_CHUNKS 4  // 16-byte input chunks per lane per group: sets the group's rows
+#endif
+#ifndef CIRC_PAD_WN_PAD
+#define CIRC_PAD_WN_PAD 4  // bytes after each staged row (a multiple of 4; 0: none)
+#endif
+#ifndef CIRC_PAD_WN_TABLE
+#define CIRC_PAD_WN_TABLE 2048  // offset table entries, G * wo (circ_pad.py knows)
+#endif
+#ifndef CIRC_PAD_WN_BLOCK
+#define CIRC_PAD_WN_BLOCK 256  // most threads per block: sizes the warps' static buffers
+#endif
+#ifndef CIRC_PAD_WN_MINB
+#define CIRC_PAD_WN_MINB 0  // > 0: __launch_bounds__ asks for this many blocks per SM
+#endif
+#ifndef CIRC_PAD_WN_INFLIGHT
+#define CIRC_PAD_WN_INFLIGHT 1  // groups loaded into registers ahead of the one written (1 or 2)
+#endif
+
+static_assert(CIRC_PAD_WN_PAD % 4 == 0 && CIRC_PAD_WN_CHUNKS >= 1 && CIRC_PAD_WN_TABLE >= 16 &&
+                  CIRC_PAD_WN_TABLE % 8 == 0 && CIRC_PAD_WN_BLOCK % 32 == 0 &&
+                  CIRC_PAD_WN_INFLIGHT >= 1 && CIRC_PAD_WN_INFLIGHT <= 2,
+              "circ_pad: CIRC_PAD_WN_PAD must be a multiple of 4, CIRC_PAD_WN_TABLE a multiple "
+              "of 8, CIRC_PAD_WN_BLOCK of 32, CIRC_PAD_WN_INFLIGHT 1 or 2");
+
+namespace {
+
+constexpr unsigned int kWnChunks = CIRC_PAD_WN_CHUNKS;
+
+// Bytes after each staged row for S-byte elements, and one warp's buffer.
+template <unsigned int S>
+struct WarpNarrowSizes {
+    static constexpr unsigned int pad = (CIRC_PAD_WN_PAD + S - 1) / S * S;
+    static constexpr unsigned int warp_bytes = 32u * kWnChunks * (16u + pad);
+    static_assert(warp_bytes <= 65536, "circ_pad: the 16-bit offset table needs warp buffers "
+                                       "of at most 64 KB (CIRC_PAD_WN_CHUNKS too large)");
+};
+
+// The warp-narrow geometry, the same for every group of a launch.
+struct WarpNarrowGeom {
+    unsigned int wi, wo, hi, ho, sw, sh;
+    unsigned int stride;   // staged row stride in bytes: wi * sizeof(B) + pad
+    unsigned int rv;       // 16-byte chunks per input row
+    unsigned int magic_rv; // c / rv == (c * magic_rv) >> 16 for c < 2^12
+    unsigned int G, pre;   // output rows per group, rows staged before its first
+    unsigned int lead;     // y's misalignment in elements
+    unsigned int nv;       // output vectors per group, G * wo / V
+    unsigned int nch;      // chunks staged per group, (G + pre) * rv
+    pp::index_t rows;      // output rows (< 2^31)
+    pp::index_t total, plane_in;
+    pp::index_t nvec, groups;
+    pp::index_t kfull;     // vectors [lead > 0, kfull) lie wholly inside y
+    FastDiv div_ho;
+};
+
+template <typename B>
+__device__ __forceinline__ void warp_narrow_geom(const CircPadFlatParams& p, unsigned int lead,
+                                                 WarpNarrowGeom& g) {
+    constexpr unsigned int S = sizeof(B);
+    constexpr unsigned int V = 16 / S;
+    g.wi = static_cast<unsigned int>(p.wi);
+    g.wo = static_cast<unsigned int>(p.wo);
+    g.hi = static_cast<unsigned int>(p.hi);
+    g.ho = static_cast<unsigned int>(p.ho);
+    g.sw = static_cast<unsigned int>(p.sw);
+    g.sh = static_cast<unsigned int>(p.sh);
+    g.total = p.total;
+    g.plane_in = p.plane_in;
+    g.rows = p.total / p.wo;
+    g.lead = lead;
+    const unsigned int rb = g.wi * S;
+    g.rv = rb / 16u;
+    g.magic_rv = g.rv ? (65535u + g.rv) / g.rv : 0u;
+    g.stride = rb + WarpNarrowSizes<S>::pad;
+    g.pre = (lead + g.wo - 1u) / g.wo;
+    // P: the fewest rows whose output is whole 16-byte vectors.
+    const unsigned int gcd16 = 1u << min(4, __ffs(static_cast<int>(g.wo * S)) - 1);
+    const unsigned int P = 16u / gcd16;
+    const unsigned int staged = 32u * kWnChunks / g.rv;  // rows that fit the lanes' chunks
+    unsigned int G = staged > g.pre ? (staged - g.pre) / P * P : 0u;
+    G = min(G, CIRC_PAD_WN_TABLE / g.wo / P * P);
+    if (G == 0u || g.rv == 0u || rb % 16u != 0u) {
+        __trap();  // outside the launch contract: the host never launches this
+    }
+    g.G = G;
+    g.nv = G * g.wo / V;
+    g.nch = (G + g.pre) * g.rv;
+    g.nvec = (g.total + lead + V - 1) / V;
+    g.groups = (g.nvec + g.nv - 1) / g.nv;
+    g.kfull = (g.total + lead) / V;
+    g.div_ho = make_fastdiv(g.ho);
+}
+
+// The group's table: tab[u], u < G * wo, is the byte offset in a warp's buffer of the source
+// of group element u (the group's first vector's element 0 is u = 0). Every thread of the
+// block calls it; a barrier must follow.
+template <typename B>
+__device__ __forceinline__ void warp_narrow_table(unsigned short* tab, const WarpNarrowGeom& g) {
+    constexpr unsigned int S = sizeof(B);
+    const unsigned int len = g.G * g.wo;
+    for (unsigned int u = threadIdx.x; u < len; u += blockDim.x) {
+        const unsigned int s = u + g.pre * g.wo - g.lead;  // counted from the first staged row
+        const unsigned int j = s / g.wo;
+        const unsigned int c = s - j * g.wo;
+        tab[u] = static_cast<unsigned short>(j * g.stride + wrap_col(c + g.sw, g.wi) * S);
+    }
+}
+
+// (1) Group n's chunks into registers: this lane's chunk i is the group's chunk c = lane + 32 * i
+// (if c < nch), staged row c / rv, bytes 16 * (c % rv) on in that row. Rows outside the output are
+// not loaded (their elements are never stored). Where the group's rows come from consecutive
+// rows of one source plane (most groups), chunk c is simply 16 * c bytes after the first.
+template <unsigned int S, bool Aligned>
+__device__ __forceinline__ void warp_narrow_load(const unsigned char* __restrict__ x,
+                                                 pp::index_t n, const WarpNarrowGeom& g,
+                                                 unsigned int lane, uint4 (&r)[kWnChunks]) {
+    if (n >= g.groups) {
+        return;
+    }
+    const pp::index_t r0 = n * g.G - g.pre;
+    const unsigned int span = g.nch / g.rv - 1u;  // staged rows less one
+    bool straight = r0 >= 0 && r0 + span < g.rows;
+    const unsigned char* first = x;
+    if (straight) {
+        const unsigned int rr = static_cast<unsigned int>(r0);
+        const unsigned int q = fastdiv(rr, g.div_ho);
+        const unsigned int h = rr - q * g.ho;
+        const unsigned int sr = wrap_col(h + g.sh, g.hi);
+        straight = h + span < g.ho && sr + span < g.hi;
+        first = x + (static_cast<pp::index_t>(q) * g.plane_in +
+                     static_cast<pp::index_t>(sr) * g.wi) * S;
+    }
+    if (straight) {  // warp-uniform
+#pragma unroll
+        for (unsigned int i = 0; i < kWnChunks; ++i) {
+            if (lane + 32u * i < g.nch) {
+                const unsigned char* src = first + (lane + 32u * i) * 16u;
+                r[i] = Aligned ? __ldg(reinterpret_cast<const uint4*>(src)) : pp::load16_any(src);
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (unsigned int i = 0; i < kWnChunks; ++i) {
+        const unsigned int c = lane + 32u * i;
+        const unsigned int j = (c * g.magic_rv) >> 16;  // c / rv
+        const pp::index_t row = r0 + j;
+        if (c < g.nch && row >= 0 && row < g.rows) {
+            const unsigned int rr = static_cast<unsigned int>(row);
+            const unsigned int q = fastdiv(rr, g.div_ho);
+            const unsigned int src_row = wrap_col(rr - q * g.ho + g.sh, g.hi);
+            const unsigned char* src =
+                x + (static_cast<pp::index_t>(q) * g.plane_in +
+                     static_cast<pp::index_t>(src_row) * g.wi) * S + (c - j * g.rv) * 16u;
+            r[i] = Aligned ? __ldg(reinterpret_cast<const uint4*>(src)) : pp::load16_any(src);
+        }
+    }
+}
+
+// (2) The registers into the warp's buffer (rows at g.stride bytes).
+template <unsigned int S>
+__device__ __forceinline__ void warp_narrow_stage(unsigned char* wbuf, const WarpNarrowGeom& g,
+                                                  unsigned int lane, const uint4 (&r)[kWnChunks]) {
+#pragma unroll
+    for (unsigned int i = 0; i < kWnChunks; ++i) {
+        const unsigned int c = lane + 32u * i;
+        if (c < g.nch) {
+            const unsigned int j = (c * g.magic_rv) >> 16;  // c / rv
+            unsigned char* dst = wbuf + j * g.stride + (c - j * g.rv) * 16u;
+            if (WarpNarrowSizes<S>::pad % 16u == 0u) {
+                *reinterpret_cast<uint4*>(dst) = r[i];
+            } else {  // rows 4-byte aligned only
+                unsigned int* d = reinterpret_cast<unsigned int*>(dst);
+                d[0] = r[i].x;
+                d[1] = r[i].y;
+                d[2] = r[i].z;
+                d[3] = r[i].w;
+            }
+        }
+    }
+}
+
+// The V 16-bit offsets of one vector (tab entries te[0..V)), two to a word.
+template <unsigned int V>
+__device__ __forceinline__ void warp_narrow_offsets(const unsigned short* te,
+                                                    unsigned int (&w)[V / 2]) {
+    if constexpr (V >= 8) {
+#pragma unroll
+        for (unsigned int k = 0; k < V / 8; ++k) {
+            const uint4 a = reinterpret_cast<const uint4*>(te)[k];
+            w[4 * k] = a.x;
+            w[4 * k + 1] = a.y;
+            w[4 * k + 2] = a.z;
+            w[4 * k + 3] = a.w;
+        }
+    } else if constexpr (V == 4) {
+        const uint2 a = *reinterpret_cast<const uint2*>(te);
+        w[0] = a.x;
+        w[1] = a.y;
+    } else {
+        w[0] = *reinterpret_cast<const unsigned int*>(te);
+    }
+}
+
+// (4) Group n's vectors from the warp's buffer: lane l writes vectors l, l + 32, ... (vbase:
+// y's aligned vector 0, whose element 0 is y's element -lead).
+template <typename B>
+__device__ __forceinline__ void warp_narrow_emit(const unsigned char* wbuf,
+                                                 const unsigned short* tab, pp::uindex_t vbase,
+                                                 pp::index_t n, const WarpNarrowGeom& g,
+                                                 unsigned int lane) {
+    constexpr unsigned int V = 16 / sizeof(B);
+    const pp::index_t k0 = n * g.nv;
+    // Group-relative 32-bit bounds: vectors [0, vend) exist, [vlo, vhi) lie wholly inside y.
+    const unsigned int vend = static_cast<unsigned int>(min(static_cast<pp::index_t>(g.nv), g.nvec - k0));
+    const pp::index_t lo = (g.lead > 0u ? 1 : 0) - k0;
+    const unsigned int vlo = lo > 0 ? static_cast<unsigned int>(lo) : 0u;
+    const pp::index_t hi = g.kfull - k0;
+    const unsigned int vhi = hi <= 0 ? 0u : static_cast<unsigned int>(min(hi, static_cast<pp::index_t>(g.nv)));
+    const pp::uindex_t gdst = vbase + static_cast<pp::uindex_t>(k0) * 16u;
+    for (unsigned int v = lane; v < vend; v += 32u) {
+        unsigned int w[V / 2];
+        warp_narrow_offsets<V>(tab + v * V, w);
+        pp::Vec16<B> out;
+#pragma unroll
+        for (unsigned int t = 0; t < V; ++t) {
+            const unsigned int off = (t & 1u) ? (w[t / 2] >> 16) : (w[t / 2] & 0xffffu);
+            out.v[t] = *reinterpret_cast<const B*>(wbuf + off);
+        }
+        const pp::uindex_t dst = gdst + v * 16u;
+        if (v >= vlo && v < vhi) {
+            const uint4 o = *reinterpret_cast<const uint4*>(&out);
+            // a plain global store (dst comes from an integer: the compiler would go generic)
+            asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(o.x),
+                         "r"(o.y), "r"(o.z), "r"(o.w)
+                         : "memory");
+        } else {  // the output's first or last vector, in part
+            const pp::index_t e = (k0 + v) * V - g.lead;
+            B* const el = reinterpret_cast<B*>(dst);
+#pragma unroll
+            for (unsigned int t = 0; t < V; ++t) {
+                if (e + t >= 0 && e + t < g.total) {
+                    el[t] = out.v[t];
+                }
+            }
+        }
+    }
+}
+// Steps (1) to (4) for the warp's groups n, n + wstride, ... (Aligned: x is 16-byte aligned).
+template <typename B, bool Aligned>
+__device__ __forceinline__ void warp_narrow_groups(const unsigned char* __restrict__ xb,
+                                                   pp::uindex_t vbase, unsigned char* wbuf,
+                                                   const unsigned short* tab, pp::index_t n,
+                                                   pp::index_t wstride, const WarpNarrowGeom& g,
+                                                   unsigned int lane) {
+    constexpr unsigned int S = sizeof(B);
+    constexpr unsigned int D = CIRC_PAD_WN_INFLIGHT;
+    uint4 r[D][kWnChunks];
+#pragma unroll
+    for (unsigned int d = 0; d < D; ++d) {
+        warp_narrow_load<S, Aligned>(xb, n + d * wstride, g, lane, r[d]);
+    }
+    for (;;) {
+#pragma unroll
+        for (unsigned int d = 0; d < D; ++d) {
+            if (n >= g.groups) {
+                return;
+            }
+            __syncwarp();  // the previous group's reads of the buffer are done
+            warp_narrow_stage<S>(wbuf, g, lane, r[d]);
+            __syncwarp();  // the group is staged
+            warp_narrow_load<S, Aligned>(xb, n + D * wstride, g, lane, r[d]);
+            warp_narrow_emit<B>(wbuf, tab, vbase, n, g, lane);
+            n += wstride;
+        }
+    }
+}
+
+}  // namespace
+
+#if CIRC_PAD_WN_MINB > 0
+#define CIRC_PAD_WN_BOUNDS __launch_bounds__(CIRC_PAD_WN_BLOCK, CIRC_PAD_WN_MINB)
+#else
+#define CIRC_PAD_WN_BOUNDS __launch_bounds__(CIRC_PAD_WN_BLOCK)
+#endif
+
+template <typename T>
+__global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
+                                                        T* __restrict__ y, CircPadFlatParams p) {
+    typedef typename pp::Bits<sizeof(T)>::type B;
+    constexpr unsigned int S = sizeof(T);
+    __shared__ __align__(16) unsigned short tab[CIRC_PAD_WN_TABLE];
+    __shared__ __align__(16) unsigned char bufs[CIRC_PAD_WN_BLOCK / 32][WarpNarrowSizes<S>::warp_bytes];
+    if ((blockDim.x & 31u) != 0u) {
+        __trap();  // __syncwarp below needs whole warps
+    }
+    const pp::uindex_t ya = reinterpret_cast<pp::uindex_t>(y);
+    WarpNarrowGeom g;
+    warp_narrow_geom<B>(p, static_cast<unsigned int>((ya & 15u) / S), g);
+    const pp::uindex_t vbase = ya - (ya & 15u);  // vector k: elements k * V - lead on
+    warp_narrow_table<B>(tab, g);
+    __syncthreads();  // the only block barrier
+
+    const unsigned int lane = threadIdx.x & 31u;
+    const unsigned int warps = blockDim.x >> 5;
+    unsigned char* const wbuf = bufs[threadIdx.x >> 5];
+    const pp::index_t wstride = static_cast<pp::index_t>(gridDim.x) * warps;
+    pp::index_t n = static_cast<pp::index_t>(blockIdx.x) * warps + (threadIdx.x >> 5);
+    if (n >= g.groups) {
+        return;
+    }
+    const unsigned char* const xb = reinterpret_cast<const unsigned char*>(x);
+    if ((reinterpret_cast<pp::uindex_t>(x) & 15u) == 0u) {
+        warp_narrow_groups<B, true>(xb, vbase, wbuf, tab, n, wstride, g, lane);
+    } else {
+        warp_narrow_groups<B, false>(xb, vbase, wbuf, tab, n, wstride, g, lane);
     }
 }

@@ -52,7 +52,8 @@ from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
            "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
-           "pad_widths", "takes_flat"]
+           "pad_widths", "takes_flat", "WARP_NARROW", "WARP_NARROW_CHUNKS", "WARP_NARROW_TABLE",
+           "WARP_NARROW_WAVES", "takes_warp_narrow", "warp_narrow_groups"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
 BLOCK = 256
@@ -84,6 +85,17 @@ NARROW_DATA = 20480
 #: ``circ_pad_narrow``'s grid: at most this many resident grids (a block per plane at most); one
 #: measured 0.66 / 0.78 of copy for narrow half rows on the H200 / H100, two 0.62 / 0.76.
 NARROW_GRID_WAVES = 1
+#: ``circ_pad_warp_narrow`` (narrow rows, each warp staging its own groups of rows in shared
+#: memory, no block barrier in its loop) wherever :func:`takes_warp_narrow` says; False leaves
+#: those shapes to ``circ_pad_flat`` / ``circ_pad_narrow``.
+WARP_NARROW = True
+#: ``circ_pad_warp_narrow``'s grid: at most this many resident grids (no more than its groups).
+WARP_NARROW_WAVES = 2
+#: ``CIRC_PAD_WN_CHUNKS`` of ``circ_pad.cu``: 16-byte input chunks a lane stages per group.
+WARP_NARROW_CHUNKS = 4
+#: ``CIRC_PAD_WN_TABLE`` of ``circ_pad.cu``: offset-table entries (a group's output elements).
+WARP_NARROW_TABLE = 2048
+_WARP = 32
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
@@ -214,6 +226,59 @@ def takes_flat(plan: LaunchPlan, itemsize: int) -> bool:
             and not plan.narrow_planes)
 
 
+def _warp_narrow_rows(wi: int, wo: int, itemsize: int, lead: int) -> int:
+    """Output rows per group of ``circ_pad_warp_narrow`` (``warp_narrow_geom``), 0 if none fit."""
+    rv = wi * itemsize // 16
+    row_out = wo * itemsize
+    period = 16 // min(16, row_out & -row_out)  # rows whose output is whole 16-byte vectors
+    pre = -(-lead // wo)  # rows the y misalignment pulls in before a group
+    staged = _WARP * WARP_NARROW_CHUNKS // rv if rv else 0
+    rows = (staged - pre) // period * period if staged > pre else 0
+    return min(rows, WARP_NARROW_TABLE // wo // period * period)
+
+
+def takes_warp_narrow(plan: LaunchPlan, itemsize: int) -> bool:
+    """Whether :meth:`CircPad.plan` launches ``circ_pad_warp_narrow`` for ``plan``
+    (:data:`WARP_NARROW` on): pads on the last two dims only (``plan.flat_params``), narrow
+    output rows (``plan.narrow_planes`` or rows of at most :data:`NARROW_ROW_BYTES`), input rows
+    of a multiple of 16 bytes, fewer than 2**31 output rows, and a group of rows that fits the
+    kernel's chunks and table whatever y's alignment.
+
+    Example:
+        >>> takes_warp_narrow(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 2), 2)
+        True
+        >>> takes_warp_narrow(launch_plan((1, 64, 512, 7), [1, 1, 1, 1], 2), 2)  # 14-byte rows
+        False
+        >>> takes_warp_narrow(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 4), 4)  # wide rows
+        False
+    """
+    f = plan.flat_params
+    if not WARP_NARROW or f is None or itemsize not in (1, 2, 4, 8):
+        return False
+    wi, wo = int(f["wi"]), int(f["wo"])
+    if not (plan.narrow_planes or wo * itemsize <= NARROW_ROW_BYTES) or (wi * itemsize) % 16:
+        return False
+    return (int(f["total"]) // wo < _DIM_LIMIT
+            and _warp_narrow_rows(wi, wo, itemsize, 16 // itemsize - 1) > 0)
+
+
+def warp_narrow_groups(plan: LaunchPlan, itemsize: int) -> int:
+    """Groups of rows ``circ_pad_warp_narrow`` writes for ``plan`` (one warp each, round-robin),
+    counted for the worst alignment of y (an upper bound); needs :func:`takes_warp_narrow`.
+
+    Example:
+        >>> warp_narrow_groups(launch_plan((1, 2, 512, 8), [1, 1, 1, 1], 2), 2)  # 124-row groups
+        9
+    """
+    f = plan.flat_params
+    wi, wo, total = int(f["wi"]), int(f["wo"]), int(f["total"])
+    v = 16 // itemsize
+    lead = v - 1
+    vectors = -(-(total + lead) // v)
+    per_group = _warp_narrow_rows(wi, wo, itemsize, lead) * wo // v
+    return -(-vectors // per_group)
+
+
 def flat_magic64(d: int) -> Tuple[int, int]:
     """``(m, s)`` with ``n // d == n if s == 0 else umul64hi(n, m) >> (s - 1)`` for every
     ``0 <= n < 2**63`` (``m < 2**64``): ``circ_pad_flat``'s division by the plane size.
@@ -304,6 +369,8 @@ class CircPad(Plugin):
     narrow_kernel = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>")
     #: Pads on the last two dims only (:data:`FLAT`): one 16-byte output vector a thread.
     flat_kernel = Kernel("circ_pad.cu", "circ_pad_flat<{T}>")
+    #: Narrow rows (:func:`takes_warp_narrow`): each warp stages its own groups of rows.
+    warp_narrow_kernel = Kernel("circ_pad.cu", "circ_pad_warp_narrow<{T}>")
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
     #: "staged" is the default choice (as V2): ``circ_pad_flat`` where it applies, else
     #: ``circ_pad`` (staged where rows fit 16 KB) or ``circ_pad_narrow`` for narrow rows;
@@ -340,8 +407,11 @@ class CircPad(Plugin):
         self._launch_plan(inputs[0])
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``circ_pad_flat<T>(x, y, CircPadFlatParams)`` where it applies
-        (:attr:`LaunchPlan.flat_params`), one thread per output vector (the full grid);
+        """``circ_pad_warp_narrow<T>(x, y, CircPadFlatParams)`` where :func:`takes_warp_narrow`
+        says (narrow rows), at most :data:`WARP_NARROW_WAVES` resident grids of BLOCK threads
+        and no more blocks than its groups need; else ``circ_pad_flat<T>(x, y,
+        CircPadFlatParams)`` where :func:`takes_flat` says, one thread per output vector (the
+        full grid);
         else ``circ_pad<T>(x, y, CircPadParams)``, at most one resident grid of BLOCK threads,
         or for narrow rows (:attr:`LaunchPlan.narrow_planes`) ``circ_pad_narrow<T>``, at most
         :data:`NARROW_GRID_WAVES` resident grids. The ``strips`` tactic always takes
@@ -350,6 +420,13 @@ class CircPad(Plugin):
         plan = self._launch_plan(desc)
         ctype = ctype_from_trt(desc.type)
         itemsize = max(itemsize_from_trt(desc.type), 1)
+        if takes_warp_narrow(plan, itemsize) and self.tactic != "strips":
+            fn = self.warp_narrow_kernel.function(ctype, device)
+            needed = shapes.cdiv(warp_narrow_groups(plan, itemsize), BLOCK // _WARP)
+            grid = min(needed, WARP_NARROW_WAVES * resident_blocks(fn, BLOCK, device=device))
+            return Launch(fn, grid=grid, block=BLOCK, device=device,
+                          args=(POINTER, POINTER, plan.flat_params),
+                          name=f"circ_pad_warp_narrow<{ctype}>")
         if takes_flat(plan, itemsize) and self.tactic != "strips":
             fn = self.flat_kernel.function(ctype, device)
             grid = min(shapes.cdiv(plan.flat_threads, BLOCK), MAX_GRID[0])

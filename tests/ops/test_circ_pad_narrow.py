@@ -29,6 +29,13 @@ TABLE = int(re.search(r"^#define CIRC_PAD_NARROW_TABLE (\d+)", SOURCE.read_text(
 PHASES = int(re.search(r"kNarrowPhases = (\d+);", SOURCE.read_text()).group(1))
 
 
+@pytest.fixture(autouse=True)
+def _no_warp_narrow(monkeypatch):
+    """These tests are about circ_pad_narrow: the plugin's first choice for narrow rows,
+    circ_pad_warp_narrow (test_circ_pad_warp_narrow.py), is switched off."""
+    monkeypatch.setattr(circ_pad_op, "WARP_NARROW", False)
+
+
 def test_every_offered_type_is_instantiated_for_the_narrow_kernel():
     listed = instantiations("circ_pad.cu")
     for data_type in OFFERED:
