@@ -39,8 +39,8 @@ from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import (Pool, block_size, blocks_needed, cols_segment,  # noqa: E402
-                                kernel_name, launch_grid, output_size)
+from pyplugins.ops.pool import (Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
+                                output_size)
 from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, TABLE_WAVES, RoPE, table_tiles  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
@@ -247,15 +247,12 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
         ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
         name = (v.kernel or expr).split("<")[0]  # as Pool.plan
         needed = blocks_needed(name, n * c, ho, wo, w, itemsize, v.block)
-        default = launch_grid(name, CTYPES[dtype], mode, needed, resident_blocks(fn, v.block))
+        default = min(needed, resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
-        args: Tuple[Any, ...] = (
-            POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
-            np.int32(wo), np.int32(kernel), np.int32(kernel), np.int32(stride), np.int32(stride),
-            np.int32(pad), np.int32(pad), np.int32(mode == "avg"), np.float32(1.0),
-            np.float32(1.0))
-        if name == "pool2d_cols":  # the plan's segment (-DPP_POOL_COLS_S >= 0 overrides it)
-            args += (np.int32(cols_segment(CTYPES[dtype], mode)),)
+        args = (POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
+                np.int32(wo), np.int32(kernel), np.int32(kernel), np.int32(stride),
+                np.int32(stride), np.int32(pad), np.int32(pad), np.int32(mode == "avg"),
+                np.float32(1.0), np.float32(1.0))
         return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
 
     other = 256 if block == 128 else 128
@@ -275,14 +272,7 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
                          Variant("cols S4 full", (seg + "4",), 256, "full", kernel=cols),
                          Variant("cols S16", (seg + "16",), 256, kernel=cols),
                          Variant("cols S32", (seg + "32",), 256, kernel=cols),
-                         Variant("cols S64", (seg + "64",), 256, kernel=cols),
-                         # the one-wave rule whatever the plan's segment; S4 on one wave
-                         Variant("cols rule", (seg + "0",), 256, "1x", kernel=cols),
-                         Variant("cols S4 1x", (seg + "4",), 256, "1x", kernel=cols),
-                         # INT8 average on BandRow's 16-bit lanes instead of dot products
-                         Variant("cols no dp4a", ("-DPP_POOL_COLS_DP4A=0",), 256, kernel=cols),
-                         Variant("cols minb3 rule", (minb + "3", seg + "0"), 256, "1x",
-                                 kernel=cols))
+                         Variant("cols S64", (seg + "64",), 256, kernel=cols))
         band_variants = tuple(Variant(name, opts, b, g, kernel=band) for name, opts, b, g in (
             (f"band b{block}", (), block, "default"), ("band 2x", (), block, "2x"),
             ("band 1 stage", one, block, "default"), ("band 1 stage full", one, block, "full"),

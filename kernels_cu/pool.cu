@@ -39,21 +39,20 @@
 //               VIMNMX3, sums of q + 128; half max __hmax2; float and half average in float),
 //               and stores 8 bytes of each output row. Elsewhere (or past 32-bit indices) the
 //               generic path, which spills under this kernel's 64-register cap.
-//     pool2d_cols<T>(same arguments, int segment): the same function; launch it for the same
-//               windows as pool2d_band, with a block of a multiple of 32 threads, at most 256
-//               (its launch bounds; 256 suggested), and grid = cdiv(32 * nc * cdiv(w / V, 32) *
-//               cdiv(ho, 8), 256) (V = 16 / sizeof(T)), capped at the resident blocks (one
-//               wave) when segment is 0. Under the same conditions as the band (and blockDim.x
-//               % 32 == 0) it needs no shared memory: a warp owns 32 consecutive 16-byte chunks
-//               of one plane's rows (lanes past the row's end idle) and walks down a segment of
-//               S output rows (S = segment when > 0, else from the grid: as many segments as
-//               keep the items within one wave of the grid's warps, 8 to 64 rows), keeping the
-//               pair reduction of the previous two input rows and the last one, so each output
-//               row loads two new input rows (512 contiguous bytes a warp), the next output
-//               row's loads in flight while it computes; the 2 columns left and the 1 right of a
-//               chunk come from the neighbouring lanes by warp shuffles (the group's end lanes
-//               load theirs), then the band's reduction (INT8 average: byte dot products, see
-//               pool_cols_dot) and 8-byte stores. Elsewhere the generic path, as pool2d_band.
+//     pool2d_cols<T>(same arguments): the same function; launch it for the same windows as
+//               pool2d_band, with a block of a multiple of 32 threads, at most 256 (its launch
+//               bounds; 256 suggested), and grid = min(cdiv(32 * nc * cdiv(w / V, 32) *
+//               cdiv(ho, 8), 256), resident blocks) (V = 16 / sizeof(T)): at most one wave.
+//               Under the same conditions as the band (and blockDim.x % 32 == 0) it needs no
+//               shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
+//               (lanes past the row's end idle) and walks down a segment of S output rows
+//               (S from the grid: as many segments as keep the items within one wave of the
+//               grid's warps, 8 to 64 rows), keeping the pair reduction of the previous two input rows and the last
+//               one, so each output row loads two new input rows (512 contiguous bytes a warp),
+//               the next output row's loads in flight while it computes; the 2 columns left and
+//               the 1 right of a chunk come from the neighbouring lanes by warp shuffles (the
+//               group's end lanes load theirs), then the band's reduction and 8-byte stores.
+//               Elsewhere the generic path, as pool2d_band.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -95,8 +94,8 @@
 // PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_STAGED=0 (pool2d_band
 // = pool2d_wide, for comparison), PP_POOL_BAND_STAGES / _ASYNC / _CHUNKS / _TC / _RS / _RMAX /
 // _THREADS / _MINB (pool2d_band's tiles and pipeline, described where they are defined),
-// PP_POOL_COLS_AHEAD / _S / _SMIN / _SMAX / _THREADS / _MINB / _DP4A (pool2d_cols's prefetch
-// distance, segment rows, launch bounds and INT8 average sums, likewise).
+// PP_POOL_COLS_AHEAD / _S / _SMIN / _SMAX / _THREADS / _MINB (pool2d_cols's prefetch distance,
+// segment rows and launch bounds, likewise).
 
 #include "common.cuh"
 
@@ -1018,22 +1017,19 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 // rows' loads are in flight while a row is computed. Work item = (plane, segment, group), taken
 // grid-stride by global warp id. Knobs (compile options):
 //   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
-//   PP_POOL_COLS_S        output rows per segment: -1 (default) = the kernel's segment argument,
-//                         whose 0 means the rule; 0 = the rule whatever the argument; > 0 = that
-//                         many. The rule: S = clamp(ceil(ho / max(1, floor(warps / (nc *
-//                         groups)))), SMIN, SMAX) with warps = the grid's warps, so that the items
-//                         fit one wave of the grid's warps when they can (a wave and a bit ran at
-//                         0.74 of copy where one wave ran at 0.84). Any S is correct; segments
-//                         re-read only their 3 boundary input rows, 3 / (2 S) extra. The host
-//                         passes a per-type segment (pyplugins.ops.pool.COLS_SEGMENT)
+//   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / max(1,
+//                         floor(warps / (nc * groups)))), SMIN, SMAX) with warps = the grid's
+//                         warps, so that the items fit one wave of the grid's warps when they can
+//                         (a wave and a bit ran at 0.74 of copy where one wave ran at 0.84; any S
+//                         is correct; segments re-read only their 3 boundary input rows,
+//                         3 / (2 S) extra)
 //   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (8, 64)
 //   PP_POOL_COLS_THREADS, _MINB  launch bounds (256 x 4: 64 registers)
-//   PP_POOL_COLS_DP4A     INT8 average by byte dot products (1, pool_cols_dot) or BandRow (0)
 #ifndef PP_POOL_COLS_AHEAD
 #define PP_POOL_COLS_AHEAD 1
 #endif
 #ifndef PP_POOL_COLS_S
-#define PP_POOL_COLS_S -1
+#define PP_POOL_COLS_S 0
 #endif
 #ifndef PP_POOL_COLS_SMIN
 #define PP_POOL_COLS_SMIN 8
@@ -1048,128 +1044,41 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 #define PP_POOL_COLS_MINB 4
 #endif
 static_assert(PP_POOL_COLS_AHEAD >= 1 && PP_POOL_COLS_AHEAD <= 4, "PP_POOL_COLS_AHEAD: 1 to 4");
-static_assert(PP_POOL_COLS_S >= -1 && PP_POOL_COLS_SMIN >= 1 && PP_POOL_COLS_SMAX >= PP_POOL_COLS_SMIN,
-              "PP_POOL_COLS_S >= -1 (-1: the argument, 0: the rule), "
-              "1 <= PP_POOL_COLS_SMIN <= PP_POOL_COLS_SMAX");
+static_assert(PP_POOL_COLS_S >= 0 && PP_POOL_COLS_SMIN >= 1 && PP_POOL_COLS_SMAX >= PP_POOL_COLS_SMIN,
+              "PP_POOL_COLS_S >= 0 (0: the rule), 1 <= PP_POOL_COLS_SMIN <= PP_POOL_COLS_SMAX");
 
 // One input row's share of a lane, as loaded: its chunk, the 8 bytes before it (l) and the 4
 // after it (r), in memory order; l and r are loaded only by the group's end lanes (the others
-// take them from their neighbours after the rows are reduced). Outside the input: the fill f.
+// take them from their neighbours after the rows are reduced). Outside the input: the fill.
 struct ColsIn {
     uint4 c;
     uint2 l;
     unsigned r;
 };
 
-// Output rows per segment: `segment` when > 0 (the host's per-type choice; PP_POOL_COLS_S >= 0
-// overrides it), else the rule: as many segments per column as keep the items within the grid's
-// warps (one wave), clamped to [SMIN, SMAX].
-__device__ __forceinline__ int cols_segment(const Params& p, int columns, int segment) {
-    if (PP_POOL_COLS_S > 0) return PP_POOL_COLS_S;
-    if (PP_POOL_COLS_S < 0 && segment > 0) return segment;
-    const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
-    const long long per = grid_warps >= columns ? grid_warps / columns : 1;
-    const int want = static_cast<int>((p.ho + per - 1) / per);
-    return want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
-}
-
-// The work items of pool2d_cols and where this warp starts: items = nc x column groups x segments
-// of S output rows, taken step apart from the warp's global id (counts fit 32 bits: items <=
-// nc * ho * ch <= numel(y) < 2^31; the grid's warps are taken at most items, so item + step
-// < 2^32, unsigned).
-struct ColsWork {
-    int ch, groups, S, segs, items;
-    unsigned first_item, step;
-};
-
-__device__ __forceinline__ ColsWork cols_work(const Params& p, int V, int segment) {
-    ColsWork k;
-    k.ch = p.w / V;
-    k.groups = (k.ch + 31) >> 5;
-    const int columns = static_cast<int>(p.nc) * k.groups;
-    k.S = cols_segment(p, columns, segment);
-    k.segs = (p.ho + k.S - 1) / k.S;
-    k.items = columns * k.segs;
-    const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
-    const long long warp_id = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    k.first_item = static_cast<unsigned>(warp_id < k.items ? warp_id : k.items);
-    k.step = static_cast<unsigned>(grid_warps < k.items ? grid_warps : k.items);
-    return k;
-}
-
-// One item as a lane sees it: its chunk of the plane's rows, the output rows [o0, o1), the first
-// input row ir of o0's window, and which halos it loads (need_l / need_r) or takes from its
-// neighbours (lanes other than 0 / the group's last active lane).
-struct ColsItem {
-    const void* src;  // the chunk in input row 0
-    int out_row;      // the chunk's first output in output row 0
-    int o0, o1, ir, last_lane;
-    unsigned loads;   // kLoadChunk | kLoadLeft | kLoadRight: what this lane loads of each row
-    bool first, last;
-};
-constexpr unsigned kLoadChunk = 1u, kLoadLeft = 2u, kLoadRight = 4u;
-
-template <typename T>
-__device__ __forceinline__ ColsItem cols_item(const T* __restrict__ x, const Params& p, const ColsWork& k,
-                                              const FastDiv& by_groups, const FastDiv& by_segs,
-                                              int item, int lane) {
+template <typename T, bool AVG>
+__device__ __forceinline__ void cols_fetch(ColsIn& in, const T* __restrict__ src, int ih, const Params& p,
+                                           bool active, bool need_l, bool need_r) {
     constexpr int V = 16 / sizeof(T);
-    ColsItem c;
-    const int q = static_cast<int>(by_groups(item));
-    const int group = item - q * k.groups;
-    const int plane = static_cast<int>(by_segs(q));
-    const int seg = q - plane * k.segs;
-    const int chunk = group * 32 + lane;
-    c.last_lane = k.ch - 1 - group * 32 < 31 ? k.ch - 1 - group * 32 : 31;
-    // one word of flags: the loop then tests bits instead of recomputing the conditions
-    c.loads = (chunk < k.ch ? kLoadChunk : 0u) | (lane == 0 && chunk > 0 ? kLoadLeft : 0u) |
-              (lane == c.last_lane && chunk + 1 < k.ch ? kLoadRight : 0u);
-    // opaque to the optimizer: under the register cap it otherwise recomputes the conditions
-    // from their inputs at every load (about 10 instructions a row)
-    asm("mov.b32 %0, %0;" : "+r"(c.loads));
-    c.first = chunk == 0;
-    c.last = chunk == k.ch - 1;
-    c.src = x + (plane * (p.h * p.w) + chunk * V);
-    c.out_row = plane * (p.ho * p.wo) + chunk * (V / 2);
-    c.o0 = seg * k.S;
-    c.o1 = c.o0 + k.S < p.ho ? c.o0 + k.S : p.ho;
-    c.ir = 2 * c.o0 - p.ph;
-    return c;
-}
-
-// Loads input row ih (row: the lane's chunk in it; any pointer where ih is outside the input).
-template <typename T>
-__device__ __forceinline__ void cols_fetch(ColsIn& in, const T* __restrict__ row, int ih, const Params& p,
-                                           unsigned loads, unsigned f) {
-    constexpr int V = 16 / sizeof(T);
+    const unsigned f = band_fill<T, AVG>();
     in.c = make_uint4(f, f, f, f);
     in.l = make_uint2(f, f);
     in.r = f;
     if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h)) {
-        if (loads & kLoadChunk) in.c = __ldg(reinterpret_cast<const uint4*>(row));
-        if (loads & kLoadLeft) {
+        const T* row = src + ih * p.w;
+        if (active) in.c = __ldg(reinterpret_cast<const uint4*>(row));
+        if (need_l) {
             if constexpr (sizeof(T) == 4) in.l = __ldg(reinterpret_cast<const uint2*>(row) - 1);
             else in.l.y = __ldg(reinterpret_cast<const unsigned*>(row) - 1);
         }
-        if (loads & kLoadRight) in.r = __ldg(reinterpret_cast<const unsigned*>(row + V));
+        if (need_r) in.r = __ldg(reinterpret_cast<const unsigned*>(row + V));
+        if constexpr (sizeof(T) == 1) {
+            // INT8 reads only bytes 2, 3 of l.y (columns -2, -1) and byte 0 of r (column 16): one
+            // register holds both, [r0, r0, l2, l3], passed as both (a register less per row)
+            in.r = prmt(in.l.y, in.r, 0x3244u);
+            in.l.y = in.r;
+        }
     }
-    if constexpr (sizeof(T) == 1) {
-        // INT8 reads only bytes 2, 3 of l.y (columns -2, -1) and byte 0 of r (column 16): one
-        // register holds both, [r0, r0, l2, l3], passed as both (a register less per row)
-        in.r = prmt(in.l.y, in.r, 0x3244u);
-        in.l.y = in.r;
-    }
-}
-
-// The two input rows output row oh needs beyond its first three (2 oh - ph + 3, + 4): rp points
-// at the first one's chunk, and moves 2 rows down per call (row pointers computed once per item:
-// only the row index is checked against the input).
-template <typename T>
-__device__ __forceinline__ void cols_fetch2(ColsIn (&in)[2], const T*& rp, int ih, const Params& p,
-                                            const ColsItem& c, unsigned f) {
-    cols_fetch<T>(in[0], rp, ih, p, c.loads, f);
-    cols_fetch<T>(in[1], rp + p.w, ih + 1, p, c.loads, f);
-    rp += 2 * p.w;
 }
 
 template <typename T, bool AVG>
@@ -1177,235 +1086,104 @@ __device__ __forceinline__ void cols_set(BandRow<T, AVG>& b, const ColsIn& in) {
     b.set(in.c, in.l, in.r);
 }
 
-// Stores a lane's 8 bytes of output row oh (element stores where y is not 8-byte aligned).
-template <typename T>
-__device__ __forceinline__ void cols_store(T* __restrict__ y, const ColsItem& c, int oh, const Params& p,
-                                           uint2 out, bool y8) {
-    if (!(c.loads & kLoadChunk)) return;
-    T* dst = y + (c.out_row + oh * p.wo);
-    if (y8) {
-        *reinterpret_cast<uint2*>(dst) = out;
-    } else {
-        const T* e = reinterpret_cast<const T*>(&out);
-#pragma unroll
-        for (int j = 0; j < 8 / static_cast<int>(sizeof(T)); ++j) dst[j] = e[j];
-    }
-}
-
 // 5x5 stride 2, column padding 2, row padding ph in [0, 4]; x 16-byte aligned, w % V == 0,
 // blockDim.x % 32 == 0 and 32-bit indices (the caller checks).
 template <typename T, bool AVG>
-__device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict__ y, const Params& p,
-                                          int segment) {
+__device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
     constexpr int V = 16 / sizeof(T);
+    constexpr int OW = V / 2;
     constexpr int A = PP_POOL_COLS_AHEAD;
-    const unsigned f = band_fill<T, AVG>();
-    const ColsWork k = cols_work(p, V, segment);
+    const int ch = p.w / V;
+    const int groups = (ch + 31) >> 5;
     const int lane = static_cast<int>(threadIdx.x & 31u);
-    const FastDiv by_groups(k.groups), by_segs(k.segs);
+    // counts fit 32 bits: items <= nc * ho * ch <= numel(y) < 2^31; the grid's warps are taken
+    // at most items (the others have nothing to do), so item + warps < 2^32 (unsigned)
+    const int columns = static_cast<int>(p.nc) * groups;
+    const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    const long long warp_id = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int warps = static_cast<int>(grid_warps < 0x7fffffff ? grid_warps : 0x7fffffff);
+    int S = PP_POOL_COLS_S;
+    if (S == 0) {
+        // segments per column that keep the items within the grid's warps (one wave), at least 1
+        const long long per = grid_warps >= columns ? grid_warps / columns : 1;
+        const int want = static_cast<int>((p.ho + per - 1) / per);
+        S = want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
+    }
+    const int segs = (p.ho + S - 1) / S;
+    const int items = columns * segs;
+    if (warp_id >= items) return;
+    const unsigned step = static_cast<unsigned>(warps < items ? warps : items);
+    const FastDiv by_groups(groups), by_segs(segs);
     const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
-    for (unsigned it = k.first_item; it < static_cast<unsigned>(k.items); it += k.step) {
-        const ColsItem c = cols_item(x, p, k, by_groups, by_segs, static_cast<int>(it), lane);
-        const T* src = static_cast<const T*>(c.src);
-        const T* rp = src + (c.ir + 3) * p.w;  // the next rows to load: ih, ih + 1
-        int ih = c.ir + 3;
+    for (unsigned it = static_cast<unsigned>(warp_id); it < static_cast<unsigned>(items); it += step) {
+        const int item = static_cast<int>(it);
+        const int q = static_cast<int>(by_groups(item));
+        const int group = item - q * groups;
+        const int plane = static_cast<int>(by_segs(q));
+        const int seg = q - plane * segs;
+        const int chunk = group * 32 + lane;
+        const int last_lane = ch - 1 - group * 32 < 31 ? ch - 1 - group * 32 : 31;
+        const bool active = chunk < ch;
+        const bool need_l = lane == 0 && chunk > 0;
+        const bool need_r = lane == last_lane && chunk + 1 < ch;
+        const bool first = chunk == 0, last = chunk == ch - 1;
+        const T* src = x + (plane * (p.h * p.w) + chunk * V);
+        const int out_row = plane * (p.ho * p.wo) + chunk * OW;
+        const int o0 = seg * S;
+        const int o1 = o0 + S < p.ho ? o0 + S : p.ho;
+        const int ir = 2 * o0 - p.ph;  // first input row of output row o0's window
         // Prologue: rows ir .. ir + 2 (P and the last row), then the first A output rows' two.
-        ColsIn r0, r1;
+        ColsIn r0, r1, last_in;
         ColsIn in[A][2];
-        BandRow<T, AVG> pr, last;  // P: the pair reduction of output row o's first two input rows
-        cols_fetch<T>(r0, src + (c.ir) * p.w, c.ir, p, c.loads, f);
-        cols_fetch<T>(r1, src + (c.ir + 1) * p.w, c.ir + 1, p, c.loads, f);
-        {
-            ColsIn r2;
-            cols_fetch<T>(r2, src + (c.ir + 2) * p.w, c.ir + 2, p, c.loads, f);
-            cols_set(last, r2);
-        }
+        cols_fetch<T, AVG>(r0, src, ir, p, active, need_l, need_r);
+        cols_fetch<T, AVG>(r1, src, ir + 1, p, active, need_l, need_r);
+        cols_fetch<T, AVG>(last_in, src, ir + 2, p, active, need_l, need_r);
 #pragma unroll
-        for (int j = 0; j < A; ++j) {
-            if (c.o0 + j < c.o1) {
-                cols_fetch2<T>(in[j], rp, ih, p, c, f);
-                ih += 2;
+        for (int k = 0; k < A; ++k) {
+            if (o0 + k < o1) {
+                cols_fetch<T, AVG>(in[k][0], src, ir + 2 * k + 3, p, active, need_l, need_r);
+                cols_fetch<T, AVG>(in[k][1], src, ir + 2 * k + 4, p, active, need_l, need_r);
             }
         }
+        BandRow<T, AVG> pr;  // P: the pair reduction of output row o's first two input rows
         {
             BandRow<T, AVG> a, b;
             cols_set(a, r0);
             cols_set(b, r1);
             pr.pair(a, b);
         }
-        for (int o = c.o0; o < c.o1; o += A) {
+        for (int o = o0; o < o1; o += A) {
 #pragma unroll
-            for (int j = 0; j < A; ++j) {
-                const int oh = o + j;
-                if (oh >= c.o1) break;
-                // rows 2 oh - ph + 2 (last, kept reduced-ready), + 3, + 4 (in[j]); then in[j]
-                // refills for oh + A
+            for (int k = 0; k < A; ++k) {
+                const int oh = o + k;
+                if (oh >= o1) break;
+                // rows 2 oh - ph + 2 (last_in), + 3, + 4 (in[k]); then in[k] refills for oh + A
                 BandRow<T, AVG> a, b, qq, v;
-                cols_set(b, in[j][0]);
-                qq.pair(last, b);
-                cols_set(a, in[j][1]);
-                if (oh + A < c.o1) {
-                    cols_fetch2<T>(in[j], rp, ih, p, c, f);
-                    ih += 2;
+                cols_set(a, last_in);
+                cols_set(b, in[k][0]);
+                qq.pair(a, b);
+                cols_set(a, in[k][1]);
+                last_in = in[k][1];
+                if (oh + A < o1) {
+                    const int next = 2 * (oh + A) - p.ph;
+                    cols_fetch<T, AVG>(in[k][0], src, next + 3, p, active, need_l, need_r);
+                    cols_fetch<T, AVG>(in[k][1], src, next + 4, p, active, need_l, need_r);
                 }
                 v.triple(pr, qq, a);
                 pr = qq;
-                last = a;
-                v.exchange(lane != 0, lane != c.last_lane);
+                v.exchange(lane != 0, lane != last_lane);
                 const int rows = extent(2 * oh - p.ph, 5, p.h);
-                cols_store(y, c, oh, p, v.emit(rows, c.first, c.last, p), y8);
-            }
-        }
-    }
-}
-
-// ---- INT8 average on the column path: byte dot products ----------------------------------------
-//
-// pool2d_cols's INT8 average (PP_POOL_COLS_DP4A=1, the default; 0: BandRow's 16-bit lanes, as
-// pool2d_band) sums signed bytes with dp4a (IDP.4A: four bytes times four 0/1 bytes, plus an
-// int), so that no byte is biased, split or widened. Per input row a lane takes kDots sums of
-// its 16 columns (c0..c15 in words w0..w3) and halo word h = [c16, c16, c-2, c-1] (loaded by the
-// group's end lanes only; 0 elsewhere and outside the input):
-//     0: c-2 .. c2     1: c0 .. c4     2: c2 .. c6     3: c4 .. c8     4: c6 .. c10
-//     5: c8 .. c12     6: c10 .. c14   7: c12 .. c16   8: c14, c15 (lane + 1's c-2, c-1)
-//     9: c0 (lane - 1's c16)
-// (output j = sum j, plus sum 8 of lane - 1 for j = 0 and sum 9 of lane + 1 for j = 7 where the
-// halo is not loaded). Down the window: v = P + (H(r2) + H(r3)) + H(r4), where P = the previous
-// output row's middle pair and H(r3) accumulates onto H(r2) (dp4a's addend): 36 IDP.4A and 10
-// IADD3 an output row. All sums are exact (|v| <= 25 * 128). Requantization: at a unit ratio on
-// rows whose window has 5 rows, one IMAD gives rne(v / c) in its top byte (dot_div); elsewhere
-// finish_q, as every other path.
-#ifndef PP_POOL_COLS_DP4A
-#define PP_POOL_COLS_DP4A 1
-#endif
-constexpr int kDots = 10;
-
-// h[j] = acc[j] + sum j of the row `in` (signed bytes).
-__device__ __forceinline__ void dot_row(int (&h)[kDots], const ColsIn& in, const int (&acc)[kDots]) {
-    const int w0 = static_cast<int>(in.c.x), w1 = static_cast<int>(in.c.y);
-    const int w2 = static_cast<int>(in.c.z), w3 = static_cast<int>(in.c.w);
-    const int hw = static_cast<int>(in.r);
-    h[0] = __dp4a(w0, 0x00010101, __dp4a(hw, 0x01010000, acc[0]));
-    h[1] = __dp4a(w0, 0x01010101, __dp4a(w1, 0x00000001, acc[1]));
-    h[2] = __dp4a(w0, 0x01010000, __dp4a(w1, 0x00010101, acc[2]));
-    h[3] = __dp4a(w1, 0x01010101, __dp4a(w2, 0x00000001, acc[3]));
-    h[4] = __dp4a(w1, 0x01010000, __dp4a(w2, 0x00010101, acc[4]));
-    h[5] = __dp4a(w2, 0x01010101, __dp4a(w3, 0x00000001, acc[5]));
-    h[6] = __dp4a(w2, 0x01010000, __dp4a(w3, 0x00010101, acc[6]));
-    h[7] = __dp4a(w3, 0x01010101, __dp4a(hw, 0x00000001, acc[7]));
-    h[8] = __dp4a(w3, 0x01010000, acc[8]);
-    h[9] = __dp4a(w0, 0x00000001, acc[9]);
-}
-
-// rne(s / c) for a sum s of c signed bytes (|s| <= 128 c; c = 15, 20 or 25) in the top byte of
-// s * m + K (mod 2^32), m = ceil(2^24 / c), K = (128 c + c / 2) m - 2^31: the product of t = s +
-// 128 c + c / 2 (0 .. 255 c + c / 2, so t m < 2^32) and m is floor(t / c) 2^24 plus a remainder
-// part, exactly floor(t / c) in the top byte (t (m c - 2^24) < 2^24); -2^31 takes the 128 off.
-// An even c ties where t is a multiple of c: the low 24 bits are then below 2^16 (t (m c - 2^24)
-// / c), and below m otherwise; a tie rounds to even (clears bit 24). tests/ops/test_pool_cols.py
-// checks every s for each c.
-struct DotDiv {
-    unsigned m, k, tie;  // tie: 2^16 for an even c, else 0
-};
-__device__ __forceinline__ DotDiv dot_div(int c) {
-    DotDiv d;
-    d.m = c == 15 ? 1118482u : (c == 20 ? 838861u : 671089u);
-    d.k = c == 15 ? 7831166u : (c == 20 ? 8389122u : 8054220u);
-    d.tie = c == 20 ? 0x10000u : 0u;
-    return d;
-}
-__device__ __forceinline__ unsigned dot_q(int s, const DotDiv& d) {
-    unsigned b = static_cast<unsigned>(s) * d.m + d.k;
-    if ((b & 0xffffffu) < d.tie) b &= 0xfeffffffu;
-    return b;
-}
-__device__ __forceinline__ unsigned dot_q25(int s) {
-    return static_cast<unsigned>(s) * 671089u + 8054220u;
-}
-
-// The lane's 8 output bytes from its 8 window sums. d0 / d7: outputs 0 / 7's divisions at 5 rows
-// (counts 15 / 20 at the row's first / last chunk, else 25).
-__device__ __forceinline__ uint2 dot_emit(const int (&v)[kDots], int rows, bool first, bool last,
-                                          const DotDiv& d0, const DotDiv& d7, const Params& p) {
-    unsigned b[8];  // output j in the top byte
-    if (p.unit && rows == 5) {
-        b[0] = dot_q(v[0], d0);
+                const uint2 out = v.emit(rows, first, last, p);
+                if (active) {
+                    T* dst = y + (out_row + oh * p.wo);
+                    if (y8) {
+                        *reinterpret_cast<uint2*>(dst) = out;
+                    } else {
+                        const T* e = reinterpret_cast<const T*>(&out);
 #pragma unroll
-        for (int j = 1; j < 7; ++j) b[j] = dot_q25(v[j]);
-        b[7] = dot_q(v[7], d7);
-    } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            const int cols = 5 - (j == 0 && first ? 2 : 0) - (j == 7 && last ? 1 : 0);
-            const signed char q = finish_q<0>(v[j], rows * cols, true, p);
-            b[j] = static_cast<unsigned>(static_cast<unsigned char>(q)) << 24;
-        }
-    }
-    uint2 out;
-    out.x = prmt(prmt(b[0], b[1], 0x0073u), prmt(b[2], b[3], 0x0073u), 0x5410u);
-    out.y = prmt(prmt(b[4], b[5], 0x0073u), prmt(b[6], b[7], 0x0073u), 0x5410u);
-    return out;
-}
-
-// pool_cols for INT8 average with dot products (same items, loads, prefetch and stores).
-__device__ __forceinline__ void pool_cols_dot(const signed char* __restrict__ x, signed char* __restrict__ y,
-                                              const Params& p, int segment) {
-    constexpr int A = PP_POOL_COLS_AHEAD;
-    const ColsWork k = cols_work(p, 16, segment);
-    const int lane = static_cast<int>(threadIdx.x & 31u);
-    const FastDiv by_groups(k.groups), by_segs(k.segs);
-    const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
-    const int zero[kDots] = {};
-    for (unsigned it = k.first_item; it < static_cast<unsigned>(k.items); it += k.step) {
-        const ColsItem c = cols_item(x, p, k, by_groups, by_segs, static_cast<int>(it), lane);
-        const signed char* src = static_cast<const signed char*>(c.src);
-        const signed char* rp = src + (c.ir + 3) * p.w;  // the next rows to load: ih, ih + 1
-        int ih = c.ir + 3;
-        const DotDiv d0 = dot_div(c.first ? 15 : 25), d7 = dot_div(c.last ? 20 : 25);
-        ColsIn in[A][2];
-        int pr[kDots], h2[kDots];  // P, and H of the window's middle row (row 2)
-        {
-            ColsIn r0, r1, r2;
-            cols_fetch<signed char>(r0, src + (c.ir) * p.w, c.ir, p, c.loads, 0u);
-            cols_fetch<signed char>(r1, src + (c.ir + 1) * p.w, c.ir + 1, p, c.loads, 0u);
-            cols_fetch<signed char>(r2, src + (c.ir + 2) * p.w, c.ir + 2, p, c.loads, 0u);
-#pragma unroll
-            for (int j = 0; j < A; ++j) {
-                if (c.o0 + j < c.o1) {
-                    cols_fetch2<signed char>(in[j], rp, ih, p, c, 0u);
-                    ih += 2;
+                        for (int j = 0; j < OW; ++j) dst[j] = e[j];
+                    }
                 }
-            }
-            int h0[kDots];
-            dot_row(h0, r0, zero);
-            dot_row(pr, r1, h0);
-            dot_row(h2, r2, zero);
-        }
-        for (int o = c.o0; o < c.o1; o += A) {
-#pragma unroll
-            for (int j = 0; j < A; ++j) {
-                const int oh = o + j;
-                if (oh >= c.o1) break;
-                int q[kDots], h4[kDots], v[kDots];
-                dot_row(q, in[j][0], h2);    // H(r2) + H(r3): the next output row's P
-                dot_row(h4, in[j][1], zero);  // H(r4): the next output row's row 2
-                if (oh + A < c.o1) {
-                    cols_fetch2<signed char>(in[j], rp, ih, p, c, 0u);
-                    ih += 2;
-                }
-#pragma unroll
-                for (int i = 0; i < kDots; ++i) {
-                    v[i] = pr[i] + q[i] + h4[i];
-                    pr[i] = q[i];
-                    h2[i] = h4[i];
-                }
-                // columns -2, -1 from lane - 1, column 16 from lane + 1 (the halo sums elsewhere)
-                const int left = __shfl_up_sync(0xffffffffu, v[8], 1);
-                const int right = __shfl_down_sync(0xffffffffu, v[9], 1);
-                if (lane != 0) v[0] += left;
-                if (lane != c.last_lane) v[7] += right;
-                const int rows = extent(2 * oh - p.ph, 5, p.h);
-                cols_store(y, c, oh, p, dot_emit(v, rows, c.first, c.last, d0, d7, p), y8);
             }
         }
     }
@@ -1600,8 +1378,7 @@ __global__ void __launch_bounds__(512, 3) pool2d_i8(const T* __restrict__ x, T* 
 template <typename T>
 __global__ void __launch_bounds__(PP_POOL_COLS_THREADS, PP_POOL_COLS_MINB)
 pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w, int ho, int wo,
-            int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale,
-            int segment) {
+            int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale) {
     pp_pool::Params p;
     if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
     const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
@@ -1609,14 +1386,8 @@ pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int
                       wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
                       ph >= 0 && ph <= 4 && blockDim.x % 32 == 0;
     if (cols) {
-        if (mode == 0) {
-            pp_pool::pool_cols<T, false>(x, y, p, segment);
-        } else {
-            if constexpr (sizeof(T) == 1 && PP_POOL_COLS_DP4A)
-                pp_pool::pool_cols_dot(x, y, p, segment);
-            else
-                pp_pool::pool_cols<T, true>(x, y, p, segment);
-        }
+        if (mode == 0) pp_pool::pool_cols<T, false>(x, y, p);
+        else pp_pool::pool_cols<T, true>(x, y, p);
     } else if (small) {  // the run-time window loop, called (its registers apart)
         if (mode == 0) pp_pool::pool_body_call<T, pp_pool::FastDiv, false>(x, y, p);
         else pp_pool::pool_body_call<T, pp_pool::FastDiv, true>(x, y, p);

@@ -58,9 +58,9 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "COLS_SEGMENT", "MODES", "Pool",
-           "WIDE_WINDOWS", "band_blocks", "block_size", "blocks_needed", "cols_blocks",
-           "cols_segment", "kernel_name", "launch_grid", "output_size"]
+__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "MODES", "Pool", "WIDE_WINDOWS",
+           "band_blocks", "block_size", "blocks_needed", "cols_blocks", "kernel_name",
+           "output_size"]
 
 #: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
 #: others).
@@ -77,18 +77,6 @@ COLS_BLOCK = 256
 #: Fewest output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_SMIN`` in pool.cu):
 #: its grid rule gives each warp one item of that many rows.
 _COLS_MIN_ROWS = 8
-#: pool2d_cols's output rows per segment (its ``segment`` argument) by ``(C type, mode)``; 0 = the
-#: kernel's rule (segments sized so that the items fit one wave of the grid, 8 to 64 rows; the
-#: grid capped at the resident blocks). A fixed segment launches the grid of :func:`cols_blocks`
-#: uncapped (about two waves at 64 MiB), each warp then taking 2 items of 4 rows. Chosen from the
-#: kernel variants 2026-11-24 H200 (fraction of copy bandwidth at 64 MiB / 256 MiB, input
-#: (1, C, 512, 512)): the rule (S = 16 there) gave float max 0.84 / 0.89, float avg 0.86 / 0.90,
-#: half max 0.85 / 0.85, half avg 0.78 / 0.83, INT8 max 0.81 / 0.87, INT8 avg 0.66 / 0.69; S = 4 on
-#: the full grid ("cols S4 full") float max 0.87 / 0.91, float avg 0.88 / 0.92, half max
-#: 0.87 / 0.93, half avg 0.80 / 0.82, INT8 max 0.79 / 0.82, INT8 avg 0.61 / 0.64. Half average and
-#: INT8 (instruction-bound then) keep the rule; those INT8 figures predate the dp4a average.
-COLS_SEGMENT = {("float", "max"): 4, ("float", "avg"): 4, ("__half", "max"): 4,
-                ("__half", "avg"): 0, ("signed char", "max"): 0, ("signed char", "avg"): 0}
 #: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
 _OUTPUTS_PER_THREAD = 4
 #: Output rows one pool2d_band thread walks per tile (``PP_POOL_BAND_RS`` in pool.cu); it gives
@@ -184,35 +172,6 @@ def cols_blocks(nc: int, ho: int, w: int, itemsize: int, block: int = COLS_BLOCK
     groups = shapes.cdiv(w * itemsize // 16, 32)
     warps = nc * groups * shapes.cdiv(ho, _COLS_MIN_ROWS)
     return shapes.cdiv(warps * 32, block)
-
-
-def cols_segment(ctype: str, mode: str) -> int:
-    """pool2d_cols's ``segment`` argument for elements of C type ``ctype`` and ``mode`` (see
-    :data:`COLS_SEGMENT`; 0 = the kernel's one-wave rule).
-
-    Example:
-        >>> cols_segment("float", "avg"), cols_segment("signed char", "avg")
-        (4, 0)
-    """
-    return COLS_SEGMENT[(ctype, mode)]
-
-
-def launch_grid(kernel: str, ctype: str, mode: str, needed: int, resident: int) -> int:
-    """The plan's grid for ``kernel`` from its :func:`blocks_needed` and the resident-block count:
-    ``needed`` for pool2d_cols at a fixed segment (:data:`COLS_SEGMENT`), else at most
-    ``resident`` (one wave; every pool.cu kernel is grid-stride).
-
-    Example:
-        >>> launch_grid("pool2d_cols", "float", "max", 1024, 528)
-        1024
-        >>> launch_grid("pool2d_cols", "__half", "avg", 1024, 528)
-        528
-        >>> launch_grid("pool2d", "float", "max", 9, 528)
-        9
-    """
-    if kernel == "pool2d_cols" and cols_segment(ctype, mode) > 0:
-        return needed
-    return min(needed, resident)
 
 
 def blocks_needed(kernel: str, nc: int, ho: int, wo: int, w: int, itemsize: int,
@@ -426,11 +385,10 @@ class Pool(Plugin):
                 raise ShapeError(msg)
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, plus
-        ``segment`` (:func:`cols_segment`) for pool2d_cols; the kernel and block from
-        :func:`kernel_name` and :func:`block_size`; the grid :func:`launch_grid` of
-        :func:`blocks_needed` (at most the resident blocks, one wave that loops over tiles or
-        work items, except pool2d_cols at a fixed segment)."""
+        """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
+        kernel and block from :func:`kernel_name` and :func:`block_size`; the grid at most the
+        resident blocks (:func:`blocks_needed`; pool2d_band and pool2d_cols: one wave that loops
+        over its tiles or work items)."""
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
@@ -445,16 +403,13 @@ class Pool(Plugin):
         block = block_size(kernel, itemsize)
         total = nc * ho * wo
         blocks = blocks_needed(kernel, nc, ho, wo, w, itemsize, block)
-        grid = launch_grid(kernel, ctype, self.mode, blocks,
-                           resident_blocks(fn, block, device=device)) if total else 0
-        args: Tuple[Any, ...] = (
-            POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w), np.int32(ho),
-            np.int32(wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw), np.int32(ph),
-            np.int32(pw), np.int32(MODES[self.mode]), np.float32(in_scale), np.float32(out_scale))
-        if kernel == "pool2d_cols":
-            args += (np.int32(cols_segment(ctype, self.mode)),)
+        grid = min(blocks, resident_blocks(fn, block, device=device)) if total else 0
         return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
-                      args=args)
+                      args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
+                            np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
+                            np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),
+                            np.int32(MODES[self.mode]), np.float32(in_scale),
+                            np.float32(out_scale)))
 
     def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
         """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""

@@ -14,7 +14,7 @@ import pytest
 from pyplugins.kernels import Kernel, kernels_dir
 from pyplugins.ops import pool as pool_op
 from pyplugins.ops.pool import (BAND_KERNEL, BAND_WINDOW, band_blocks, block_size, blocks_needed,
-                                cols_segment, kernel_name, output_size)
+                                kernel_name, output_size)
 from pyplugins.testing import assert_close
 
 from .test_pool import data, ref, run_gpu
@@ -132,11 +132,10 @@ def test_gpu_rows_not_whole_chunks_take_pool2d_wide(dtype):
 # -- GPU, direct launches -----------------------------------------------------------------------
 
 def launch_pool5(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset=0, poison=0x5A,
-                 expr="pool2d_band<{T}>", segment=None):
-    """The 5x5 stride 2 kernel `expr` (pool2d_band by default; grid None: the plan's rule before
-    its cap) on x (NCHW) placed x_offset elements into its buffer, y y_offset elements into a
-    buffer filled with the byte `poison` (guards either side); returns y, guards. pool2d_cols
-    gets `segment` (None: the plan's, cols_segment)."""
+                 expr="pool2d_band<{T}>"):
+    """The 5x5 stride 2 kernel `expr` (pool2d_band by default; grid None: the plan's rule) on x
+    (NCHW) placed x_offset elements into its buffer, y y_offset elements into a buffer filled
+    with the byte `poison` (guards either side); returns y, guards."""
     import cupy as cp
     n, c, h, w = x.shape
     ph = f["padding"][0]
@@ -149,15 +148,11 @@ def launch_pool5(x, f, *, options=(), grid=None, block=256, x_offset=0, y_offset
     if grid is None:
         grid = max(1, blocks_needed(expr.split("<")[0], n * c, ho, wo, w, itemsize, block))
     fn = Kernel("pool.cu", expr, options=options).function(CTYPES[x.dtype])
-    args = (xbuf[x_offset:], ybuf[y_offset:], np.int64(n * c), np.int32(h), np.int32(w),
-            np.int32(ho), np.int32(wo), np.int32(5), np.int32(5), np.int32(2), np.int32(2),
-            np.int32(ph), np.int32(2), np.int32(f["mode"] == "avg"), np.float32(f["in_scale"]),
-            np.float32(f["out_scale"]))
-    if expr.startswith("pool2d_cols"):
-        if segment is None:
-            segment = cols_segment(CTYPES[x.dtype], f["mode"])
-        args += (np.int32(segment),)
-    fn((grid,), (block,), args)
+    fn((grid,), (block,), (xbuf[x_offset:], ybuf[y_offset:], np.int64(n * c), np.int32(h),
+                           np.int32(w), np.int32(ho), np.int32(wo), np.int32(5), np.int32(5),
+                           np.int32(2), np.int32(2), np.int32(ph), np.int32(2),
+                           np.int32(f["mode"] == "avg"), np.float32(f["in_scale"]),
+                           np.float32(f["out_scale"])))
     out = cp.asnumpy(ybuf)
     guards = np.concatenate([out[:y_offset], out[y_offset + ny:]]).view(np.uint8)
     return out[y_offset:y_offset + ny].reshape(n, c, ho, wo), guards

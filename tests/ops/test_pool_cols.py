@@ -13,8 +13,7 @@ import pytest
 
 from pyplugins.kernels import kernels_dir
 from pyplugins.ops import pool as pool_op
-from pyplugins.ops.pool import (BAND_KERNELS, COLS_SEGMENT, blocks_needed, cols_blocks,
-                                cols_segment, kernel_name, launch_grid, output_size)
+from pyplugins.ops.pool import BAND_KERNELS, blocks_needed, cols_blocks, kernel_name, output_size
 
 from .test_pool import data, ref, run_gpu
 from .test_pool_band import DTYPES, check_pool5, fields5, launch_checked, launch_pool5
@@ -59,77 +58,6 @@ def test_cols_grid_gives_every_warp_one_item_of_the_fewest_rows():
     assert cols_blocks(1, 9, 33 * 4, 4) == 1
     assert cols_blocks(3, 9, 33 * 4, 4, 32) == 3 * 2 * 2
     assert cols_blocks(0, 9, 64, 4) == 0
-
-
-def test_cols_segment_is_chosen_per_type_and_mode():
-    """Every (C type, mode) has a segment; float and half max take 4 rows on the full grid (the
-    2026-11-24 H200 variants), half average and INT8 the kernel's one-wave rule (0)."""
-    ctypes = ("float", "__half", "signed char")
-    assert set(COLS_SEGMENT) == {(t, m) for t in ctypes for m in pool_op.MODES}
-    assert all(isinstance(v, int) and v >= 0 for v in COLS_SEGMENT.values())
-    assert [cols_segment(t, m) for t in ctypes for m in ("max", "avg")] == [4, 4, 4, 0, 0, 0]
-    # a fixed segment launches every block the items need; the rule one wave at most
-    assert launch_grid("pool2d_cols", "float", "avg", 1024, 528) == 1024
-    assert launch_grid("pool2d_cols", "__half", "max", 1024, 528) == 1024
-    assert launch_grid("pool2d_cols", "__half", "avg", 1024, 528) == 528
-    assert launch_grid("pool2d_cols", "signed char", "max", 100, 528) == 100
-    assert launch_grid("pool2d_band", "float", "max", 1024, 528) == 528
-    assert launch_grid("pool2d_wide", "float", "max", 1024, 528) == 528
-
-
-def test_cols_segment_knob_defaults_to_the_argument():
-    text = (kernels_dir() / "pool.cu").read_text()
-    assert re.search(r"#define PP_POOL_COLS_S -1\b", text)
-    assert re.search(r"pool2d_cols\(.*?float out_scale,\s*int segment\)", text, re.S)
-
-
-def _dot_div_constants():
-    """(c, m, k, tie) from pool.cu's dot_div."""
-    body = re.search(r"DotDiv dot_div\(int c\) \{(.*?)\n\}", (kernels_dir() / "pool.cu").read_text(),
-                     re.S).group(1)
-    m = re.search(r"d\.m = c == 15 \? (\d+)u : \(c == 20 \? (\d+)u : (\d+)u\);", body)
-    k = re.search(r"d\.k = c == 15 \? (\d+)u : \(c == 20 \? (\d+)u : (\d+)u\);", body)
-    assert m and k and "d.tie = c == 20 ? 0x10000u : 0u;" in body
-    return [(c, int(m.group(i)), int(k.group(i)), 0x10000 if c == 20 else 0)
-            for i, c in enumerate((15, 20, 25), start=1)]
-
-
-def test_int8_dot_division_is_rne_for_every_sum():
-    """pool_cols_dot's requantization at unit ratio: the top byte of s * m + k (mod 2^32), bit 24
-    cleared on a tie (low 24 bits < tie), is rne(s / c) for every sum s of c bytes; the full
-    window's constants are dot_q25's."""
-    text = (kernels_dir() / "pool.cu").read_text()
-    consts = _dot_div_constants()
-    assert "static_cast<unsigned>(s) * %du + %du" % consts[2][1:3] in text
-    for c, m, k, tie in consts:
-        s = np.arange(-128 * c, 127 * c + 1, dtype=np.int64)
-        b = (s * m + k) % 2**32
-        b = np.where((b & 0xFFFFFF) < tie, b & 0xFEFFFFFF, b)
-        got = (b >> 24).astype(np.uint8).view(np.int8)
-        q, r = np.divmod(s, c)
-        rne = q + ((2 * r > c) | ((2 * r == c) & (q % 2 == 1)))
-        assert np.array_equal(got, rne), f"count {c}"
-
-
-def test_int8_dot_masks_cover_each_window():
-    """dot_row's sums j = 0..7 are output j's 5 columns (c-2 .. c16 with the halo word h = [c16,
-    c16, c-2, c-1]), sum 8 columns 14, 15 and sum 9 column 0 (what the neighbours take)."""
-    body = re.search(r"void dot_row\(.*?\{(.*?)\n\}", (kernels_dir() / "pool.cu").read_text(),
-                     re.S).group(1)
-    byte_col = {"w0": [0, 1, 2, 3], "w1": [4, 5, 6, 7], "w2": [8, 9, 10, 11],
-                "w3": [12, 13, 14, 15], "hw": [16, None, -2, -1]}
-    sums = {}
-    for j, expr in re.findall(r"h\[(\d)\] = (.*?);", body):
-        cols = []
-        for word, mask in re.findall(r"__dp4a\((\w+), (0x[0-9a-f]+)", expr):
-            for b in range(4):
-                if (int(mask, 16) >> (8 * b)) & 0xFF:
-                    assert (int(mask, 16) >> (8 * b)) & 0xFF == 1 and byte_col[word][b] is not None
-                    cols.append(byte_col[word][b])
-        sums[int(j)] = sorted(cols)
-    expected = {j: list(range(2 * j - 2, 2 * j + 3)) for j in range(8)}
-    expected.update({8: [14, 15], 9: [0]})
-    assert sums == expected
 
 
 def test_blocks_needed_follows_the_kernel():
@@ -255,59 +183,16 @@ def test_gpu_cols_any_grid_and_block(grid, block, dtype):
 @pytest.mark.parametrize("options", [
     ("-DPP_POOL_COLS_AHEAD=2",), ("-DPP_POOL_COLS_AHEAD=2", "-DPP_POOL_COLS_MINB=3"),
     ("-DPP_POOL_COLS_MINB=3",), ("-DPP_POOL_COLS_S=1",), ("-DPP_POOL_COLS_S=3",),
-    ("-DPP_POOL_COLS_S=64",), ("-DPP_POOL_COLS_S=0",), ("-DPP_POOL_COLS_DP4A=0",),
-    ("-DPP_POOL_COLS_DP4A=0", "-DPP_POOL_COLS_AHEAD=2"),
-    ("-DPP_POOL_COLS_SMIN=2", "-DPP_POOL_COLS_SMAX=5")],
+    ("-DPP_POOL_COLS_S=64",), ("-DPP_POOL_COLS_SMIN=2", "-DPP_POOL_COLS_SMAX=5")],
     ids=lambda o: " ".join(o))
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gpu_cols_knobs(options, dtype):
-    """Every knob the benchmark variants sweep (odd segments, prefetch past a segment's end, the
-    INT8 average on 16-bit lanes), with the plan's segment and with the rule (segment 0)."""
+    """Every knob the benchmark variants sweep (odd segments, prefetch past a segment's end)."""
     for mode in ("max", "avg"):
-        for grid, segment in ((2, None), (None, None), (2, 0), (None, 0)):
+        for grid in (2, None):
             for i, shape in enumerate(GRID_SHAPES):
                 launch_checked(data(shape, dtype, seed=50 + i), fields5(mode, ph=1 + i),
-                               expr=COLS, options=options, grid=grid, segment=segment)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("segment", [0, 1, 3, 4, 8, 64])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_gpu_cols_segment_argument(segment, dtype):
-    """Any segment argument (0: the rule) at any grid, partial last segments, every row
-    padding; and equal to pool2d_band bit for bit."""
-    for mode in ("max", "avg"):
-        for grid in (1, 3, None):
-            for i, shape in enumerate(GRID_SHAPES):
-                launch_checked(data(shape, dtype, seed=70 + i), fields5(mode, ph=i + 2 * (i == 2)),
-                               expr=COLS, grid=grid, segment=segment)
-        x = data((2, 3, 45, 33 * 16 // np.dtype(dtype).itemsize), dtype, seed=segment)
-        new, _ = launch_pool5(x, fields5(mode), expr=COLS, segment=segment)
-        old, _ = launch_pool5(x, fields5(mode))
-        assert np.array_equal(new.view(np.uint8), old.view(np.uint8)), f"segment {segment}"
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.75, 0.25)])
-@pytest.mark.parametrize("dp4a", [1, 0])
-def test_gpu_cols_int8_average_ties_at_the_row_ends(scales, dp4a):
-    """The last chunk's last output averages 4 x 5 = 20 values: its sums made 30 and 50 (means
-    1.5 and 2.5, both rounding to 2), the first chunk's first 15 (odd: no tie), every other
-    column random; both INT8 average paths (dot products and 16-bit lanes) exact."""
-    rng = np.random.default_rng(23)
-    w = 48  # 3 chunks: first, middle, last
-    x = rng.integers(-128, 128, size=(2, 2, 21, w), dtype=np.int8)
-    # the last 4 columns 1, the very last 3 in every row (channel 0) or 3 in even rows and 13
-    # in odd ones (channel 1); a full window (rows 2o - 2 .. 2o + 2) holds 3 even rows and 2 odd
-    x[..., -4:] = 1
-    x[:, 0, :, -1] = 3      # 15 + 5 * 3 = 30
-    x[:, 1, 0::2, -1] = 3   # 15 + 3 * 3 + 2 * 13 = 50
-    x[:, 1, 1::2, -1] = 13
-    f = fields5("avg", ph=2, scales=scales)
-    launch_checked(x, f, expr=COLS, options=(f"-DPP_POOL_COLS_DP4A={dp4a}",))
-    y, _ = launch_pool5(x, f, expr=COLS, options=(f"-DPP_POOL_COLS_DP4A={dp4a}",))
-    if scales == (1.0, 1.0):
-        assert (y[:, :, 1:-1, -1] == 2).all()  # full-height windows: the ties, to even
+                               expr=COLS, options=options, grid=grid)
 
 
 @pytest.mark.gpu
