@@ -39,7 +39,7 @@ from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import (Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
+from pyplugins.ops.pool import (COLS_SEGMENT_ROWS, Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
                                 output_size)
 from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, TABLE_WAVES, RoPE, table_tiles  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
@@ -285,7 +285,10 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
             ("band 24K stages", ("-DPP_POOL_BAND_CHUNKS=1536",), block, "default"),
             ("band 1 stage 40K", one + ("-DPP_POOL_BAND_CHUNKS=2560",), block, "default"),
             ("band minb3 (85 regs)", ("-DPP_POOL_BAND_MINB=3",), block, "default")))
-        variants = ((Variant(f"default ({chosen} b{block})", (), block),
+        s4 = chosen == "pool2d_cols" and COLS_SEGMENT_ROWS[itemsize] == 4  # as Pool.plan
+        default_v = (Variant(f"default (cols S4 full b{block})", (seg + "4",), block, "full")
+                     if s4 else Variant(f"default ({chosen} b{block})", (), block))
+        variants = ((default_v,
                      Variant("old default (wide b128)", (), 128, kernel=wide))
                     + band_variants + cols_variants
                     + (Variant("old wide rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"),

@@ -58,9 +58,9 @@ from pyplugins.launch import POINTER, Launch
 from pyplugins.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "MODES", "Pool", "WIDE_WINDOWS",
-           "band_blocks", "block_size", "blocks_needed", "cols_blocks", "kernel_name",
-           "output_size"]
+__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "COLS_SEGMENT_ROWS", "MODES",
+           "Pool", "WIDE_WINDOWS", "band_blocks", "block_size", "blocks_needed", "cols_blocks",
+           "kernel_name", "output_size"]
 
 #: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
 #: others).
@@ -97,6 +97,13 @@ BAND_KERNELS = ("pool2d_band", "pool2d_cols")
 #: kernel-variant runs on the GPU machines; both give the same outputs).
 BAND_KERNEL = "pool2d_cols"
 _ITEMSIZE = {"float": 4, "__half": 2, "signed char": 1}
+#: Output rows per pool2d_cols segment, by element size, compiled in (``PP_POOL_COLS_S``) with the
+#: grid of every block :func:`cols_blocks` counts (two 4-row items a warp); 0: the kernel's own
+#: rule on one resident wave. Kernel variants (2026-11-24, 64 / 256 MiB, fraction of copy),
+#: 4 rows against the rule: H200 float max 0.87 / 0.91 (0.84 / 0.89), half max 0.87 / 0.93
+#: (0.85 / 0.85), half avg 0.80 / 0.82 (0.78 / 0.83); H100 float 0.92-0.97 (0.87-0.91), half
+#: 0.90-0.98 (0.84-0.90); INT8 keeps the rule (4 rows: avg 0.61 / 0.64 against 0.66 / 0.69).
+COLS_SEGMENT_ROWS = {4: 4, 2: 4, 1: 0}
 
 
 def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool,
@@ -249,6 +256,8 @@ class Pool(Plugin):
     pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>")
     pool2d_band = Kernel("pool.cu", "pool2d_band<{T}>")
     pool2d_cols = Kernel("pool.cu", "pool2d_cols<{T}>")
+    #: pool2d_cols with segments of 4 output rows (:data:`COLS_SEGMENT_ROWS`).
+    pool2d_cols_s4 = Kernel("pool.cu", "pool2d_cols<{T}>", options=("-DPP_POOL_COLS_S=4",))
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -388,7 +397,8 @@ class Pool(Plugin):
         """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
         kernel and block from :func:`kernel_name` and :func:`block_size`; the grid at most the
         resident blocks (:func:`blocks_needed`; pool2d_band and pool2d_cols: one wave that loops
-        over its tiles or work items)."""
+        over its tiles or work items), except pool2d_cols with fixed 4-row segments
+        (:data:`COLS_SEGMENT_ROWS`), which takes every block :func:`blocks_needed` counts."""
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
@@ -398,12 +408,15 @@ class Pool(Plugin):
         in_scale, out_scale = self.scales
         kernel = kernel_name(self.window(), ctype, np.float32(in_scale) == np.float32(out_scale),
                              width=w)
-        fn = getattr(self, kernel).function(ctype, device)
         itemsize = dtypes.itemsize_from_trt(x.type)
+        fixed = kernel == "pool2d_cols" and COLS_SEGMENT_ROWS[itemsize] == 4
+        fn = (self.pool2d_cols_s4 if fixed else getattr(self, kernel)).function(ctype, device)
         block = block_size(kernel, itemsize)
         total = nc * ho * wo
         blocks = blocks_needed(kernel, nc, ho, wo, w, itemsize, block)
-        grid = min(blocks, resident_blocks(fn, block, device=device)) if total else 0
+        if not fixed:
+            blocks = min(blocks, resident_blocks(fn, block, device=device))
+        grid = blocks if total else 0
         return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
                       args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
                             np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),

@@ -214,6 +214,30 @@ def test_gpu_cols_falls_back_for_other_rows_and_blocks(dtype):
         launch_checked(data((2, 2, 15, 64), dtype, seed=4), fields5(mode), expr=COLS, block=48)
 
 
+@pytest.mark.parametrize("trt_type, itemsize", [("FLOAT", 4), ("HALF", 2), ("INT8", 1)])
+def test_plan_takes_the_segment_rows_of_its_element_size(trt_type, itemsize, monkeypatch):
+    """4-byte and 2-byte elements launch pool2d_cols compiled with 4-row segments on every block
+    cols_blocks counts; INT8 the kernel's own rule on one resident wave (COLS_SEGMENT_ROWS)."""
+    import pyplugins.trt as trt
+    from pyplugins.ops.pool import COLS_SEGMENT_ROWS, Pool
+
+    monkeypatch.setattr(pool_op, "resident_blocks", lambda fn, block, device=0: 10)
+    monkeypatch.setattr(Pool.pool2d_cols, "function", lambda ctype, device=None: 1111)
+    monkeypatch.setattr(Pool.pool2d_cols_s4, "function", lambda ctype, device=None: 4444)
+    assert "-DPP_POOL_COLS_S=4" in Pool.pool2d_cols_s4.options
+    dt = getattr(trt.DataType, trt_type)
+    desc = trt.PluginTensorDesc((1, 64, 512, 512), dt, trt.TensorFormat.LINEAR)
+    plugin = Pool(**fields5("max"))
+    plugin.scales = (1.0, 1.0)
+    launch = plugin.plan([desc], [], 0)
+    assert launch.name.startswith("pool2d_cols<")
+    if COLS_SEGMENT_ROWS[itemsize] == 4:
+        assert launch.function_ptr == 4444
+        assert launch.grid == (cols_blocks(64, 256, 512, itemsize), 1, 1)
+    else:
+        assert launch.function_ptr == 1111 and launch.grid == (10, 1, 1)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("dtype", DTYPES)
