@@ -1237,26 +1237,30 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              elements before y's first 16-byte boundary in the row and after its last one
 //              element by element (lanes 0..15 and 16..31), the rest as aligned 16-byte
 //              stores, lane l taking vectors l, l + 32, ..., each built from an unaligned
-//              16-byte window of the slot (two aligned shared loads and byte selects,
-//              lds16_any). Row, plane and source positions advance by additions: no division
-//              per row or vector.
+//              16-byte window of the slot: two aligned shared loads and byte selects
+//              (pp::bytes_at) by an offset within the block that is the same for the whole
+//              row (rows are 16n bytes), so no branch. Row, plane and source positions
+//              advance by additions: no division per row or vector.
 //
 // Its instantiations are listed at the top of the file, with the other kernels'.
 
+// circ_pad_warp's knobs (-D options; kernel_variants.py times them):
 #ifndef CIRC_PAD_WARP_ROW
-#define CIRC_PAD_WARP_ROW 2048  // circ_pad_warp: most input row bytes (circ_pad.WARP_ROW_BYTES)
+#define CIRC_PAD_WARP_ROW 2048  // most input row bytes, a slot's size (circ_pad.WARP_ROW_BYTES)
 #endif
 #ifndef CIRC_PAD_WARP_DEPTH
-#define CIRC_PAD_WARP_DEPTH 1  // circ_pad_warp: rows whose copies are in flight while one is written
+#define CIRC_PAD_WARP_DEPTH 1  // rows whose copies are in flight while one is written
 #endif
 #ifndef CIRC_PAD_WARP_BLOCK
-#define CIRC_PAD_WARP_BLOCK 256  // circ_pad_warp: most threads a block (shared memory is sized for it)
+#define CIRC_PAD_WARP_BLOCK 256  // most threads a block (static shared memory is sized for it)
 #endif
 #ifndef CIRC_PAD_WARP_MINB
-#define CIRC_PAD_WARP_MINB 0  // circ_pad_warp: > 0: __launch_bounds__ asks for this many blocks an SM
+// > 0: __launch_bounds__ asks for this many blocks an SM (6 on sm_90: 40 registers, no spill,
+// as many blocks as the default shared memory allows; 0: 48 registers, 5 blocks)
+#define CIRC_PAD_WARP_MINB 6
 #endif
 #ifndef CIRC_PAD_WARP_ASYNC
-#define CIRC_PAD_WARP_ASYNC 1  // circ_pad_warp: cp.async copies (sm_80+); 0: loads and shared stores
+#define CIRC_PAD_WARP_ASYNC 1  // cp.async copies (sm_80+); 0: loads and shared stores
 #endif
 
 static_assert(CIRC_PAD_WARP_ROW % 16 == 0 && CIRC_PAD_WARP_ROW >= 16 && CIRC_PAD_WARP_DEPTH >= 1 &&
@@ -1307,6 +1311,25 @@ __device__ __forceinline__ void warp_wrap(unsigned char* slot, const WarpGeom& g
     }
 }
 
+// One aligned 16-byte load of shared memory (LDS.128) and one aligned 16-byte store to global
+// memory (STG.128), each a single instruction: written as plain C++, the compiler turns
+// warp_emit's byte selects into selected addresses and 4-byte loads, and splits the store.
+// The memory clobbers keep them on their side of the __syncwarp calls.
+__device__ __forceinline__ uint4 warp_lds128(const unsigned char* p) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(static_cast<unsigned int>(__cvta_generic_to_shared(p)))
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void warp_stg128(void* p, const uint4& v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
 // Output row `dst` (wo elements) from the source row in `slot`: output column c is source
 // column (c + sw) mod wi, at slot byte mis + that * sizeof(B).
 template <typename B>
@@ -1325,12 +1348,18 @@ __device__ __forceinline__ void warp_emit(const unsigned char* slot, B* dst, con
         const unsigned int s = wrap_col(e + g.sw, g.wi);
         dst[e] = *reinterpret_cast<const B*>(slot + g.mis + s * S);
     }
-    // Body: vector k = lane, lane + 32, ... at output column head + k * V.
+    // Body: vector k = lane, lane + 32, ... at output column head + k * V, from the slot's
+    // bytes [mis + s * S, + 16), s its source column. Row bytes being a multiple of 16, every
+    // vector of the row starts `delta` bytes into an aligned block (lds16_any's offset, but
+    // the same for the whole row): two aligned loads and byte selects, no branch.
     B* const body = dst + head;
     unsigned int s = wrap_col(head + g.sw + lane_col, g.wi);  // source column of vector `lane`
+    const unsigned int delta = (g.mis + (head + g.sw) * S) & 15u;
+    const unsigned char* const base = slot + g.mis - delta;  // + s * S: 16-byte aligned
 #pragma unroll 4
     for (unsigned int k = lane; k < nvec; k += 32) {
-        *reinterpret_cast<uint4*>(body + k * V) = lds16_any(slot, g.mis + s * S);
+        const unsigned char* const block = base + s * S;
+        warp_stg128(body + k * V, pp::bytes_at(warp_lds128(block), warp_lds128(block + 16), delta));
         s += step;
         if (s >= g.wi) {
             s -= g.wi;

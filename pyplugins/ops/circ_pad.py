@@ -51,9 +51,9 @@ from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
-           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "WARP_GRID_WAVES",
-           "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
-           "pad_widths", "takes_flat", "takes_warp"]
+           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY",
+           "WARP_GRID_WAVES", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
+           "flat_magic64", "launch_plan", "pad_widths", "takes_flat", "takes_warp"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
 BLOCK = 256
