@@ -1412,8 +1412,9 @@ __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* _
         return;  // the whole warp: no barrier waits for it
     }
 
-    // The fetch cursor (plane fq, row fh), `ahead` rows before the emit cursor `row`; it steps
-    // by `warps` rows = bq planes and bh rows.
+    // The fetch cursor (plane fq, row fh of output row fetch_row), CIRC_PAD_WARP_DEPTH of this
+    // warp's rows ahead of the emit cursor `row` once primed; it steps by `warps` rows = bq
+    // planes and bh rows.
     pp::uindex_t fq, fh64, bq, bh64;
     pp::divmod(row, g.ho, fq, fh64);
     pp::divmod(warps, g.ho, bq, bh64);
