@@ -155,6 +155,12 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
                 raise AssertionError(f"circ_pad_warp_narrow does not apply to {shape}")
             needed = -(-circ_pad_op.warp_narrow_groups(plan, itemsize) // (v.block // 32))
             default = min(needed, circ_pad_op.WARP_NARROW_WAVES * resident_blocks(fn, v.block))
+        elif expr.startswith("circ_pad_warp"):  # as CircPad.plan: a warp per output row at most
+            if not circ_pad_op.takes_warp(plan, itemsize) and "WARP_ROW" not in str(v.options):
+                raise AssertionError(f"circ_pad_warp does not apply to {shape}")
+            rows = math.prod(plan.out_shape[:-1])
+            needed = -(-rows // (v.block // 32))
+            default = min(needed, circ_pad_op.WARP_GRID_WAVES * resident_blocks(fn, v.block))
             params = plan.flat_params
         elif expr.startswith("circ_pad_narrow"):  # one block per plane at most
             if not plan.narrow_planes:
@@ -228,8 +234,45 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
         Variant("old circ_pad (4x)", kernel=old), Variant("old grid 1x", grid="1x", kernel=old),
         Variant("old strips only", ("-DCIRC_PAD_STAGE_BYTES=0",), kernel=old),
     )
+    variants += _warp_variants(512 * itemsize)
     return Case(f"CircPad {dtype}", dtype, plugin, lambda b: _nchw(b, itemsize),
                 (1, 3, 512, 512), build, variants, torch_fn, kernel)
+
+
+def _warp_variants(row_bytes: int) -> Tuple[Variant, ...]:
+    """circ_pad_warp (CircPad's choice for input rows of 16n bytes up to WARP_ROW_BYTES) on
+    rows of `row_bytes`: the plugin's launch, grids, slot sizes (CIRC_PAD_WARP_ROW), rows in
+    flight (DEPTH), blocks (BLOCK: the most threads, which sizes its static shared memory, at
+    most 48 KiB: BLOCK / 32 * (DEPTH + 1) * (ROW + 32) bytes), register caps (MINB: 0, no cap,
+    unless named, where these knobs are set) and plain loads (ASYNC=0); only those whose slots
+    hold the row."""
+    wk = "circ_pad_warp<{T}>"
+
+    def fits(block: int, depth: int, row: int) -> bool:
+        return row >= row_bytes and block // 32 * (depth + 1) * (row + 32) <= 49152
+
+    def opts(block: int, depth: int, row: int, *more: str) -> Tuple[str, ...]:
+        minb = next((m for m in more if "MINB" in m), "-DCIRC_PAD_WARP_MINB=0")
+        return (f"-DCIRC_PAD_WARP_BLOCK={block}", f"-DCIRC_PAD_WARP_DEPTH={depth}",
+                f"-DCIRC_PAD_WARP_ROW={row}", minb)
+
+    out: List[Variant] = []
+    if row_bytes <= circ_pad_op.WARP_ROW_BYTES:  # the kernel as compiled for the plugin
+        out += [Variant("warp (plugin)", kernel=wk)]
+        out += [Variant(f"warp {g}", grid=g, kernel=wk) for g in ("2x", "4x", "full")]
+        out += [Variant("warp minb0", ("-DCIRC_PAD_WARP_MINB=0",), kernel=wk),
+                Variant("warp no cp.async", ("-DCIRC_PAD_WARP_ASYNC=0",), kernel=wk)]
+    for row in sorted({row_bytes, 2048, 4096}):
+        for block in (128, 256, 512):
+            for depth in (1, 2, 3):
+                if fits(block, depth, row) and (block, depth, row) != (256, 1, 2048):
+                    out.append(Variant(f"warp r{row} b{block} d{depth}",
+                                       opts(block, depth, row), block, kernel=wk))
+    if fits(256, 1, 1024):
+        out += [Variant(f"warp r1024 minb{m}", opts(256, 1, 1024, f"-DCIRC_PAD_WARP_MINB={m}"),
+                        kernel=wk) for m in (6, 8)]
+        out += [Variant("warp r1024 2x", opts(256, 1, 1024), grid="2x", kernel=wk)]
+    return tuple(out)
 
 
 def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case:

@@ -167,6 +167,14 @@
 // @instantiate circ_pad_warp_narrow<bool>
 // @instantiate circ_pad_warp_narrow<int>
 // @instantiate circ_pad_warp_narrow<long long>
+// @instantiate circ_pad_warp<float>
+// @instantiate circ_pad_warp<__half>
+// @instantiate circ_pad_warp<__nv_bfloat16>
+// @instantiate circ_pad_warp<signed char>
+// @instantiate circ_pad_warp<unsigned char>
+// @instantiate circ_pad_warp<bool>
+// @instantiate circ_pad_warp<int>
+// @instantiate circ_pad_warp<long long>
 #include "common.cuh"
 
 #ifndef CIRC_PAD_UNROLL
@@ -1565,5 +1573,259 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
         warp_narrow_groups<B, true>(xb, vbase, wbuf, tab, n, wstride, g, lane);
     } else {
         warp_narrow_groups<B, false>(xb, vbase, wbuf, tab, n, wstride, g, lane);
+    }
+}
+
+// ==== The warp path: circ_pad_warp, a warp per output row, rows staged per warp (no barriers) ====
+//
+//   kernel     circ_pad_warp<T>(const T* x, T* y, CircPadFlatParams p)
+//   args       x, y as circ_pad_flat (any element alignment of either; no overlap). p as
+//              circ_pad_flat's; the kernel reads total, plane_in, plane_out, wi, wo, hi, ho, sw,
+//              sh, magic_plane and shift_plane only.
+//   needs      every dim before the last two unpadded; input rows of wi * sizeof(T) bytes, a
+//              multiple of 16 and at most CIRC_PAD_WARP_ROW (a launch with longer rows writes
+//              nothing: the host checks, circ_pad.takes_warp); ho * wo < 2^31 and hi, sw, sh
+//              < 2^31 (circ_pad_flat's ranges).
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (256; the kernel's
+//              __launch_bounds__, so a larger block fails to launch).
+//   grid       any number of blocks >= 1; recommended min(ceil(rows / warps a block),
+//              circ_pad.WARP_GRID_WAVES * resident blocks), rows = total / wo.
+//   shared     0 dynamic; (CIRC_PAD_WARP_BLOCK / 32) * (CIRC_PAD_WARP_DEPTH + 1) *
+//              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the defaults).
+//   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
+//   how        warp w of the grid writes output rows w, w + warps, ... (all planes' rows in
+//              one sequence); output row (q, h) is source row (q, (h + sh) mod hi) shifted by
+//              sw: output column c is source column (c + sw) mod wi. Each warp owns
+//              CIRC_PAD_WARP_DEPTH + 1 slots of shared memory; a slot holds one source row as
+//              its aligned 16-byte blocks (cp.async on sm_80+, CIRC_PAD_WARP_ASYNC), x's
+//              misalignment `mis` (the same for every row) before element 0, and the row's
+//              first 16 bytes again after its end, so that the 16 bytes from any column on lie
+//              contiguous (the W wrap costs nothing). While the warp writes row i from its slot,
+//              the copies of rows i + 1 .. i + DEPTH are in flight into the other slots. Per
+//              row: __syncwarp (the slot to refill is free), start the copy of row i + DEPTH,
+//              wait for row i's, __syncwarp (every lane's copies visible), and with mis != 0
+//              one more step placing the wrap copy (a __syncwarp). Then the output row: the
+//              elements before y's first 16-byte boundary in the row and after its last one
+//              element by element (lanes 0..15 and 16..31), the rest as aligned 16-byte
+//              stores, lane l taking vectors l, l + 32, ..., each built from an unaligned
+//              16-byte window of the slot: two aligned shared loads and byte selects
+//              (pp::bytes_at) by an offset within the block that is the same for the whole
+//              row (rows are 16n bytes), so no branch. Row, plane and source positions
+//              advance by additions: no division per row or vector.
+//
+// Its instantiations are listed at the top of the file, with the other kernels'.
+
+// circ_pad_warp's knobs (-D options; kernel_variants.py times them):
+#ifndef CIRC_PAD_WARP_ROW
+#define CIRC_PAD_WARP_ROW 2048  // most input row bytes, a slot's size (circ_pad.WARP_ROW_BYTES)
+#endif
+#ifndef CIRC_PAD_WARP_DEPTH
+#define CIRC_PAD_WARP_DEPTH 1  // rows whose copies are in flight while one is written
+#endif
+#ifndef CIRC_PAD_WARP_BLOCK
+#define CIRC_PAD_WARP_BLOCK 256  // most threads a block (static shared memory is sized for it)
+#endif
+#ifndef CIRC_PAD_WARP_MINB
+// > 0: __launch_bounds__ asks for this many blocks an SM (6 on sm_90: 40 registers, no spill,
+// as many blocks as the default shared memory allows; 0: 48 registers, 5 blocks)
+#define CIRC_PAD_WARP_MINB 6
+#endif
+#ifndef CIRC_PAD_WARP_ASYNC
+#define CIRC_PAD_WARP_ASYNC 1  // cp.async copies (sm_80+); 0: loads and shared stores
+#endif
+
+static_assert(CIRC_PAD_WARP_ROW % 16 == 0 && CIRC_PAD_WARP_ROW >= 16 && CIRC_PAD_WARP_DEPTH >= 1 &&
+                  CIRC_PAD_WARP_DEPTH <= 7 && CIRC_PAD_WARP_BLOCK % 32 == 0 &&
+                  CIRC_PAD_WARP_BLOCK >= 32 && CIRC_PAD_WARP_BLOCK <= 1024,
+              "circ_pad_warp: CIRC_PAD_WARP_ROW a positive multiple of 16, CIRC_PAD_WARP_DEPTH "
+              "in 1..7, CIRC_PAD_WARP_BLOCK a multiple of 32 up to 1024");
+static_assert((CIRC_PAD_WARP_BLOCK / 32) * (CIRC_PAD_WARP_DEPTH + 1) * (CIRC_PAD_WARP_ROW + 32) <=
+                  49152,
+              "circ_pad_warp: its static shared memory, (CIRC_PAD_WARP_BLOCK / 32) * "
+              "(CIRC_PAD_WARP_DEPTH + 1) * (CIRC_PAD_WARP_ROW + 32) bytes, must fit 48 KiB");
+
+namespace {
+
+constexpr unsigned int kWarpSlots = CIRC_PAD_WARP_DEPTH + 1;
+constexpr unsigned int kWarpSlot = CIRC_PAD_WARP_ROW + 32;  // mis, row, wrap copy, overrun reads
+
+// What every row of a circ_pad_warp launch shares.
+struct WarpGeom {
+    unsigned int wi, wo, hi, ho, sw, sh;
+    unsigned int row_bytes;  // wi * sizeof(B), a multiple of 16
+    unsigned int mis;        // x's misalignment in bytes: every source row's (rows are 16n bytes)
+    pp::index_t plane_in;    // hi * wi
+    const unsigned char* x0;  // x rounded down to 16 bytes
+};
+
+// Starts copying source row r of plane q into `slot` (lane's share): the row's aligned 16-byte
+// blocks at slot[0, mis + row_bytes + ...), and for an aligned x (mis == 0) block 0 once more
+// after the row's end (the wrap copy; with mis != 0, warp_wrap places it once the row landed).
+__device__ __forceinline__ void warp_fetch(unsigned char* slot, pp::uindex_t q, unsigned int r,
+                                           const WarpGeom& g, unsigned int lane,
+                                           unsigned int S) {
+    const unsigned char* src =
+        g.x0 + (static_cast<pp::index_t>(q) * g.plane_in + static_cast<pp::index_t>(r) * g.wi) * S;
+    const unsigned int nb = g.row_bytes >> 4;  // the wrap block's index; blocks 0..nb are copied
+    for (unsigned int b = lane; b <= nb; b += 32) {
+        const unsigned int from = (b == nb && g.mis == 0) ? 0u : b;
+        pp::copy16_async<CIRC_PAD_WARP_ASYNC != 0>(slot + b * 16u, src + from * 16u);
+    }
+}
+
+// With a misaligned x: the row's first 16 bytes again after its end (slot[mis + row_bytes ..]),
+// once every lane's copies have landed and are visible (after a __syncwarp).
+__device__ __forceinline__ void warp_wrap(unsigned char* slot, const WarpGeom& g,
+                                          unsigned int lane) {
+    if (lane < 16) {
+        slot[g.mis + g.row_bytes + lane] = slot[g.mis + lane];
+    }
+}
+
+// One aligned 16-byte load of shared memory (LDS.128) and one aligned 16-byte store to global
+// memory (STG.128), each a single instruction: written as plain C++, the compiler turns
+// warp_emit's byte selects into selected addresses and 4-byte loads, and splits the store.
+// The memory clobbers keep them on their side of the __syncwarp calls.
+__device__ __forceinline__ uint4 warp_lds128(const unsigned char* p) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(static_cast<unsigned int>(__cvta_generic_to_shared(p)))
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void warp_stg128(void* p, const uint4& v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+// Output row `dst` (wo elements) from the source row in `slot`: output column c is source
+// column (c + sw) mod wi, at slot byte mis + that * sizeof(B).
+template <typename B>
+__device__ __forceinline__ void warp_emit(const unsigned char* slot, B* dst, const WarpGeom& g,
+                                          unsigned int lane, unsigned int lane_col,
+                                          unsigned int step) {
+    constexpr unsigned int S = sizeof(B);
+    constexpr unsigned int V = 16 / S;
+    const unsigned int lead = static_cast<unsigned int>(-reinterpret_cast<pp::uindex_t>(dst)) & 15u;
+    const unsigned int head = min(lead / S, g.wo);  // elements before the first 16-byte boundary
+    const unsigned int nvec = (g.wo - head) / V;
+    const unsigned int body_end = head + nvec * V;
+    // Head (lanes 0..15) and tail (lanes 16..31) elements, fewer than V each.
+    const unsigned int e = lane < 16 ? lane : body_end + (lane - 16);
+    if (lane < 16 ? lane < head : e < g.wo) {
+        const unsigned int s = wrap_col(e + g.sw, g.wi);
+        dst[e] = *reinterpret_cast<const B*>(slot + g.mis + s * S);
+    }
+    // Body: vector k = lane, lane + 32, ... at output column head + k * V, from the slot's
+    // bytes [mis + s * S, + 16), s its source column. Row bytes being a multiple of 16, every
+    // vector of the row starts `delta` bytes into an aligned block (lds16_any's offset, but
+    // the same for the whole row): two aligned loads and byte selects, no branch.
+    B* const body = dst + head;
+    unsigned int s = wrap_col(head + g.sw + lane_col, g.wi);  // source column of vector `lane`
+    const unsigned int delta = (g.mis + (head + g.sw) * S) & 15u;
+    const unsigned char* const base = slot + g.mis - delta;  // + s * S: 16-byte aligned
+#pragma unroll 4
+    for (unsigned int k = lane; k < nvec; k += 32) {
+        const unsigned char* const block = base + s * S;
+        warp_stg128(body + k * V, pp::bytes_at(warp_lds128(block), warp_lds128(block + 16), delta));
+        s += step;
+        if (s >= g.wi) {
+            s -= g.wi;
+        }
+    }
+}
+
+}  // namespace
+
+#if CIRC_PAD_WARP_MINB > 0
+#define CIRC_PAD_WARP_BOUNDS __launch_bounds__(CIRC_PAD_WARP_BLOCK, CIRC_PAD_WARP_MINB)
+#else
+#define CIRC_PAD_WARP_BOUNDS __launch_bounds__(CIRC_PAD_WARP_BLOCK)
+#endif
+
+template <typename T>
+__global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* __restrict__ y,
+                                                   CircPadFlatParams p) {
+    typedef typename pp::Bits<sizeof(T)>::type B;
+    constexpr unsigned int S = sizeof(B);
+    constexpr unsigned int V = 16 / S;
+    __shared__ __align__(16) unsigned char slots[CIRC_PAD_WARP_BLOCK / 32][kWarpSlots][kWarpSlot];
+
+    WarpGeom g;
+    g.wi = static_cast<unsigned int>(p.wi);
+    g.wo = static_cast<unsigned int>(p.wo);
+    g.hi = static_cast<unsigned int>(p.hi);
+    g.ho = static_cast<unsigned int>(p.ho);
+    g.sw = static_cast<unsigned int>(p.sw);
+    g.sh = static_cast<unsigned int>(p.sh);
+    g.plane_in = p.plane_in;
+    if (p.wi * static_cast<pp::index_t>(S) > CIRC_PAD_WARP_ROW ||
+        (p.wi * static_cast<pp::index_t>(S)) % 16 != 0) {
+        return;  // outside the contract (the host never launches it so)
+    }
+    g.row_bytes = g.wi * S;
+    const pp::uindex_t xa = reinterpret_cast<pp::uindex_t>(x);
+    g.mis = static_cast<unsigned int>(xa & 15u);
+    g.x0 = reinterpret_cast<const unsigned char*>(xa - g.mis);
+
+    const unsigned int lane = threadIdx.x & 31u;
+    const unsigned int wib = threadIdx.x >> 5;
+    unsigned char* const mine = &slots[wib][0][0];
+    const pp::uindex_t rows =
+        flat_div64(static_cast<pp::uindex_t>(p.total), p.magic_plane,
+                   static_cast<int>(p.shift_plane)) * g.ho;
+    const pp::uindex_t warps = (static_cast<pp::uindex_t>(gridDim.x) * blockDim.x) >> 5;
+    pp::uindex_t row = ((static_cast<pp::uindex_t>(blockIdx.x) * blockDim.x) >> 5) + wib;
+    if (row >= rows) {
+        return;  // the whole warp: no barrier waits for it
+    }
+
+    // The fetch cursor (plane fq, row fh of output row fetch_row), CIRC_PAD_WARP_DEPTH of this
+    // warp's rows ahead of the emit cursor `row` once primed; it steps by `warps` rows = bq
+    // planes and bh rows.
+    pp::uindex_t fq, fh64, bq, bh64;
+    pp::divmod(row, g.ho, fq, fh64);
+    pp::divmod(warps, g.ho, bq, bh64);
+    unsigned int fh = static_cast<unsigned int>(fh64);
+    const unsigned int bh = static_cast<unsigned int>(bh64);
+    pp::uindex_t fetch_row = row;
+    auto fetch_next = [&](unsigned int slot) {
+        if (fetch_row < rows) {
+            warp_fetch(mine + slot * kWarpSlot, fq, wrap_col(fh + g.sh, g.hi), g, lane, S);
+        }
+        pp::async_commit<CIRC_PAD_WARP_ASYNC != 0>();  // an empty group past the end: counts match
+        fetch_row += warps;
+        fq += bq;
+        fh += bh;
+        if (fh >= g.ho) {
+            fh -= g.ho;
+            ++fq;
+        }
+    };
+#pragma unroll
+    for (unsigned int d = 0; d < CIRC_PAD_WARP_DEPTH; ++d) {
+        fetch_next(d);
+    }
+
+    const unsigned int lane_col = (lane * V) % g.wi;  // vector `lane`'s column offset, mod wi
+    const unsigned int step = (32u * V) % g.wi;       // column advance per 32 vectors, mod wi
+    unsigned int cur = 0;
+    B* const yb = reinterpret_cast<B*>(y);
+    for (; row < rows; row += warps) {
+        __syncwarp();  // every lane is done reading the slot refilled next (the previous row's)
+        const unsigned int refill = cur + CIRC_PAD_WARP_DEPTH;
+        fetch_next(refill >= kWarpSlots ? refill - kWarpSlots : refill);
+        pp::async_wait<CIRC_PAD_WARP_ASYNC != 0, CIRC_PAD_WARP_DEPTH>();  // row's own copies landed
+        __syncwarp();  // ... and every lane's are visible to the warp
+        unsigned char* const slot = mine + cur * kWarpSlot;
+        if (g.mis != 0) {
+            warp_wrap(slot, g, lane);
+            __syncwarp();
+        }
+        warp_emit<B>(slot, yb + static_cast<pp::index_t>(row) * g.wo, g, lane, lane_col, step);
+        cur = cur + 1 == kWarpSlots ? 0 : cur + 1;
     }
 }

@@ -51,9 +51,11 @@ from pyplugins.launch import MAX_GRID, POINTER, Launch
 from pyplugins.plugin import Plugin
 
 __all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
-           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY", "CircPad", "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan",
-           "pad_widths", "takes_flat", "WARP_NARROW", "WARP_NARROW_CHUNKS", "WARP_NARROW_TABLE",
-           "WARP_NARROW_WAVES", "takes_warp_narrow", "warp_narrow_groups"]
+           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY",
+           "WARP_GRID_WAVES", "WARP_NARROW", "WARP_NARROW_CHUNKS", "WARP_NARROW_TABLE",
+           "WARP_NARROW_WAVES", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
+           "flat_magic64", "launch_plan", "pad_widths", "takes_flat", "takes_warp",
+           "takes_warp_narrow", "warp_narrow_groups"]
 
 #: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
 BLOCK = 256
@@ -96,6 +98,12 @@ WARP_NARROW_CHUNKS = 4
 #: ``CIRC_PAD_WN_TABLE`` of ``circ_pad.cu``: offset-table entries (a group's output elements).
 WARP_NARROW_TABLE = 2048
 _WARP = 32
+# -- circ_pad_warp: a warp per output row, the source row staged in the warp's shared memory --
+#: Input rows of at most this many bytes (and a multiple of 16) go to ``circ_pad_warp`` where
+#: :func:`takes_warp` says; ``CIRC_PAD_WARP_ROW`` of ``circ_pad.cu``. 0 turns that kernel off.
+WARP_ROW_BYTES = 2048
+#: ``circ_pad_warp``'s grid: at most this many resident grids (a warp per output row at most).
+WARP_GRID_WAVES = 1
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
@@ -277,6 +285,27 @@ def warp_narrow_groups(plan: LaunchPlan, itemsize: int) -> int:
     vectors = -(-(total + lead) // v)
     per_group = _warp_narrow_rows(wi, wo, itemsize, lead) * wo // v
     return -(-vectors // per_group)
+def takes_warp(plan: LaunchPlan, itemsize: int) -> bool:
+    """Whether :meth:`CircPad.plan` launches ``circ_pad_warp`` for ``plan`` (unless the
+    ``strips`` tactic): pads on the last two dims only (``plan.flat_params``), output rows wider
+    than :data:`NARROW_ROW_BYTES` (so never ``circ_pad_narrow``'s), and input rows of a multiple
+    of 16 bytes, at most :data:`WARP_ROW_BYTES`. It comes before :func:`takes_flat`.
+
+    Example:
+        >>> takes_warp(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2), 2)
+        True
+        >>> takes_warp(launch_plan((1, 4, 512, 510), [1, 1, 1, 1], 2), 2)  # 1020-byte rows
+        False
+        >>> takes_warp(launch_plan((1, 4, 512, 1024), [1, 1, 1, 1], 4), 4)  # 4 KiB rows
+        False
+        >>> takes_warp(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4), 4)  # narrow rows
+        False
+    """
+    f = plan.flat_params
+    if not WARP_ROW_BYTES or f is None:
+        return False
+    row_in, row_out = int(f["wi"]) * itemsize, int(f["wo"]) * itemsize
+    return row_out > NARROW_ROW_BYTES and row_in % 16 == 0 and row_in <= WARP_ROW_BYTES
 
 
 def flat_magic64(d: int) -> Tuple[int, int]:
@@ -371,9 +400,12 @@ class CircPad(Plugin):
     flat_kernel = Kernel("circ_pad.cu", "circ_pad_flat<{T}>")
     #: Narrow rows (:func:`takes_warp_narrow`): each warp stages its own groups of rows.
     warp_narrow_kernel = Kernel("circ_pad.cu", "circ_pad_warp_narrow<{T}>")
+    #: Input rows of 16n bytes up to :data:`WARP_ROW_BYTES`: a warp per output row, staged.
+    warp_kernel = Kernel("circ_pad.cu", "circ_pad_warp<{T}>")
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
-    #: "staged" is the default choice (as V2): ``circ_pad_flat`` where it applies, else
-    #: ``circ_pad`` (staged where rows fit 16 KB) or ``circ_pad_narrow`` for narrow rows;
+    #: "staged" is the default choice (as V2): ``circ_pad_warp`` or ``circ_pad_flat`` where
+    #: they apply, else ``circ_pad`` (staged where rows fit 16 KB) or ``circ_pad_narrow`` for
+    #: narrow rows;
     #: "strips" is ``circ_pad`` that never stages.
     tactics = ("staged", "strips")
 
@@ -409,7 +441,9 @@ class CircPad(Plugin):
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
         """``circ_pad_warp_narrow<T>(x, y, CircPadFlatParams)`` where :func:`takes_warp_narrow`
         says (narrow rows), at most :data:`WARP_NARROW_WAVES` resident grids of BLOCK threads
-        and no more blocks than its groups need; else ``circ_pad_flat<T>(x, y,
+        and no more blocks than its groups need; else ``circ_pad_warp<T>(x, y,
+        CircPadFlatParams)`` where :func:`takes_warp` says (wide rows), a warp per output row, at
+        most :data:`WARP_GRID_WAVES` resident grids; else ``circ_pad_flat<T>(x, y,
         CircPadFlatParams)`` where :func:`takes_flat` says, one thread per output vector (the
         full grid);
         else ``circ_pad<T>(x, y, CircPadParams)``, at most one resident grid of BLOCK threads,
@@ -427,6 +461,13 @@ class CircPad(Plugin):
             return Launch(fn, grid=grid, block=BLOCK, device=device,
                           args=(POINTER, POINTER, plan.flat_params),
                           name=f"circ_pad_warp_narrow<{ctype}>")
+        if takes_warp(plan, itemsize) and self.tactic != "strips":
+            fn = self.warp_kernel.function(ctype, device)
+            rows = int(plan.flat_params["total"]) // int(plan.flat_params["wo"])
+            grid = min(shapes.cdiv(rows, BLOCK // 32), MAX_GRID[0],
+                       WARP_GRID_WAVES * resident_blocks(fn, BLOCK, device=device))
+            return Launch(fn, grid=grid, block=BLOCK, device=device,
+                          args=(POINTER, POINTER, plan.flat_params), name=f"circ_pad_warp<{ctype}>")
         if takes_flat(plan, itemsize) and self.tactic != "strips":
             fn = self.flat_kernel.function(ctype, device)
             grid = min(shapes.cdiv(plan.flat_threads, BLOCK), MAX_GRID[0])
