@@ -92,7 +92,9 @@ NARROW_GRID_WAVES = 1
 #: those shapes to ``circ_pad_flat`` / ``circ_pad_narrow``.
 WARP_NARROW = True
 #: ``circ_pad_warp_narrow``'s grid: at most this many resident grids (no more than its groups).
-WARP_NARROW_WAVES = 2
+#: H200 kernel variants (2026-11-24), rows of 8 at 64 / 256 MiB: 4 grids half 0.85 / 0.91 and
+#: float 0.92 / 0.93 of copy, 2 grids 0.85 / 0.89 and 0.91 / 0.91.
+WARP_NARROW_WAVES = 4
 #: ``CIRC_PAD_WN_CHUNKS`` of ``circ_pad.cu``: 16-byte input chunks a lane stages per group.
 WARP_NARROW_CHUNKS = 4
 #: ``CIRC_PAD_WN_TABLE`` of ``circ_pad.cu``: offset-table entries (a group's output elements).
@@ -103,7 +105,9 @@ _WARP = 32
 #: :func:`takes_warp` says; ``CIRC_PAD_WARP_ROW`` of ``circ_pad.cu``. 0 turns that kernel off.
 WARP_ROW_BYTES = 2048
 #: ``circ_pad_warp``'s grid: at most this many resident grids (a warp per output row at most).
-WARP_GRID_WAVES = 1
+#: H200 kernel variants (2026-11-24), rows of 512 at 64 / 256 MiB: 4 grids half 0.91 / 0.89 and
+#: float 0.91 / 0.91 of copy, 1 grid 0.84 / 0.83 and 0.87 / 0.87.
+WARP_GRID_WAVES = 4
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 

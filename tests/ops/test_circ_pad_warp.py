@@ -286,7 +286,7 @@ def test_gpu_rows_just_past_the_limit_take_another_kernel(dtype):
 
 
 KNOBS = [(), ("-DCIRC_PAD_WARP_DEPTH=2", "-DCIRC_PAD_WARP_ROW=1024"),
-         ("-DCIRC_PAD_WARP_DEPTH=3", "-DCIRC_PAD_WARP_ROW=512"), ("-DCIRC_PAD_WARP_ASYNC=0",),
+         ("-DCIRC_PAD_WARP_DEPTH=3", "-DCIRC_PAD_WARP_ROW=1024"), ("-DCIRC_PAD_WARP_ASYNC=0",),
          ("-DCIRC_PAD_WARP_MINB=8",), ("-DCIRC_PAD_WARP_MINB=0",),
          ("-DCIRC_PAD_WARP_BLOCK=512", "-DCIRC_PAD_WARP_ROW=1024", "-DCIRC_PAD_WARP_MINB=0")]
 
@@ -307,7 +307,7 @@ def test_gpu_warp_kernel_pointers_grids_and_knobs(cp, dtype, x_off, shape, pads,
     from pyplugins.kernels import Kernel
 
     itemsize = np.dtype(dtype).itemsize
-    shape = shape[:-1] + (shape[-1] * 8 // itemsize,)  # 512-byte rows whatever the dtype
+    shape = shape[:-1] + (shape[-1] * 8 // itemsize,)  # 512- or 1024-byte rows, any dtype
     host = random_array(shape, dtype, seed=x_off)
     expected = padded(host, pads).reshape(-1)
     plan = launch_plan(shape, pads, itemsize)
