@@ -158,7 +158,7 @@ class CppFloor:
             return
         self.exe, self.why = build_cpp_floor(arch, workdir)
         leaky, pad = tinies["LeakyReLU"].launch, tinies["CircPad"]
-        pad_kernel = pad.launch.name.split("<")[0]  # circ_pad or circ_pad_flat
+        pad_kernel = pad.launch.name.split("<")[0]  # the kernel CircPad.plan chose
         self.args = [str(leaky.grid[0]), str(leaky.block[0]), str(pad.launch.grid[0]),
                      str(pad.launch.block[0]), pad_kernel, pad.values[0].hex()]
 

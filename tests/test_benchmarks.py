@@ -624,3 +624,17 @@ def test_host_rounds_merge_into_medians_and_per_round_figures():
     row = merge_rounds([rnd(3.0), rnd(5.0), rnd(4.0)])["p"]
     assert row["host_us"] == {"min": 2.0, "median": 4.0, "rounds": [3.0, 5.0, 4.0]}
     assert row["calls"] == 300
+
+
+def test_the_cpp_floor_launches_every_kernel_circ_pad_can_plan():
+    """The C++ floor launches the kernel CircPad.plan chose for the tiny problem, by name: every
+    kernel CircPad holds must be one it knows (a new one skipped the floor on the H200 once)."""
+    from pyplugins.kernels import Kernel
+    from pyplugins.ops.circ_pad import CircPad
+
+    source = (REPO / "benchmarks" / "cpp" / "launch_floor.cu").read_text()
+    names = {k.expression.split("<")[0] for k in vars(CircPad).values() if isinstance(k, Kernel)}
+    assert names >= {"circ_pad", "circ_pad_flat", "circ_pad_warp", "circ_pad_warp_narrow"}
+    for name in names:
+        assert f'"{name}"' in source, name  # accepted by name
+        assert f"{name}<float><<<" in source, name

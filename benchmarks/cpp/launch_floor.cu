@@ -146,14 +146,18 @@ int main(int argc, char** argv) {
     const int graph_replays = std::atoi(argv[4]);
     const int leaky_grid = std::atoi(argv[5]), leaky_block = std::atoi(argv[6]);
     const int pad_grid = std::atoi(argv[7]), pad_block = std::atoi(argv[8]);
-    // The plugin picks its CircPad kernel per shape: circ_pad (CircPadParams) or circ_pad_flat
-    // (CircPadFlatParams); the floor launches the same one with the same bytes.
+    // The plugin picks its CircPad kernel per shape: circ_pad or circ_pad_narrow (CircPadParams),
+    // or circ_pad_flat, circ_pad_warp or circ_pad_warp_narrow (CircPadFlatParams); the floor
+    // launches the same one with the same bytes.
     const std::string pad_kernel(argv[9]);
-    const bool flat = pad_kernel == "circ_pad_flat";
+    const bool warp = pad_kernel == "circ_pad_warp", warp_narrow = pad_kernel == "circ_pad_warp_narrow";
+    const bool flat = pad_kernel == "circ_pad_flat" || warp || warp_narrow;
     CircPadParams params;
     CircPadFlatParams flat_params;
-    if (!flat && pad_kernel != "circ_pad") {
-        std::fprintf(stderr, "pad_kernel must be circ_pad or circ_pad_flat (got %s)\n", argv[9]);
+    const bool narrow = pad_kernel == "circ_pad_narrow";
+    if (!flat && !narrow && pad_kernel != "circ_pad") {
+        std::fprintf(stderr, "pad_kernel must be circ_pad, circ_pad_narrow, circ_pad_flat, "
+                     "circ_pad_warp or circ_pad_warp_narrow (got %s)\n", argv[9]);
         return 2;
     }
     if (flat ? !params_from_hex(argv[10], &flat_params) : !params_from_hex(argv[10], &params)) {
@@ -199,8 +203,14 @@ int main(int argc, char** argv) {
     float* py;
     CHECK(cudaMalloc(&py, 34 * 34 * sizeof(float)));
     auto pad = [&] {
-        if (flat) {
+        if (warp) {
+            circ_pad_warp<float><<<pad_grid, pad_block, 0, stream>>>(x, py, flat_params);
+        } else if (warp_narrow) {
+            circ_pad_warp_narrow<float><<<pad_grid, pad_block, 0, stream>>>(x, py, flat_params);
+        } else if (flat) {
             circ_pad_flat<float><<<pad_grid, pad_block, 0, stream>>>(x, py, flat_params);
+        } else if (narrow) {
+            circ_pad_narrow<float><<<pad_grid, pad_block, 0, stream>>>(x, py, params);
         } else {
             circ_pad<float><<<pad_grid, pad_block, 0, stream>>>(x, py, params);
         }
