@@ -74,7 +74,8 @@ def test_round_trip_is_exact_and_deterministic(vals):
 
 
 @given(values)
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+# too_slow: slow draws under a parallel GPU run (one failed the H100 report of 2026-11-24)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_round_trip_through_the_trampoline(creator, vals):
     p = Blob(**vals)
     data = trampoline.serialize(p)
