@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Dict, Iterator, Optional, TypeVar
 
 __all__ = ["DataType", "DimensionOperation", "PluginCapabilityType", "PluginFieldType",
@@ -26,9 +27,16 @@ __all__ = ["DataType", "DimensionOperation", "PluginCapabilityType", "PluginFiel
 
 _E = TypeVar("_E", bound="PybindEnum")
 
-# When set (only inside :func:`singletons`), :func:`fresh` returns the class attributes: the
-# emulator's second opinion that tells a plugin comparing enums with ``is`` apart (§12).
-_SINGLETONS = [False]
+class _Singletons(threading.local):
+    """Per thread: set only inside :func:`singletons`, where :func:`fresh` returns the class
+    attributes (the emulator's second opinion that tells a plugin comparing enums with ``is``
+    apart, §12). Per thread, because checks run concurrently: with one process-wide flag, two
+    threads' save-and-restore could interleave and leave it set for every later check."""
+
+    on = False
+
+
+_SINGLETONS = _Singletons()
 
 
 class _EnumMeta(type):
@@ -127,7 +135,7 @@ def fresh(member: Optional[_E]) -> Optional[_E]:
         >>> fresh(TensorFormat.LINEAR) is TensorFormat.LINEAR
         False
     """
-    if member is None or _SINGLETONS[0] or not isinstance(member, PybindEnum):
+    if member is None or _SINGLETONS.on or not isinstance(member, PybindEnum):
         return member
     copy = object.__new__(type(member))
     copy._value = member._value
@@ -136,19 +144,19 @@ def fresh(member: Optional[_E]) -> Optional[_E]:
 
 @contextlib.contextmanager
 def singletons() -> Iterator[None]:
-    """Within the block, hand plugins the class attributes instead of fresh objects (what a
-    plugin comparing with ``is`` expects; TensorRT never does this).
+    """Within the block, in this thread, hand plugins the class attributes instead of fresh
+    objects (what a plugin comparing with ``is`` expects; TensorRT never does this).
 
     Example:
         >>> with singletons():
         ...     fresh(DataType.HALF) is DataType.HALF
         True
     """
-    saved, _SINGLETONS[0] = _SINGLETONS[0], True
+    saved, _SINGLETONS.on = _SINGLETONS.on, True
     try:
         yield
     finally:
-        _SINGLETONS[0] = saved
+        _SINGLETONS.on = saved
 
 
 class DataType(PybindEnum):

@@ -205,3 +205,30 @@ def test_an_exception_whose_str_raises(capfd):
     err = capfd.readouterr().err
     assert "Nasty: <MESSAGE UNAVAILABLE DUE TO ANOTHER EXCEPTION>" in err
     assert "MESSAGE UNAVAILABLE DUE TO EXCEPTION: ValueError" in err
+
+
+def test_enum_singletons_stay_in_their_thread():
+    """One thread inside enums.singletons() (the `is` check's re-ask) leaves every other thread
+    receiving fresh enum objects, and nothing is left set once the threads interleave their exits
+    (a process-wide flag once leaked from the thread storm into later checks)."""
+    from pyplugins.emulator import enums
+
+    inside, release = threading.Event(), threading.Event()
+    seen = []
+
+    def holder():
+        with enums.singletons():
+            seen.append(enums.fresh(enums.DataType.HALF) is enums.DataType.HALF)
+            inside.set()
+            release.wait(10)
+
+    other = threading.Thread(target=holder)
+    other.start()
+    assert inside.wait(10)
+    with enums.singletons():  # entered after, left before the other thread leaves
+        assert enums.fresh(enums.DataType.HALF) is enums.DataType.HALF
+    assert enums.fresh(enums.DataType.HALF) is not enums.DataType.HALF  # the other is still in
+    release.set()
+    other.join(10)
+    assert seen == [True]
+    assert enums.fresh(enums.DataType.HALF) is not enums.DataType.HALF
