@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from pyplugins.dtypes import ctype_from_trt, trt_from_numpy
 from pyplugins.emulator import lifecycle, onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
-from pyplugins.kernels import instantiations
+from pyplugins.kernels import Kernel, instantiations
 from pyplugins.ops.circ_pad import BLOCK, PARAMS_DTYPE, CircPad, launch_plan, pad_widths
 
 from .support import check_cli, dyn, run_demo
@@ -76,11 +77,19 @@ def test_registered_under_the_contract_key():
     assert plugin.pads == [1, 2] and plugin.layer_name == "pad0"
 
 
-def test_every_offered_type_is_instantiated_by_the_kernel():
+def kernel_define(name):
+    """The default of ``#define name <int>`` in kernels_cu/circ_pad.cu (a knob the host mirrors)."""
+    source = (Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu").read_text()
+    return int(re.search(rf"^#define {name} (\d+)", source, re.M).group(1))
+
+
+@pytest.mark.parametrize("kernel", sorted({k.expression.split("<")[0] for k in vars(CircPad).values()
+                                           if isinstance(k, Kernel)}))
+def test_every_offered_type_is_instantiated_by_every_kernel(kernel):
     listed = instantiations("circ_pad.cu")
     assert set(CircPad.dtypes) == set(OFFERED)
     for data_type in OFFERED:
-        assert f"circ_pad<{ctype_from_trt(data_type)}>" in listed, data_type
+        assert f"{kernel}<{ctype_from_trt(data_type)}>" in listed, data_type
 
 
 # -- fields ----------------------------------------------------------------------------------------

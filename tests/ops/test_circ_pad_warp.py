@@ -6,8 +6,6 @@ compile-time knobs (GPU)."""
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,34 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyplugins.trt as trt
-from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import BLOCK, WARP_ROW_BYTES, CircPad, launch_plan, takes_warp
 
-from .test_circ_pad import (NUMPY_TYPES, OFFERED, check_direct_launch, cp,  # noqa: F401 (cp)
+from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp,  # noqa: F401 (cp)
                             ctype_of, gpu_check, padded, random_array)
 
-SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
-
-
-def _define(name):
-    return int(re.search(rf"^#define {name} (\d+)", SOURCE.read_text(), re.M).group(1))
-
-
-DEPTH = _define("CIRC_PAD_WARP_DEPTH")
-
-
-def test_every_offered_type_is_instantiated_for_the_warp_kernel():
-    listed = instantiations("circ_pad.cu")
-    for data_type in OFFERED:
-        assert f"circ_pad_warp<{ctype_from_trt(data_type)}>" in listed, data_type
+DEPTH = kernel_define("CIRC_PAD_WARP_DEPTH")
 
 
 def test_host_knows_the_kernels_row_limit_and_block():
-    assert WARP_ROW_BYTES == _define("CIRC_PAD_WARP_ROW")
-    assert BLOCK <= _define("CIRC_PAD_WARP_BLOCK")  # the kernel's __launch_bounds__
+    assert WARP_ROW_BYTES == kernel_define("CIRC_PAD_WARP_ROW")
+    assert BLOCK <= kernel_define("CIRC_PAD_WARP_BLOCK")  # the kernel's __launch_bounds__
 
 
 # -- when the plan takes it ------------------------------------------------------------------------

@@ -6,8 +6,6 @@ offsets, with small grids and its knobs (GPU)."""
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,35 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyplugins.trt as trt
-from pyplugins.dtypes import ctype_from_trt, trt_from_numpy
+from pyplugins.dtypes import trt_from_numpy
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (NARROW_ROW_BYTES, WARP_NARROW_CHUNKS, WARP_NARROW_TABLE,
                                     CircPad, launch_plan, takes_warp_narrow, warp_narrow_groups)
 
-from .test_circ_pad import (NUMPY_TYPES, OFFERED, check_direct_launch, cp, ctype_of,  # noqa: F401
+from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp, ctype_of,  # noqa: F401
                             gpu_check, padded, random_array)
 
-SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
-
-
-def _define(name):
-    return int(re.search(rf"^#define {name} (\d+)", SOURCE.read_text(), re.M).group(1))
-
-
-PAD = _define("CIRC_PAD_WN_PAD")
-
-
-def test_every_offered_type_is_instantiated_for_the_warp_narrow_kernel():
-    listed = instantiations("circ_pad.cu")
-    for data_type in OFFERED:
-        assert f"circ_pad_warp_narrow<{ctype_from_trt(data_type)}>" in listed, data_type
+PAD = kernel_define("CIRC_PAD_WN_PAD")
 
 
 def test_host_knows_the_kernels_chunks_and_table():
-    assert _define("CIRC_PAD_WN_CHUNKS") == WARP_NARROW_CHUNKS
-    assert _define("CIRC_PAD_WN_TABLE") == WARP_NARROW_TABLE
+    assert kernel_define("CIRC_PAD_WN_CHUNKS") == WARP_NARROW_CHUNKS
+    assert kernel_define("CIRC_PAD_WN_TABLE") == WARP_NARROW_TABLE
 
 
 @pytest.mark.parametrize("shape, pads, itemsize", [
