@@ -30,9 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyplugins.kernels import Kernel  # noqa: E402
-from pyplugins.launch import POINTER, Launch  # noqa: E402
-from pyplugins.device import current_device, multiprocessors, resident_blocks  # noqa: E402
+from pyplugins.runtime.kernels import Kernel  # noqa: E402
+from pyplugins.runtime.launch import POINTER, Launch  # noqa: E402
+from pyplugins.runtime.device import current_device, multiprocessors, resident_blocks  # noqa: E402
 from pyplugins.ops import bar as bar_op  # noqa: E402
 from pyplugins.ops import rmsnorm as rmsnorm_op  # noqa: E402
 from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402

@@ -5,10 +5,10 @@ bytes (a :class:`Tiny`), so the paths differ only in how the launch is made:
 
 - ``driver_ctypes``: ``cuLaunchKernel`` from libcuda through ctypes, arguments prepacked;
 - ``driver_cupy``: the same prepacked call through CuPy's Cython driver binding
-  (``cupy_backends.cuda.api.driver.launchKernel``), the binding ``pyplugins.launch`` uses;
+  (``cupy_backends.cuda.api.driver.launchKernel``), the binding ``pyplugins.runtime.launch`` uses;
 - ``driver_cuda_bindings``: the same through cuda-python (``cuda.bindings.driver``), when
   installed; the cheaper of the two Cython rows is the *Cython floor*;
-- ``pyplugins_launch``: :class:`pyplugins.launch.Launch` alone;
+- ``pyplugins_launch``: :class:`pyplugins.runtime.launch.Launch` alone;
 - ``cupy_raw``: ``RawKernel.__call__`` with pointer ints and a cached ``ExternalStream``;
 - ``plugin_enqueue``: the plugin's ``enqueue`` called as TensorRT calls it: from C++, by
   ``benchmarks/cpp/trt_call.cpp``, TensorRT's pybind11 trampoline mirrored (:class:`CppTrtCall`);
@@ -53,7 +53,7 @@ class Tiny:
     case: str
     cpp_key: str
     configured: Any
-    launch: Any               # the plugin's pyplugins.launch.Launch
+    launch: Any               # the plugin's pyplugins.runtime.launch.Launch
     function: Any             # the same kernel as a cupy.RawKernel
     values: Tuple[bytes, ...]  # by-value arguments after (x, y), as the plugin packed them
     x: Any

@@ -4,8 +4,8 @@ Two measurements, GPU only (``python -m benchmarks.numba_cases [--sizes 1M,64M] 
 JSON on stdout):
 
 - **kernel**: for each input byte size (float32), the median device time of the numba launch
-  (:class:`pyplugins.numba_launch.NumbaLaunch`) and of the CUDA C++ launch
-  (:class:`pyplugins.launch.Launch`), both replayed from CUDA graphs so host cost is excluded,
+  (:class:`pyplugins.runtime.numba_launch.NumbaLaunch`) and of the CUDA C++ launch
+  (:class:`pyplugins.runtime.launch.Launch`), both replayed from CUDA graphs so host cost is excluded,
   and their ratio; both outputs are checked equal first.
 - **enqueue**: host microseconds per call of ``launch(stream, x, y)`` for the two launch objects
   on a 4 KiB tensor (the call a plugin's ``enqueue`` makes), and of the pieces of the numba call:
@@ -31,8 +31,8 @@ DEFAULT_SIZES = ("64K", "1M", "16M", "64M", "256M")
 
 
 def _launches(cp: Any, n: int, device: int) -> Dict[str, Any]:
-    from pyplugins.launch import POINTER, Launch
-    from pyplugins.numba_launch import ArraySlot, NumbaLaunch
+    from pyplugins.runtime.launch import POINTER, Launch
+    from pyplugins.runtime.numba_launch import ArraySlot, NumbaLaunch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
     from pyplugins.ops.leaky_relu import NUMBA_BLOCK
     from pyplugins.ops.leaky_relu import LeakyReLUNumba
@@ -75,7 +75,7 @@ def kernel_times(cp: Any, sizes: Sequence[str]) -> List[Dict[str, Any]]:
 
 def enqueue_overhead(cp: Any, calls: int) -> Dict[str, Any]:
     """Host microseconds per ``launch(stream, x, y)`` call, and per numba device-array view."""
-    from pyplugins.numba_launch import numba_cuda
+    from pyplugins.runtime.numba_launch import numba_cuda
 
     device = cp.cuda.runtime.getDevice()
     stream = cp.cuda.Stream(non_blocking=True)

@@ -45,7 +45,7 @@ TINY_KEYS = tuple(v[1] for v in TINY.values()) + ("empty",)
 
 
 def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
-    from pyplugins.launch import Launch
+    from pyplugins.runtime.launch import Launch
 
     shape, cpp_key, reference = TINY[name]
     case = select([name])[0]
@@ -58,7 +58,7 @@ def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
         return None
     launch = getattr(cfg.plugin, "launch", None)
     if not isinstance(launch, Launch) or launch.pointer_count != 2:
-        notes.append(f"{name}: the plugin has no two-pointer pyplugins.launch.Launch named "
+        notes.append(f"{name}: the plugin has no two-pointer pyplugins.runtime.launch.Launch named "
                      "'launch', which the baselines copy; skipped")
         return None
     function = _launched_function(cls, launch)
@@ -74,9 +74,9 @@ def _tiny(name: str, cp: Any, notes: List[str]) -> Optional[Tiny]:
 
 
 def _launched_function(cls: Any, launch: Any) -> Any:
-    """The ``cupy.RawKernel`` (float) of whichever :class:`pyplugins.kernels.Kernel` class
+    """The ``cupy.RawKernel`` (float) of whichever :class:`pyplugins.runtime.kernels.Kernel` class
     attribute ``launch`` calls (ops pick between kernels per shape), or None."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
 
     for attr in dir(cls):
         kernel = getattr(cls, attr, None)
@@ -92,7 +92,7 @@ def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return None, "nvcc not found: C++ floor skipped"
-    from pyplugins.kernels import kernels_dir
+    from pyplugins.runtime.kernels import kernels_dir
 
     exe = workdir / "launch_floor"
     cmd = [nvcc, "-O2", "-std=c++17", f"-arch={arch}", f"-I{kernels_dir()}", str(CPP_SOURCE),

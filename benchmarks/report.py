@@ -26,7 +26,7 @@ PATH_LABELS = {
     "driver_ctypes": "`cuLaunchKernel` through ctypes, prepacked",
     "driver_cupy": "`cuLaunchKernel` through CuPy's Cython binding, prepacked",
     "driver_cuda_bindings": "`cuLaunchKernel` through cuda-python (`cuda.bindings`), prepacked",
-    "pyplugins_launch": "`pyplugins.launch.Launch` alone",
+    "pyplugins_launch": "`pyplugins.runtime.launch.Launch` alone",
     "cupy_raw": "CuPy `RawKernel` call, cached stream",
     "plugin_enqueue": "**plugin `enqueue`** (as TensorRT calls it: from a C++ pybind11 "
                       "trampoline like TensorRT's, fresh descriptors and lists)",

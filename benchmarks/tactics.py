@@ -39,7 +39,7 @@ SHAPES: Dict[str, List[Tuple[str, Tuple[int, ...], List[int], str]]] = {
 
 
 def _adapter(pads: Sequence[int]) -> Any:
-    from pyplugins.creator import make_creator
+    from pyplugins.runtime.creator import make_creator
     from pyplugins.ops.circ_pad import CircPad
     import pyplugins.trt as trt
 
@@ -64,7 +64,7 @@ def measure(cp: Any, shape: Tuple[int, ...], pads: List[int], dtype: str,
             replays: int) -> Dict[str, Any]:
     """Median ms per tactic (outputs checked against ``np.pad``) and the gain of choosing."""
     from pyplugins.ops.circ_pad import CircPad, pad_widths
-    from pyplugins.tactics import declared
+    from pyplugins.runtime.tactics import declared
 
     plugin = _adapter(pads)
     tactics = {0: "default", **declared(CircPad)}

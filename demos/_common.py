@@ -72,7 +72,7 @@ def use_interface(interface: str) -> None:
         >>> use_interface("v2"); type(circ_pad.CircPad.creator).__name__
         'CircPadCreator'
     """
-    from pyplugins import creator
+    from pyplugins.runtime import creator
 
     os.environ["PYPLUGINS_INTERFACE"] = interface
     for registered in creator.registered().values():
@@ -112,10 +112,10 @@ def run(imported: Any, specs: Sequence[Any], *, device: str, trace: bool) -> Any
     callback timeline (``trace``) and the lifecycle's report.
 
     Returns:
-        The :class:`pyplugins.emulator.lifecycle_report.LifecycleReport`; ``report.ok`` is False (and
+        The :class:`pyplugins.checker.lifecycle_report.LifecycleReport`; ``report.ok`` is False (and
         ``FAILED`` printed) when the lifecycle found a problem.
     """
-    from pyplugins.emulator import lifecycle
+    from pyplugins.checker import lifecycle
 
     report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
                            device=device, trace=trace)

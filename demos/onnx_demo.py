@@ -60,7 +60,8 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
     """Import each node as the ONNX parser would and drive it through the emulated lifecycle."""
-    from pyplugins.emulator import lifecycle, onnx_import
+    from pyplugins.checker import lifecycle
+    from pyplugins.emulator import onnx_import
     from pyplugins.emulator.specs import TensorSpec
     from pyplugins.testing import assert_close
 
@@ -100,7 +101,7 @@ def run_tensorrt(model, x: np.ndarray) -> int:
     """Build and run a real TensorRT engine from the model."""
     import cupy as cp
 
-    from pyplugins import engine
+    from pyplugins.models import engine
     from pyplugins.testing import assert_close
 
     plan = engine.build_from_onnx(model.SerializeToString(), profiles={"x": (x.shape,) * 3})

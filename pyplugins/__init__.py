@@ -8,7 +8,7 @@ Example:
     '0.1.0'
 
 A plugin is a subclass of :class:`pyplugins.Plugin` registered with :func:`pyplugins.register`;
-see :mod:`pyplugins.plugin` for a complete example.
+see :mod:`pyplugins.runtime.plugin` for a complete example.
 """
 
 from __future__ import annotations
@@ -20,22 +20,22 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {
-    "Plugin": "pyplugins.plugin",
-    "Field": "pyplugins.fields",
-    "register": "pyplugins.creator",
-    "unregister": "pyplugins.creator",
-    "Kernel": "pyplugins.kernels",
-    "Launch": "pyplugins.launch",
-    "POINTER": "pyplugins.launch",
-    "run": "pyplugins.eager",
-    "EagerRunError": "pyplugins.eager",
+    "Plugin": "pyplugins.runtime.plugin",
+    "Field": "pyplugins.runtime.fields",
+    "register": "pyplugins.runtime.creator",
+    "unregister": "pyplugins.runtime.creator",
+    "Kernel": "pyplugins.runtime.kernels",
+    "Launch": "pyplugins.runtime.launch",
+    "POINTER": "pyplugins.runtime.launch",
+    "run": "pyplugins.runtime.eager",
+    "EagerRunError": "pyplugins.runtime.eager",
     "dtypes": "pyplugins.dtypes",
     "emulator": "pyplugins.emulator",
     "errors": "pyplugins.errors",
-    "fields": "pyplugins.fields",
-    "formats": "pyplugins.formats",
-    "serialize": "pyplugins.serialize",
-    "shapes": "pyplugins.shapes",
+    "fields": "pyplugins.runtime.fields",
+    "formats": "pyplugins.runtime.formats",
+    "serialize": "pyplugins.runtime.serialize",
+    "shapes": "pyplugins.runtime.shapes",
 }
 
 __all__ = [

@@ -42,7 +42,7 @@ class _Knobs:
     @property
     def interface(self) -> str:
         """``PYPLUGINS_INTERFACE``: the plugin interface ``pp.register`` gives a class that names
-        none: ``auto`` (default: :func:`pyplugins.creator.default_interface`'s rule), ``v2``
+        none: ``auto`` (default: :func:`pyplugins.runtime.creator.default_interface`'s rule), ``v2``
         (``IPluginV2DynamicExt``) or ``v3`` (``IPluginV3``)."""
         value = os.environ.get("PYPLUGINS_INTERFACE", "auto").strip().lower() or "auto"
         if value not in ("auto", "v2", "v3"):

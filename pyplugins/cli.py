@@ -3,8 +3,8 @@ lifecycle in the emulator and reports protocol violations.
 
 ``check`` ends only with its report: exit 0 (clean), 1 (defects, a step past ``--timeout``, or
 ``--require-gpu`` without an enqueue run) or 2 (usage or environment); with ``--json`` stdout is
-one JSON object in every case. The time limit is :mod:`pyplugins.supervise`'s. This module parses
-the command line and dispatches; the check's work is :mod:`pyplugins.check_command`'s.
+one JSON object in every case. The time limit is :mod:`pyplugins.checker.supervise`'s. This module parses
+the command line and dispatches; the check's work is :mod:`pyplugins.checker.command`'s.
 
 Example:
     >>> main(["check", "--help"])  # doctest: +SKIP
@@ -19,8 +19,8 @@ import sys
 import textwrap
 from typing import Any, Callable, List, Optional, Sequence
 
-from pyplugins.check_command import (ABANDONED, EXIT_USAGE, EnvironmentFailure, UsageError,
-                                     run_check, write)
+from pyplugins.checker.command import (ABANDONED, EXIT_USAGE, EnvironmentFailure, UsageError,
+                                       run_check, write)
 
 __all__ = ["build_parser", "main"]
 
@@ -196,7 +196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         code = _fail(args.command, str(err), as_json)
     if argv is None and ABANDONED.is_set():
         # The process's own command and a plugin step is still running in an abandoned thread
-        # (pyplugins.supervise): end now, with the report written, rather than wait on it.
+        # (pyplugins.checker.supervise): end now, with the report written, rather than wait on it.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -1,7 +1,7 @@
 """Reference checks: the per-dtype tolerance table and ``assert_close`` for op outputs.
 
 Each shipped op states its semantics as a NumPy method, ``Plugin.reference`` (see
-:class:`pyplugins.plugin.Plugin`); a kernel's output compares with it through :func:`assert_close`.
+:class:`pyplugins.runtime.plugin.Plugin`); a kernel's output compares with it through :func:`assert_close`.
 
 Example:
     >>> import numpy as np

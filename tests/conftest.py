@@ -36,13 +36,13 @@ def pytest_configure(config):
     """On a GPU machine, import numba's CUDA target first, in every (xdist worker) process.
 
     numba picks its simulator or the GPU once, process-wide, when it is first imported
-    (``pyplugins.numba_launch.prefer_simulator``). Were the first import made by an in-process
+    (``pyplugins.runtime.numba_launch.prefer_simulator``). Were the first import made by an in-process
     test that asks for ``device="cpu"``, the process would stay on the simulator, and a later
     GPU test's numba kernel would read device pointers on the host: a segfault that kills the
     worker (seen on an H100 and an H200). Tests of the simulator itself run in fresh processes.
     """
     if gpu_available():
-        from pyplugins.numba_launch import numba_cuda
+        from pyplugins.runtime.numba_launch import numba_cuda
 
         try:
             numba_cuda()

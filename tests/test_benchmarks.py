@@ -629,7 +629,7 @@ def test_host_rounds_merge_into_medians_and_per_round_figures():
 def test_the_cpp_floor_launches_every_kernel_circ_pad_can_plan():
     """The C++ floor launches the kernel CircPad.plan chose for the tiny problem, by name: every
     kernel CircPad holds must be one it knows (a new one skipped the floor on the H200 once)."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
     from pyplugins.ops.circ_pad import CircPad
 
     source = (REPO / "benchmarks" / "cpp" / "launch_floor.cu").read_text()

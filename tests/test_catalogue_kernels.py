@@ -1,6 +1,6 @@
 """GPU checks of the catalogue kernels (bar, pool2d, rope, rmsnorm, seq_repeat) against NumPy.
 
-Each kernel is compiled through :class:`pyplugins.kernels.Kernel` and launched directly as a
+Each kernel is compiled through :class:`pyplugins.runtime.kernels.Kernel` and launched directly as a
 CuPy RawKernel with the argument order of its launch contract (``kernels_cu/*.cu`` headers), on
 fresh random inputs, for every instantiated dtype, odd sizes and empty tensors included. Outputs
 live inside a larger poisoned buffer (NaN for floats; two runs with 0x7f and 0x80 for integers)
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from pyplugins.kernels import Kernel
+from pyplugins.runtime.kernels import Kernel
 from pyplugins.ops import BarPlugin, Pool, RMSNorm, RoPE, SeqRepeat
 from pyplugins.ops.rope import LAYOUTS
 from pyplugins.testing import assert_close

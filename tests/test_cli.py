@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pyplugins.checker
 import pyplugins.emulator
-from pyplugins import check_command, cli
-from pyplugins.check_command import UsageError, parse_input, parse_plugin
+from pyplugins.checker import command as check_command
+from pyplugins import cli
+from pyplugins.checker.command import UsageError, parse_input, parse_plugin
 from pyplugins.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -310,7 +312,7 @@ class FakeReport:
 def fake_lifecycle(monkeypatch):
     calls = []
     state = {"ok": True, "raise": None}
-    fake = types.ModuleType("pyplugins.emulator.lifecycle")
+    fake = types.ModuleType("pyplugins.checker.lifecycle")
 
     def run(plugin, inputs, fields=None, **kwargs):
         calls.append({"plugin": plugin, "inputs": inputs, "fields": fields, **kwargs})
@@ -318,14 +320,14 @@ def fake_lifecycle(monkeypatch):
             raise state["raise"]
         trace = None
         if kwargs.get("trace"):
-            from pyplugins.emulator.trace import Trace
+            from pyplugins.checker.trace import Trace
 
             trace = Trace()
         return FakeReport(state["ok"], trace)
 
     fake.run = run
-    monkeypatch.setitem(sys.modules, "pyplugins.emulator.lifecycle", fake)
-    monkeypatch.setattr(pyplugins.emulator, "lifecycle", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "pyplugins.checker.lifecycle", fake)
+    monkeypatch.setattr(pyplugins.checker, "lifecycle", fake, raising=False)
     return types.SimpleNamespace(calls=calls, state=state)
 
 
@@ -617,7 +619,7 @@ def test_check_circpad_with_bfloat16_on_cpu():
 def test_bf16_test_data_has_the_right_bytes():
     from pyplugins.emulator.enums import DataType
     from pyplugins.emulator.specs import TensorSpec, host_dtype, random_data
-    from pyplugins.emulator import runtime_enqueue
+    from pyplugins.checker import runtime_enqueue
 
     bits = random_data(DataType.BF16, (4, 5), seed=3)
     assert bits.dtype == np.uint16 and bits.nbytes == 4 * 5 * 2

@@ -93,7 +93,7 @@ FILES = scanned_files()
 
 def test_the_scan_sees_the_files_that_cite_docs():
     names = {p.relative_to(ROOT).as_posix() for p in FILES}
-    assert {"README.md", "docs/trt-protocol.md", "pyplugins/emulator/checks/__init__.py"} <= names
+    assert {"README.md", "docs/trt-protocol.md", "pyplugins/checker/checks/__init__.py"} <= names
     assert not any(name.startswith(".git/") for name in names)
 
 

@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import dtypes, eager, shapes
+from pyplugins import dtypes
+from pyplugins.runtime import eager, shapes
 from pyplugins._config import override
-from pyplugins.creator import register, unregister
-from pyplugins.eager import EagerRunError, run
-from pyplugins.emulator import lifecycle
+from pyplugins.runtime.creator import register, unregister
+from pyplugins.runtime.eager import EagerRunError, run
+from pyplugins.checker import lifecycle
 from pyplugins.errors import FieldError, PluginDefinitionError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.launch import POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 
 
 class Probe(Plugin):

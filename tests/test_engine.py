@@ -1,10 +1,10 @@
-"""pyplugins.engine: refuses clearly under the emulator; real builds are marked ``trt``."""
+"""pyplugins.models.engine: refuses clearly under the emulator; real builds are marked ``trt``."""
 
 from __future__ import annotations
 
 import pytest
 
-from pyplugins import engine
+from pyplugins.models import engine
 from pyplugins.errors import MissingDependencyError
 
 

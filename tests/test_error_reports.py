@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pyplugins.error_reports import report
+from pyplugins.runtime.error_reports import report
 from pyplugins.errors import FieldError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,8 @@ import pytest
 import pyplugins.trt as trt
 from pyplugins.emulator.onnx_import import fields_from_attributes
 from pyplugins.errors import FieldError, PluginDefinitionError
-from pyplugins.fields import Field, collect, field_names, values_from_fc, values_from_python
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field, collect, field_names, values_from_fc, values_from_python
+from pyplugins.runtime.plugin import Plugin
 
 FT = trt.PluginFieldType
 

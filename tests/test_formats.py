@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import formats
+from pyplugins.runtime import formats
 from pyplugins.errors import PluginDefinitionError
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.plugin import Plugin
 
 DT, TF = trt.DataType, trt.TensorFormat
 F, H, I32 = DT.FLOAT, DT.HALF, DT.INT32

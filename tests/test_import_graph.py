@@ -149,6 +149,6 @@ def test_no_name_is_imported_only_to_be_reexported():
 
 def test_the_checks_see_what_they_look_for():
     # The walkers must find real edges, or the tests above would pass on an empty graph.
-    assert "pyplugins.fields" in _edges("pyplugins.plugin")
-    assert ("pyplugins.error_reports", "wrap_methods") in _imports("pyplugins.plugin")
+    assert "pyplugins.runtime.fields" in _edges("pyplugins.runtime.plugin")
+    assert ("pyplugins.runtime.error_reports", "wrap_methods") in _imports("pyplugins.runtime.plugin")
     assert "DataType" in _reexports("pyplugins.emulator")  # a facade: re-exporting is its job

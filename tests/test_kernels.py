@@ -1,4 +1,4 @@
-"""Tests of pyplugins.kernels and pyplugins.launch, and of the circ_pad and leaky_relu kernels.
+"""Tests of pyplugins.runtime.kernels and pyplugins.runtime.launch, and of the circ_pad and leaky_relu kernels.
 
 CPU tests cover source discovery, ``@instantiate`` parsing, the compile cache's keys, error
 messages, Launch's parameter packing and validation, and a line-by-line emulation of circ_pad's
@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyplugins import kernels
+from pyplugins.runtime import kernels
 from pyplugins.errors import KernelCompileError, LaunchError, MissingDependencyError
-from pyplugins.kernels import Kernel, instantiations, kernel_sources, kernels_dir, source_digest
-from pyplugins.launch import MAX_GRID, POINTER, ByValue, Launch
+from pyplugins.runtime.kernels import (Kernel, instantiations, kernel_sources, kernels_dir,
+                                       source_digest)
+from pyplugins.runtime.launch import MAX_GRID, POINTER, ByValue, Launch
 from pyplugins.ops.circ_pad import PARAMS_DTYPE, launch_plan, pad_widths
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,12 +96,14 @@ def test_kernels_dir_found_after_install_layout(tmp_path):
     """Without a checkout beside the package, kernels_dir() finds pyplugins.kernels_cu."""
     pkg = tmp_path / "site" / "pyplugins"
     (pkg / "kernels_cu").mkdir(parents=True)
+    (pkg / "runtime").mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("errors.py", "kernels.py"):
+    (pkg / "runtime" / "__init__.py").write_text("")
+    for name in ("errors.py", "runtime/kernels.py"):
         (pkg / name).write_bytes((REPO / "pyplugins" / name).read_bytes())
     (pkg / "kernels_cu" / "__init__.py").write_text("")
     (pkg / "kernels_cu" / "x.cu").write_text("// @instantiate x<float>\n")
-    code = ("import pyplugins.kernels as k; print(k.kernels_dir()); "
+    code = ("import pyplugins.runtime.kernels as k; print(k.kernels_dir()); "
             "print(k.instantiations('x.cu'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, env={"PYTHONPATH": str(tmp_path / "site")}, check=True)
@@ -242,7 +245,7 @@ def test_cache_key_is_device_digest_expression_options(fake_compile, tmp_path):
 
 
 def test_import_does_not_import_cupy():
-    code = ("import sys, pyplugins.kernels, pyplugins.launch; "
+    code = ("import sys, pyplugins.runtime.kernels, pyplugins.runtime.launch; "
             "sys.exit(1 if any(m == 'cupy' or m.startswith(('cupy.', 'cupy_backends')) "
             "for m in sys.modules) else 0)")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
@@ -477,7 +480,7 @@ def _ready(cp):
 
 
 def _circ_pad_launch(cp, x, pads, max_blocks=None, stage_bytes=STAGE_BYTES):
-    from pyplugins.device import resident_blocks
+    from pyplugins.runtime.device import resident_blocks
 
     fn = _circ_pad_kernel(stage_bytes).function(CTYPES[x.dtype])
     cap = 4 * resident_blocks(fn, BLOCK) if max_blocks is None else max_blocks
@@ -682,7 +685,7 @@ def test_function_is_cached_per_device(cp):
 
 @pytest.mark.gpu
 def test_device_view_and_external_stream(cp, stream):
-    from pyplugins.device import device_view, external_stream
+    from pyplugins.runtime.device import device_view, external_stream
 
     x = cp.arange(24, dtype=cp.float32)
     _ready(cp)
@@ -707,7 +710,7 @@ def test_launch_refuses_impossible_shared_memory(cp):
 
 @pytest.mark.gpu
 def test_resident_blocks_covers_every_sm(cp):
-    from pyplugins.device import resident_blocks
+    from pyplugins.runtime.device import resident_blocks
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     assert resident_blocks(LEAKY.function("float"), BLOCK) >= sms
@@ -717,7 +720,7 @@ def test_deepcopied_launch_has_its_own_parameter_buffer():
     """Plugin clones deep-copy their Launch: two contexts must not share the pointer buffer."""
     import copy
 
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.launch import POINTER, Launch
 
     launch = Launch(0x1234, grid=0, block=256, device=0,
                     args=(POINTER, POINTER, np.int64(5), np.float32(0.25)), name="k")

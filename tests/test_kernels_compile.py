@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pyplugins.kernels import instantiations, kernel_sources, kernels_dir
+from pyplugins.runtime.kernels import instantiations, kernel_sources, kernels_dir
 
 SOURCES = kernel_sources()
 ARCHS = ("80", "90")

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("numba_cuda", reason="numba kernels need the 'numba' extra")
 
 from pyplugins.errors import LaunchError  # noqa: E402
-from pyplugins.numba_launch import ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda, simulated  # noqa: E402
+from pyplugins.runtime.numba_launch import (ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda,  # noqa: E402
+                                            simulated)
 
 
 def axpy(x, y, n, a):
@@ -69,7 +70,7 @@ def test_simulator_runs_on_host_pointers_without_copies():
 def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
     import cupy as cp
 
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
     from pyplugins.ops.leaky_relu import LeakyReLUNumba
 
@@ -95,7 +96,7 @@ def test_numpy_without_row_stack_gets_the_alias_numba_cuda_needs(monkeypatch):
     # NumPy 2.5 removed row_stack; numba-cuda 0.30.4 overloads it when numba.cuda is imported.
     import numpy
 
-    from pyplugins import numba_launch
+    from pyplugins.runtime import numba_launch
 
     monkeypatch.delattr(numpy, "row_stack", raising=False)
     numba_launch._numpy_names_numba_cuda_needs()

@@ -32,7 +32,7 @@ def test_non_editable_install_finds_every_kernel_source(tmp_path):
     if build.returncode != 0 and not isolation and "No matching distribution" in build.stderr:
         pytest.skip("no network to fetch the build backend and none installed here")
     assert build.returncode == 0, build.stderr
-    probe = ("import pyplugins, pyplugins.kernels as k; "
+    probe = ("import pyplugins, pyplugins.runtime.kernels as k; "
              "print(pyplugins.__file__); print(k.kernels_dir()); "
              "print(' '.join(sorted(p.name for p in k.kernel_sources())))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import creator as creator_mod
-from pyplugins import shapes
-from pyplugins.creator import register, unregister
+from pyplugins.runtime import creator as creator_mod
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register, unregister
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.onnx_import import fields_from_attributes
 from pyplugins.errors import FieldError, PluginDefinitionError, RegistrationError
-from pyplugins.fields import Field
-from pyplugins.launch import POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 
 DT = trt.DataType
 
@@ -386,7 +386,7 @@ def test_plan_waits_for_concrete_dims_and_the_launch_says_why():
 
 
 def test_without_a_gpu_check_shapes_runs_plan_does_not_and_enqueue_explains(monkeypatch):
-    from pyplugins import plugin as plugin_mod
+    from pyplugins.runtime import plugin as plugin_mod
 
     monkeypatch.setattr(plugin_mod, "usable_device", lambda: None)
     p = Planned()
@@ -398,7 +398,7 @@ def test_without_a_gpu_check_shapes_runs_plan_does_not_and_enqueue_explains(monk
 
 
 def test_default_enqueue_passes_inputs_then_outputs_to_each_planned_launch(monkeypatch):
-    from pyplugins import plugin as plugin_mod
+    from pyplugins.runtime import plugin as plugin_mod
 
     monkeypatch.setattr(plugin_mod, "usable_device", lambda: 3)
     p = Planned()
@@ -410,7 +410,7 @@ def test_default_enqueue_passes_inputs_then_outputs_to_each_planned_launch(monke
 
 
 def test_a_single_planned_launch_is_kept_as_is(monkeypatch):
-    from pyplugins import plugin as plugin_mod
+    from pyplugins.runtime import plugin as plugin_mod
 
     class One(Planned):
         name = "TestPlannedOne"
@@ -426,7 +426,7 @@ def test_a_single_planned_launch_is_kept_as_is(monkeypatch):
 
 
 def test_a_plan_makes_enqueue_optional_but_not_get_output_dimensions():
-    from pyplugins.plugin import missing_methods
+    from pyplugins.runtime.plugin import missing_methods
 
     assert missing_methods(Planned) == ()
 

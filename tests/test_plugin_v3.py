@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import creator as creator_mod
-from pyplugins import tactics, v3_fields
+from pyplugins.runtime import creator as creator_mod
+from pyplugins.runtime import tactics, v3_fields
 from pyplugins._config import override
 from pyplugins.emulator import trampoline, trampoline_v3
 from pyplugins.emulator.onnx_import import fields_from_attributes
-from pyplugins.emulator.size_tensors import SizeTensorBuilder
-from pyplugins.fields import Field
+from pyplugins.checker.size_tensors import SizeTensorBuilder
+from pyplugins.runtime.fields import Field
 from pyplugins.errors import FieldError, PluginDefinitionError, SerializationError
 from pyplugins.ops import (BarPlugin, CircPad, LeakyReLU, LeakyReLUNumba, Pool, RMSNorm, RoPE,
                            SeqRepeat)
-from pyplugins.plugin import Plugin
-from pyplugins.plugin_v3 import adapter_class
+from pyplugins.runtime.plugin import Plugin
+from pyplugins.runtime.plugin_v3 import adapter_class
 
 from tests import v3_plugins
 from tests.ops.support import Junk

@@ -85,7 +85,7 @@ def test_readme_example_plugin_defines_and_registers(monkeypatch):
     body, last = code.split('\nif __name__ == "__main__":', 1)
     assert "\n    y = pp.run(" in last
     namespace: dict = {}
-    from pyplugins.creator import unregister
+    from pyplugins.runtime.creator import unregister
 
     exec(compile(body, "README.md", "exec"), namespace)
     cls = namespace["LeakyReLU"]
@@ -125,11 +125,16 @@ def test_readme_names_the_import_that_registers_lrelu_trt():
 
 def test_layout_names_only_what_exists():
     block = README.split("## Layout", 1)[1].split("```", 2)[1]
-    folders = re.findall(r"(?:^|\s)([\w]+(?:/[\w]+)*/)(?=\s)", block, flags=re.M)
-    assert {"pyplugins/", "pyplugins/emulator/", "docs/", "tests/"} <= set(folders), folders
-    missing = [f for f in folders if not (ROOT / f).is_dir()]
-    runtime = block.split("pyplugins/emulator/", 1)[0]
-    modules = re.findall(r"\b(\w+\.py)\b", runtime)
-    assert "plugin.py" in modules and "__main__.py" in modules, modules
-    missing += [f"pyplugins/{m}" for m in modules if not (ROOT / "pyplugins" / m).is_file()]
+    entries = re.split(r"^(?=[\w]+(?:/[\w]+)*/\s)", block, flags=re.M)
+    found = {}
+    for entry in filter(str.strip, entries):
+        folder = entry.split()[0]
+        found[folder] = re.findall(r"\b(\w+\.(?:py|cuh))\b", entry.split("checks/:")[0])
+    assert {"pyplugins/", "pyplugins/emulator/", "pyplugins/runtime/", "pyplugins/checker/",
+            "docs/", "demos/"} <= set(found), sorted(found)
+    missing = [f for f in found if not (ROOT / f).is_dir()]
+    missing += [f for f in re.findall(r"\s(\w+/)\s", block) if not (ROOT / f).is_dir()]
+    missing += [f + m for f, names in found.items() if f.startswith(("pyplugins", "kernels_cu"))
+                for m in names if not (ROOT / f / m).is_file()]
+    assert "plugin.py" in found["pyplugins/runtime/"], found
     assert not missing, f"README's Layout names what does not exist: {missing}"

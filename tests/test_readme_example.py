@@ -49,7 +49,7 @@ def test_the_example_passes_the_readmes_check_command(tmp_path):
 
 
 def test_the_plugin_docstring_example_is_the_readmes():
-    from pyplugins import plugin
+    from pyplugins.runtime import plugin
 
     doc = plugin.__doc__
     for line in ("    def plan(self, inputs, outputs, device):",

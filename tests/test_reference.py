@@ -11,7 +11,7 @@ import pytest
 import pyplugins.ops
 from pyplugins.errors import FieldError, ShapeError
 from pyplugins.ops import BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, SeqRepeat
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import TOLERANCES, assert_close
 
 

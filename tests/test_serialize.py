@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyplugins import serialize
-from pyplugins.creator import register, unregister
+from pyplugins.runtime import serialize
+from pyplugins.runtime.creator import register, unregister
 from pyplugins.emulator import trampoline
 from pyplugins.errors import SerializationError
-from pyplugins.fields import Field
-from pyplugins.plugin import Plugin
-from pyplugins.serialize import Tag
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.plugin import Plugin
+from pyplugins.runtime.serialize import Tag
 
 
 class Blob(Plugin):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import shapes
+from pyplugins.runtime import shapes
 from pyplugins.errors import ShapeError
-from pyplugins.shapes import Dim
+from pyplugins.runtime.shapes import Dim
 
 IN = (5, 12, 7)  # concrete shape of input 0 used for evaluation
 

@@ -16,11 +16,11 @@ from typing import Any, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
-from pyplugins.launch import POINTER, Launch
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
+from pyplugins.runtime.launch import POINTER, Launch
 from pyplugins.ops.leaky_relu import LeakyReLU
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.plugin import Plugin
 
 _SOURCE = r"""
 extern "C" __global__ void pp_nonzero(const float* x, int* idx, long long* count,

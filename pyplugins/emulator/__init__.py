@@ -7,7 +7,7 @@ Python plugins on machines without TensorRT (or without a GPU):
 
 - :func:`install` makes ``import tensorrt`` resolve to this module when real TensorRT is absent,
   so a plugin module written for TensorRT runs unmodified;
-- :mod:`pyplugins.emulator.lifecycle` drives a plugin through a build and a run as TensorRT does.
+- :mod:`pyplugins.checker.lifecycle` drives a plugin through a build and a run as TensorRT does.
 
 Every other public name of TensorRT's module (``ICudaEngine``, ``Builder``, ``trt.float32``,
 ``init_libnvinfer_plugins`` ...) resolves too, through :mod:`pyplugins.emulator.surface`: what

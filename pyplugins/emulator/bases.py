@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any, Optional
 
-from pyplugins.emulator.checks import idioms
+from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import PluginVersion
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 

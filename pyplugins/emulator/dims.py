@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
-from pyplugins.emulator.checks import idioms
+from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import DimensionOperation
 
 MAX_DIMS = 8
@@ -95,7 +95,7 @@ class IDimensionExpr:
     """``trt.IDimensionExpr``: an opaque dimension expression made by an :class:`IExprBuilder`.
 
     It has no arithmetic operators (real TensorRT has none); use ``IExprBuilder.operation`` or
-    :mod:`pyplugins.shapes`.
+    :mod:`pyplugins.runtime.shapes`.
     """
 
     __slots__ = ("_builder", "_kind", "_value", "_symbol", "_op", "_a", "_b")

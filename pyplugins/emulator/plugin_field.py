@@ -17,7 +17,7 @@ from typing import Any, Iterable, List
 
 import numpy as np
 
-from pyplugins.emulator.checks import idioms
+from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import PluginFieldType, fresh
 
 # PluginFieldType -> dtype of f.data (10.1+); absent types raise on read.

@@ -2,7 +2,7 @@
 
 A spec is what an ONNX graph and an optimization profile tell TensorRT about one plugin input:
 the network-time shape (``-1`` where dynamic), the type, the profile's min/opt/max shapes and,
-for the run, the data. :func:`pyplugins.emulator.lifecycle.run` takes one per plugin input.
+for the run, the data. :func:`pyplugins.checker.lifecycle.run` takes one per plugin input.
 
 Example:
     >>> spec = TensorSpec.parse("1-2-4x3x8x8:float16")
@@ -211,7 +211,7 @@ class TensorSpec:
 
 
 def spec_from_input(item: Any) -> TensorSpec:
-    """One of :func:`~pyplugins.emulator.lifecycle.run`'s ``inputs`` -> a :class:`TensorSpec`.
+    """One of :func:`~pyplugins.checker.lifecycle.run`'s ``inputs`` -> a :class:`TensorSpec`.
 
     Args:
         item: a :class:`TensorSpec` (returned as is), a spec string (:meth:`TensorSpec.parse`)

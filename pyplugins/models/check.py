@@ -42,7 +42,7 @@ class NodeCheck:
     Attributes:
         node: the node's name as the parser names it.
         op: its op type.
-        report: the lifecycle's :class:`~pyplugins.emulator.lifecycle_report.LifecycleReport` (None when
+        report: the lifecycle's :class:`~pyplugins.checker.lifecycle_report.LifecycleReport` (None when
             the node could not be imported or its input shapes are unknown).
         mismatches: outputs whose shape or type differs from the graph's declaration.
         problem: why the node was not checked, or None.
@@ -200,7 +200,7 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
     Args:
         model: the ONNX model.
         inputs: ``{input name: dict(shape, dtype, min, opt, max)}`` overriding the graph's
-            declared inputs (``pyplugins.check_command.parse_input``'s form; -1 = dynamic).
+            declared inputs (``pyplugins.checker.command.parse_input``'s form; -1 = dynamic).
         plugins: plugin modules to import first.
         device: ``"cpu"`` (no kernel runs; the default) or ``"auto"`` (enqueue on a GPU too).
 
@@ -208,7 +208,8 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         ModelRunError: real TensorRT is active or a plugin module fails to import.
         ValueError: an ``inputs`` name the model does not have.
     """
-    from pyplugins.emulator import lifecycle, onnx_import  # noqa: PLC0415
+    from pyplugins.checker import lifecycle  # noqa: PLC0415
+    from pyplugins.emulator import onnx_import
     onnx = require("onnx", "pyplugins check MODEL.onnx")
 
     load_plugin_modules(plugins)

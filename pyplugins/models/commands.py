@@ -20,12 +20,12 @@ __all__ = ["add_patterns_dir", "parse_named_input", "run_check_model"]
 
 
 def parse_named_input(text: str) -> Dict[str, Any]:
-    """``NAME=SHAPE:DTYPE`` -> ``pyplugins.check_command.parse_input``'s dict plus ``name``.
+    """``NAME=SHAPE:DTYPE`` -> ``pyplugins.checker.command.parse_input``'s dict plus ``name``.
 
     Raises:
-        pyplugins.check_command.UsageError: no ``NAME=`` or a malformed shape or dtype.
+        pyplugins.checker.command.UsageError: no ``NAME=`` or a malformed shape or dtype.
     """
-    from pyplugins.check_command import UsageError, parse_input  # noqa: PLC0415
+    from pyplugins.checker.command import UsageError, parse_input  # noqa: PLC0415
 
     name, sep, spec = text.partition("=")
     if not sep or not name:
@@ -41,7 +41,7 @@ def run_check_model(args: Any) -> int:
     """``pyplugins check MODEL.onnx [--plugins MODULE] [--input NAME=SHAPE:DTYPE] [--json]``;
     returns 0 (every plugin node fine), 1 (problems) or raises UsageError (exit 2)."""
     from pyplugins._config import override  # noqa: PLC0415
-    from pyplugins.check_command import UsageError  # noqa: PLC0415
+    from pyplugins.checker.command import UsageError  # noqa: PLC0415
     from pyplugins.models.check import check_model  # noqa: PLC0415
     from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
 

@@ -6,7 +6,7 @@ onnxruntime session, built on first use for the input types it sees. Each plugin
 as TensorRT's ONNX parser imports it (:func:`pyplugins.emulator.onnx_import.import_node`: the
 creator by op type, ``plugin_version``, ``plugin_namespace``; the attributes converted to the
 ``fc`` the parser builds), then driven through the build and runtime phases of
-:func:`pyplugins.emulator.lifecycle.run` with the node's actual input arrays, every check on.
+:func:`pyplugins.checker.lifecycle.run` with the node's actual input arrays, every check on.
 ``enqueue`` runs the plugin's kernel on the GPU. Without a GPU the lifecycle stops before
 ``enqueue`` and the node's outputs come from the plugin's NumPy ``reference(*inputs)`` when it
 defines one (``ModelRunner.node_runs`` says, per node, which happened and why; the Polygraphy
@@ -78,7 +78,7 @@ def load_plugin_modules(modules: Sequence[str]) -> None:
             plugins through the emulator), or a module fails to import.
     """
     from pyplugins import _trt  # noqa: PLC0415
-    from pyplugins.emulator._fresh import import_module  # noqa: PLC0415
+    from pyplugins.checker._fresh import import_module  # noqa: PLC0415
 
     if not _trt.is_emulator(_trt.load()):
         msg = ("pyplugins' model runner drives plugins through its TensorRT emulator, but this "
@@ -189,7 +189,8 @@ class ModelRunner:
         return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
-        from pyplugins.emulator import lifecycle, onnx_import  # noqa: PLC0415
+        from pyplugins.checker import lifecycle  # noqa: PLC0415
+        from pyplugins.emulator import onnx_import
         from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
         label = f"plugin node {node.name or 'node_of_' + node.output[0]!r} ({node.op_type})"

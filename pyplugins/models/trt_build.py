@@ -81,7 +81,7 @@ def _progress_monitor(trt: Any) -> Any:
 
 def _register(plugins: Sequence[str]) -> None:
     """Register the shipped creators and the user's plugin modules with TensorRT."""
-    from pyplugins.emulator._fresh import import_module  # noqa: PLC0415
+    from pyplugins.checker._fresh import import_module  # noqa: PLC0415
 
     import pyplugins.ops  # noqa: F401, PLC0415
 

@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 from typing import Dict, List
 
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.plugin import Plugin
 
 
 def _plugins_of_modules() -> Dict[str, type]:

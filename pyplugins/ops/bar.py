@@ -13,7 +13,7 @@ same semantics in NumPy.
 
 ONNX: op type ``BarPlugin`` (``plugin_version`` "1", ``plugin_namespace`` ""), two inputs, two
 outputs, **no attributes** (``field_names`` is empty, so the serialized state is just the
-versioned header of :mod:`pyplugins.serialize`).
+versioned header of :mod:`pyplugins.runtime.serialize`).
 
 Data types: FP32, FP16, INT8 and INT32 -- the instantiations ``kernels_cu/bar.cu`` lists. All
 four tensors share one type and the LINEAR format. The kernel moves elements as unsigned
@@ -23,7 +23,7 @@ INT32, and the tests compare every type with ``np.array_equal`` (no rounding is 
 How each TensorRT callback serves this op: ``docs/ops/bar.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
-    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.checker import lifecycle
     >>> from pyplugins.ops.bar import BarPlugin
     >>> report = lifecycle.run(BarPlugin.creator, ["2x3:float32", "1-4-8x3:float32"],
     ...                        device="cpu")
@@ -38,14 +38,14 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.error_reports import describe
+from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
-from pyplugins.kernels import Kernel
-from pyplugins.launch import MAX_GRID, POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 
 __all__ = ["UNROLL", "BarPlugin", "grid_size"]
 

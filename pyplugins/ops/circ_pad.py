@@ -25,7 +25,7 @@ How each TensorRT callback serves this op: ``docs/ops/circ_pad.md``.
 Example (the eager runner needs a GPU)::
 
     import cupy as cp
-    from pyplugins.eager import run
+    from pyplugins.runtime.eager import run
     from pyplugins.ops.circ_pad import CircPad
 
     x = cp.arange(6, dtype=cp.float32).reshape(2, 3)
@@ -40,15 +40,15 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.device import resident_blocks
-from pyplugins.launch import MAX_GRID, POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.device import resident_blocks
+from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 
 __all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
            "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY",

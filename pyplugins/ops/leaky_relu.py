@@ -42,16 +42,17 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
-from pyplugins.device import usable_device
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
+from pyplugins.runtime.device import usable_device
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt, numpy_from_trt
 from pyplugins.errors import FieldError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.launch import MAX_GRID, POINTER, Launch
-from pyplugins.numba_launch import ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda, simulated
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.numba_launch import (ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda,
+                                            simulated)
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
 __all__ = ["BLOCK", "NUMBA_BLOCK", "NUMBA_NAMESPACE", "NVIDIA_FIELD_NAME", "LeakyReLU",
@@ -123,7 +124,7 @@ class LeakyReLU(Plugin):
         """Accept TensorRT's field name ``negSlope`` as well as ``neg_slope``, then build.
 
         Raises:
-            FieldError: both names are given, or a bad value (see :mod:`pyplugins.fields`).
+            FieldError: both names are given, or a bad value (see :mod:`pyplugins.runtime.fields`).
         """
         items = [fc[i] for i in range(len(fc))]  # fc has no negative indexing (§10.7)
         names = [f.name for f in items]
@@ -186,7 +187,7 @@ def leaky_relu_kernel(x: Any, y: Any, n: Any, neg_slope: Any) -> None:
 
     Launch contract: ``x``, ``y`` 1-D arrays of ``n`` elements of one float type; ``n`` int64;
     ``neg_slope`` float32; any 1-D grid and block. ``cuda`` is bound to ``numba.cuda`` by
-    :class:`~pyplugins.numba_launch.NumbaKernel` when it compiles (no numba import here).
+    :class:`~pyplugins.runtime.numba_launch.NumbaKernel` when it compiles (no numba import here).
     """
     start = cuda.grid(1)
     step = cuda.gridsize(1)

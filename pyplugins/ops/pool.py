@@ -33,7 +33,7 @@ INT8 is exact at every scale ratio (the kernel requantizes as the reference does
 Example (the eager runner needs a GPU)::
 
     import numpy as np
-    from pyplugins.eager import run
+    from pyplugins.runtime.eager import run
     from pyplugins.ops.pool import Pool
 
     x = np.random.rand(2, 3, 9, 9).astype(np.float32)
@@ -48,14 +48,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import dtypes, shapes
-from pyplugins.creator import register
+from pyplugins import dtypes
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.errors import FieldError, ShapeError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.device import resident_blocks
-from pyplugins.launch import POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.device import resident_blocks
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
 __all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "COLS_SEGMENT_ROWS", "MODES",

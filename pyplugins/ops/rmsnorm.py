@@ -21,7 +21,7 @@ FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
 How each TensorRT callback serves this op: ``docs/ops/rmsnorm.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
-    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.checker import lifecycle
     >>> from pyplugins.ops.rmsnorm import RMSNorm
     >>> report = lifecycle.run(RMSNorm.creator, ["1-3-8x5x64:float16", "64:float16"],
     ...                        {"eps": 1e-5}, device="cpu")
@@ -37,15 +37,15 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.error_reports import describe
+from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.launch import MAX_GRID, POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
 __all__ = ["RMSNorm", "grid_size", "rows_per_block"]

@@ -39,7 +39,7 @@ How each TensorRT callback serves this op: ``docs/ops/rope.md``.
 Example (the eager runner needs a GPU)::
 
     import numpy as np
-    from pyplugins.eager import run
+    from pyplugins.runtime.eager import run
     from pyplugins.ops.rope import RoPE
 
     x = np.random.randn(2, 16, 4, 64).astype(np.float16)
@@ -56,15 +56,16 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import dtypes, shapes
-from pyplugins.creator import register
+from pyplugins import dtypes
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.errors import FieldError, ShapeError
-from pyplugins.fields import Field
-from pyplugins.formats import Formats
-from pyplugins.kernels import Kernel
-from pyplugins.device import resident_blocks
-from pyplugins.launch import POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.formats import Formats
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.device import resident_blocks
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
 __all__ = ["BLOCK", "GRID_WAVES", "LAYOUTS", "RoPE", "TABLE", "TABLE_PAIRS", "TABLE_WAVES",

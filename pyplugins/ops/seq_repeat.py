@@ -20,7 +20,7 @@ INT32; the tests compare every type with ``np.array_equal``).
 How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
-    >>> from pyplugins.emulator import lifecycle
+    >>> from pyplugins.checker import lifecycle
     >>> from pyplugins.emulator.specs import TensorSpec
     >>> from pyplugins.ops.seq_repeat import SeqRepeat
     >>> spec = TensorSpec((2, -1, 4), "float16", min=(2, 1, 4), opt=(2, 5, 4),
@@ -37,15 +37,15 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins import shapes
-from pyplugins.creator import register
+from pyplugins.runtime import shapes
+from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
-from pyplugins.error_reports import describe
+from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
-from pyplugins.fields import Field
-from pyplugins.kernels import Kernel
-from pyplugins.launch import MAX_GRID, POINTER, Launch
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.fields import Field
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.plugin import Plugin
 
 __all__ = ["SeqRepeat", "grid_size"]
 

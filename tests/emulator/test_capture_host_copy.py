@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, lifecycle
+from pyplugins.checker import _fresh, lifecycle
 
 emulator.install()
 PLUGIN = Path(__file__).parent / "plugins" / "bad_capture_host.py"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, lifecycle
-from pyplugins.emulator.checks import CHECKS, Violation, beyond_pos, clones, outputs, serialization
+from pyplugins.checker import _fresh, lifecycle
+from pyplugins.checker.checks import CHECKS, Violation, beyond_pos, clones, outputs, serialization
 from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()
@@ -309,7 +309,7 @@ def test_output_holding_the_poison_value_is_not_unwritten_when_the_second_run_di
     """int8 -91 is 0xA5, the first poison byte: a correct kernel may write it."""
     import numpy as np
 
-    from pyplugins.emulator.checks.outputs import output_violations, poison_pattern
+    from pyplugins.checker.checks.outputs import output_violations, poison_pattern
 
     shape, dt = (4,), np.int8
     values = np.array([-91, 3, -91, 7], dtype=np.int8).view(np.uint8)

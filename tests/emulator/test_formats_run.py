@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, buffers, lifecycle
+from pyplugins.checker import _fresh, buffers, lifecycle
 from pyplugins.emulator.enums import TensorFormat as F
 from pyplugins.emulator.layouts import LAYOUTS, from_format, runnable, to_format
 

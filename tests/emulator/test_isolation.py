@@ -12,8 +12,10 @@ import pytest
 
 import pyplugins as pp
 from pyplugins import emulator
-from pyplugins.emulator import _fresh, lifecycle, trampoline
+from pyplugins.checker import _fresh, lifecycle
+from pyplugins.emulator import trampoline
 from pyplugins.emulator.specs import TensorSpec
+from pyplugins.runtime import creator
 from pyplugins.errors import RegistrationError
 
 emulator.install()
@@ -131,7 +133,7 @@ def test_concurrent_register_replace_is_safe():
     assert errors == []
     key = ("PPStormReplace", "1", "")
     winner = emulator.get_plugin_registry().get_creator(*key)
-    assert winner is not None and pp.creator.registered()[key] is winner
+    assert winner is not None and creator.registered()[key] is winner
     assert sum(cls.creator is winner for cls in classes) == 1
     for cls in classes:
         pp.unregister(cls)

@@ -10,7 +10,8 @@ import pytest
 
 from pyplugins import emulator
 from pyplugins._config import override
-from pyplugins.emulator import DataType, TensorFormat, _fresh, lifecycle, trampoline
+from pyplugins.emulator import DataType, TensorFormat, trampoline
+from pyplugins.checker import _fresh, lifecycle
 from pyplugins.emulator.specs import TensorSpec
 
 emulator.install()  # `import tensorrt` in the plugin modules gives the emulator
@@ -194,7 +195,7 @@ def test_format_search_stops_at_limit():
     sfc = calls.of("supports_format_combination")
     last = [e for e in sfc if e.args[0] == 2]
     assert len(last) == limit and len(sfc) > limit
-    from pyplugins.emulator.format_search import search_formats
+    from pyplugins.checker.format_search import search_formats
     from pyplugins.emulator.specs import TensorSpec
     from pyplugins.emulator.tensors import PluginTensors
 

@@ -65,7 +65,7 @@ def test_bool_tensors_on_a_v2_plugin(capsys):
 
 def test_v2_plugins_are_never_offered_bool_or_uint8(capsys):
     from pyplugins import emulator as trt
-    from pyplugins.emulator.format_search import search_formats
+    from pyplugins.checker.format_search import search_formats
     from pyplugins.emulator.specs import TensorSpec
     from pyplugins.emulator.tensors import PluginTensors
 

@@ -10,7 +10,7 @@ import pytest
 from pyplugins import emulator as trt
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.onnx_import import fields_from_attributes
-from pyplugins.emulator.trace import Trace, TraceEntry, summarize
+from pyplugins.checker.trace import Trace, TraceEntry, summarize
 
 Op = trt.DimensionOperation
 

@@ -9,9 +9,10 @@ import pytest
 
 from pyplugins import emulator
 from pyplugins._config import override
-from pyplugins.emulator import _fresh, lifecycle, trampoline
-from pyplugins.emulator.checks.recorder import Recorder
-from pyplugins.emulator.lifecycle import TensorSpec
+from pyplugins.checker import _fresh, lifecycle
+from pyplugins.emulator import trampoline
+from pyplugins.checker.checks.recorder import Recorder
+from pyplugins.checker.lifecycle import TensorSpec
 
 emulator.install()
 
@@ -134,7 +135,7 @@ class _HostRun:
     memory = {}
 
     def __init__(self, inputs, outputs, workspace):
-        from pyplugins.emulator.checks.outputs import GUARD_BYTES, poison_pattern
+        from pyplugins.checker.checks.outputs import GUARD_BYTES, poison_pattern
 
         self.cp = type("cp", (), {"asnumpy": staticmethod(np.asarray)})
         self.inputs = [np.array(a) for a in inputs]
@@ -161,7 +162,7 @@ class _HostRun:
 
 
 def _runtime(monkeypatch, enqueue, arrays, shapes, dtypes, **kwargs):
-    from pyplugins.emulator import buffers, runtime_v3
+    from pyplugins.checker import buffers, runtime_v3
 
     monkeypatch.setattr(buffers, "DeviceRun", _HostRun)
     return runtime_v3.runtime_enqueue(enqueue, arrays, shapes, dtypes, 0, Recorder(),
@@ -284,7 +285,7 @@ class _HostScaleCreator(emulator.IPluginCreatorV3One):
 
 
 def _fake_device(monkeypatch, timed=None, order=None):
-    from pyplugins.emulator import buffers, runtime_v3
+    from pyplugins.checker import buffers, runtime_v3
 
     monkeypatch.setattr(buffers, "cupy_or_reason", lambda: (object(), None))
     monkeypatch.setattr(buffers, "DeviceRun", _HostRun)

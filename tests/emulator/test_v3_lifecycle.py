@@ -8,7 +8,8 @@ import pytest
 
 from pyplugins import emulator
 from pyplugins._config import override
-from pyplugins.emulator import _fresh, lifecycle, trampoline
+from pyplugins.checker import _fresh, lifecycle
+from pyplugins.emulator import trampoline
 
 emulator.install()
 

@@ -13,7 +13,7 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins import cli
-from pyplugins.creator import register
+from pyplugins.runtime.creator import register
 from pyplugins.emulator import trampoline
 
 REPO = Path(__file__).resolve().parents[2]

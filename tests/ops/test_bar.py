@@ -7,7 +7,8 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import LaunchError, SerializationError, ShapeError
 from pyplugins.ops.bar import BarPlugin
@@ -298,8 +299,8 @@ def test_gpu_knobs_thread_split_and_grids(options, dtype):
     # on one thread (no split: it copies both), with A or B empty, na and nb far apart (the
     # split gives A one thread), and na off a whole vector (out0 + na unaligned).
     cp = pytest.importorskip("cupy")
-    from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.ops.bar import BLOCK, grid_size
 
     ctype = {np.float32: "float", np.float16: "__half", np.int8: "signed char"}[dtype]

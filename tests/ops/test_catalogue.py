@@ -10,7 +10,7 @@ import pytest
 
 import pyplugins.ops
 import pyplugins.trt as trt
-from pyplugins.plugin import Plugin
+from pyplugins.runtime.plugin import Plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.stem for p in (ROOT / "pyplugins" / "ops").glob("*.py")

@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyplugins.trt as trt
-from pyplugins import formats
+from pyplugins.runtime import formats
 from pyplugins._config import override
 from pyplugins.dtypes import ctype_from_trt, trt_from_numpy
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
-from pyplugins.kernels import Kernel, instantiations
+from pyplugins.runtime.kernels import Kernel, instantiations
 from pyplugins.ops.circ_pad import BLOCK, PARAMS_DTYPE, CircPad, launch_plan, pad_widths
 
 from .support import check_cli, dyn, run_demo
@@ -337,7 +338,7 @@ def check_direct_launch(cp, fn, grid, params, host, expected, x_off, y_off):
     y at element offsets ``x_off`` / ``y_off`` into their buffers, y's poisoned (NaN for half,
     else -1) with 9 spare elements past its end, then asserts that y holds ``expected`` (flat)
     and that every other element of its buffer kept the poison."""
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.launch import POINTER, Launch
 
     xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
     half = host.dtype == np.float16
@@ -356,7 +357,7 @@ def check_direct_launch(cp, fn, grid, params, host, expected, x_off, y_off):
 def gpu_check(spec, pads, **kwargs):
     # BOOL and UINT8: TensorRT gives them to IPluginV3 plugins only (a V2 plugin on them is
     # refused, tested on the CPU below), so CircPad runs as V3 for them.
-    from pyplugins.creator import register
+    from pyplugins.runtime.creator import register
 
     v3 = np.dtype(spec.dtype) in (np.dtype(np.bool_), np.dtype(np.uint8))
     try:
@@ -378,7 +379,7 @@ def gpu_check(spec, pads, **kwargs):
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8])
 def test_bool_and_uint8_are_accepted_as_v3(dtype):
-    from pyplugins.creator import register
+    from pyplugins.runtime.creator import register
 
     try:
         register(CircPad, replace=True, interface="v3")
@@ -436,7 +437,7 @@ def test_gpu_fresh_process():
 @pytest.mark.gpu
 def test_gpu_eager_run_on_cupy_arrays():
     cp = pytest.importorskip("cupy")
-    from pyplugins.eager import run
+    from pyplugins.runtime.eager import run
 
     x = random_array((2, 3, 33), np.float32)
     y = run(CircPad, cp.asarray(x), pads=[3, 4, 1, 1])

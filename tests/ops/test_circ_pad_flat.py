@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.kernels import instantiations
+from pyplugins.runtime.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_PARAMS_DTYPE, CircPad, flat_magic31, flat_magic64,
                                     launch_plan)
@@ -260,7 +260,7 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
                                                       options, grid_cap):
     """Input and output at odd element offsets; a grid smaller than the work (the kernel's
     grid-stride loop); the knobs the benchmark variants compile."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
 
     host = random_array(shape, dtype, seed=x_off + y_off)
     expected = padded(host, pads).reshape(-1)

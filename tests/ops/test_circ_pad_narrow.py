@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.kernels import instantiations
+from pyplugins.runtime.kernels import instantiations
 from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad,
                                     launch_plan)
@@ -330,7 +330,7 @@ def test_gpu_narrow_kernel_unaligned_pointers_crops_and_knobs(cp, dtype, x_off, 
     """circ_pad_narrow launched directly: input and output at odd element offsets, negative pads
     (crops, which the plugin's field refuses but the kernel pads), grids smaller than the planes
     (several tiles a block: the pipeline), the table off and a table too small for most widths."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
     from pyplugins.ops.circ_pad import pad_widths
 
     host = random_array(shape, dtype, seed=x_off + 3 * y_off)

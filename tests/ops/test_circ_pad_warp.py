@@ -287,7 +287,7 @@ def test_gpu_warp_kernel_pointers_grids_and_knobs(cp, dtype, x_off, shape, pads,
     """y at every element offset 0..V-1 (the row heads and tails), x aligned and not (the wrap
     copy placed after the row lands), grids of one and three blocks (grid-stride over rows,
     the pipeline's slots reused) and the full grid; the knobs the benchmark variants compile."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
 
     itemsize = np.dtype(dtype).itemsize
     shape = shape[:-1] + (shape[-1] * 8 // itemsize,)  # 512- or 1024-byte rows, any dtype
@@ -304,8 +304,8 @@ def test_gpu_warp_kernel_pointers_grids_and_knobs(cp, dtype, x_off, shape, pads,
 @pytest.mark.gpu
 def test_gpu_warp_kernel_refuses_rows_beyond_its_slots(cp):
     """Rows longer than CIRC_PAD_WARP_ROW (the host never sends them): nothing is written."""
-    from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
 
     host = random_array((4, 1024), np.float32)
     plan = launch_plan(host.shape, [1, 1], 4)  # 4 KiB rows

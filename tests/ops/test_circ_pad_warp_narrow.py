@@ -259,7 +259,7 @@ def test_gpu_warp_narrow_at_every_y_offset(cp, dtype, x_off, case, options, grid
     """Launched directly: y at element offsets 0..V-1 (groups defined on y's aligned vectors, the
     output's partial end vectors), x aligned or not, a grid of 1 block and other small grids
     (the warps' grid-stride loop), the knobs the benchmark variants compile."""
-    from pyplugins.kernels import Kernel
+    from pyplugins.runtime.kernels import Kernel
 
     itemsize = np.dtype(dtype).itemsize
     shape, pads = _shapes(itemsize)[case]

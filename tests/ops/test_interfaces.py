@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins.creator import register
-from pyplugins.emulator import lifecycle
+from pyplugins.runtime.creator import register
+from pyplugins.checker import lifecycle
 from pyplugins.ops import (BarPlugin, CircPad, LeakyReLU, LeakyReLUNumba, Pool, RMSNorm, RoPE,
                            SeqRepeat)
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins import formats
+from pyplugins.runtime import formats
 from pyplugins._config import override
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.ops.leaky_relu import BLOCK, NVIDIA_FIELD_NAME, LeakyReLU, grid_size
@@ -307,7 +308,7 @@ def test_gpu_fresh_process():
 @pytest.mark.gpu
 def test_gpu_eager_run_on_cupy_arrays():
     cp = pytest.importorskip("cupy")
-    from pyplugins.eager import run
+    from pyplugins.runtime.eager import run
 
     x = data_of((5, 77), np.float16)
     y = run(LeakyReLU, cp.asarray(x), neg_slope=0.05)
@@ -359,8 +360,8 @@ def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
     # (scalar head, vector body, scalar tail) and off by different amounts (all scalar), and
     # on a grid capped below the need (the grid-stride loop takes the rest).
     cp = pytest.importorskip("cupy")
-    from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
 
     ctype = {np.float32: "float", np.float16: "__half"}[dtype]
     fn = Kernel("leaky_relu.cu", "leaky_relu<{T}>", options=options).function(ctype)

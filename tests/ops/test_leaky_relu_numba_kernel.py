@@ -97,7 +97,7 @@ def test_nvidia_style_numba_plugin_cannot_enqueue_in_the_simulator():
 # -- GPU -----------------------------------------------------------------------------------------
 
 def gpu_report(creator, spec, fields=None):
-    from pyplugins.emulator import lifecycle
+    from pyplugins.checker import lifecycle
 
     return lifecycle.run(creator, [spec], fields, device="gpu")
 

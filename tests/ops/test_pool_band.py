@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from pyplugins.kernels import Kernel, kernels_dir
+from pyplugins.runtime.kernels import Kernel, kernels_dir
 from pyplugins.ops import pool as pool_op
 from pyplugins.ops.pool import (BAND_KERNEL, BAND_WINDOW, band_blocks, block_size, blocks_needed,
                                 kernel_name, output_size)

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from pyplugins.kernels import kernels_dir
+from pyplugins.runtime.kernels import kernels_dir
 from pyplugins.ops import pool as pool_op
 from pyplugins.ops.pool import BAND_KERNELS, blocks_needed, cols_blocks, kernel_name, output_size
 

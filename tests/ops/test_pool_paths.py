@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyplugins.kernels import Kernel
+from pyplugins.runtime.kernels import Kernel
 from pyplugins.ops.pool import BAND_KERNEL, WIDE_WINDOWS, Pool, block_size, kernel_name, output_size
 from pyplugins.testing import assert_close
 

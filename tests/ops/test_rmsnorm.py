@@ -9,7 +9,8 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.rmsnorm import RMSNorm
@@ -288,8 +289,8 @@ def test_gpu_kernel_knobs_grids_and_alignment(options, dtype):
     # (the element path, whose rows take more threads than grid_size assumed: the kernel's
     # row loop covers the rest).
     cp = pytest.importorskip("cupy")
-    from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.ops.rmsnorm import grid_size
 
     ctype = {np.float32: "float", np.float16: "__half"}[dtype]

@@ -9,12 +9,13 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins._config import override
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.emulator.descs import PluginTensorDesc
 from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.errors import FieldError, LaunchError, ShapeError
-from pyplugins.formats import combinations
+from pyplugins.runtime.formats import combinations
 from pyplugins.ops.rope import RoPE
 from pyplugins.testing import assert_close
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pyplugins.trt as trt
-from pyplugins.kernels import Kernel, kernels_dir
+from pyplugins.runtime.kernels import Kernel, kernels_dir
 from pyplugins.ops import rope as rope_op
 from pyplugins.ops.rope import (BLOCK, LAYOUTS, TABLE_PAIRS, TILE_UNITS, RoPE, kernel_for,
                                 table_tiles)

@@ -7,7 +7,8 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
-from pyplugins.emulator import lifecycle, onnx_import, trampoline
+from pyplugins.checker import lifecycle
+from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError, SerializationError, ShapeError
 from pyplugins.ops.seq_repeat import SeqRepeat
@@ -248,8 +249,8 @@ def test_gpu_unroll_knob_grids_and_alignment(unroll, dtype):
     # on one block (every unit a grid-stride trip), and with x and y one element off 16-byte
     # alignment (path "gather" on a grid sized for path "rows").
     cp = pytest.importorskip("cupy")
-    from pyplugins.kernels import Kernel
-    from pyplugins.launch import POINTER, Launch
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.ops.seq_repeat import BLOCK, grid_size
 
     ctype = {np.float32: "float", np.float16: "__half", np.int8: "signed char"}[dtype]

@@ -4,8 +4,8 @@
 is never written. ``LReLU_TRT:1:numba_past`` loops ``i <= n``: one element past both tensors.
 """
 
-from pyplugins.creator import register
-from pyplugins.numba_launch import NumbaKernel
+from pyplugins.runtime.creator import register
+from pyplugins.runtime.numba_launch import NumbaKernel
 from pyplugins.ops.leaky_relu import LeakyReLUNumba
 
 

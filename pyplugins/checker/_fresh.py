@@ -1,0 +1,165 @@
+"""Importing a plugin module with the emulator installed, and the fresh-process check's child.
+
+:func:`import_module` loads a plugin module by name or ``.py`` path (never as ``__main__``).
+``python -m pyplugins.checker._fresh DIR`` is the child process of the fresh-process check
+(:mod:`pyplugins.checker.checks.fresh_process`): it imports the module, looks up the creator,
+``deserialize_plugin`` -> ``initialize`` -> ``clone`` -> ``configure_plugin`` at opt ->
+``enqueue`` (GPU) and ``serialize``, and writes outputs and bytes back into DIR. Any ``[ERROR]``
+line or exception makes it exit non-zero.
+
+Example:
+    >>> mod = import_module("json")
+    >>> mod.__name__
+    'json'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+
+__all__ = ["import_module", "main", "module_of"]
+
+
+def import_module(spec: str) -> ModuleType:
+    """Import a plugin module, with ``import tensorrt`` resolving to the emulator (when real
+    TensorRT is absent).
+
+    Args:
+        spec: an importable module name (``"my_pkg.plugins"``) or a ``.py`` file path. A path is
+            imported once per process, under a name derived from the path (never ``__main__``).
+    """
+    from pyplugins import emulator
+    from pyplugins.checker import discovery
+
+    emulator.install()
+    path = Path(spec)
+    if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
+        path = path.resolve()
+        if not path.is_file():
+            msg = f"plugin module {spec!r}: no such file"
+            raise FileNotFoundError(msg)
+        digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+        name = f"_pyplugins_user_{path.stem}_{digest}"
+        module = sys.modules.get(name)
+        if module is not None:
+            return module
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            msg = f"plugin module {spec!r} cannot be imported as Python source"
+            raise ImportError(msg)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    else:
+        module = importlib.import_module(spec)
+    discovery.register_defined_creators(module)  # what the module's __main__ block would do
+    return module
+
+
+def module_of(obj: Any) -> Optional[str]:
+    """The module spec (name or file path) that defines ``obj``'s class, for a fresh process."""
+    name = type(obj).__module__
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if name == "__main__" or name.startswith("_pyplugins_user_"):
+        return path
+    return name if module is not None else None
+
+
+# -- the child ----------------------------------------------------------------------------------
+
+def _descs(items: Sequence[Dict[str, Any]], dynamic: bool) -> List[Any]:
+    from pyplugins.emulator import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
+
+    result = []
+    for d in items:
+        desc = PluginTensorDesc(d["opt"], DataType[d["type"]], TensorFormat[d["format"]],
+                                d["scale"])
+        result.append(DynamicPluginTensorDesc(desc, d["min"], d["opt"], d["max"]) if dynamic
+                      else desc)
+    return result
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"pyplugins fresh process: {message}\n")
+    return 1
+
+
+def _child(work: Path) -> int:
+    spec = json.loads((work / "spec.json").read_text())
+    import_module(spec["module"])
+    from pyplugins.emulator import get_plugin_registry, trampoline
+
+    errors: List[str] = []
+    trampoline.listeners.append(lambda ev: errors.append(ev.error) if ev.error else None)
+    key = tuple(spec["key"])
+    creator = get_plugin_registry().get_creator(*key)
+    if creator is None:
+        return _fail(f"importing {spec['module']!r} registered no creator for {key!r}")
+    plugin = trampoline.deserialize_plugin(creator, spec["node_name"],
+                                           (work / "engine.bin").read_bytes())
+    if plugin is None:
+        return _fail("deserialize_plugin returned no plugin")
+    if trampoline.initialize(plugin) != 0:
+        return _fail("initialize() failed")
+    context = trampoline.clone(plugin)
+    if context is None:
+        return _fail("clone() returned no plugin")
+    trampoline.configure_plugin(context, _descs(spec["inputs"], True),
+                                _descs(spec["outputs"], True))
+    in_descs, out_descs = _descs(spec["inputs"], False), _descs(spec["outputs"], False)
+    workspace = trampoline.get_workspace_size(context, in_descs, out_descs)
+    if spec["gpu"]:
+        from pyplugins import dtypes
+        from pyplugins.checker.buffers import DeviceRun
+
+        arrays = [np.load(work / f"in_{i}.npy") for i in range(len(in_descs))]
+        metas = [(tuple(d.dims), dtypes.numpy_from_trt(d.type)) for d in out_descs]
+        run = DeviceRun(arrays, metas, workspace)
+        status = run.call(lambda i, o, w, s: trampoline.enqueue(context, in_descs, out_descs,
+                                                               i, o, w, s))
+        if status != 0:
+            return _fail("enqueue failed")
+        for i, out in enumerate(run.outputs()):
+            np.save(work / f"out_{i}.npy", out)
+    data = trampoline.serialize(context)
+    if data is not None:
+        (work / "reserialized.bin").write_bytes(data)
+    trampoline.destroy(context)
+    trampoline.terminate(plugin)
+    trampoline.destroy(plugin)
+    if errors:
+        return _fail(f"{len(errors)} plugin callback(s) failed (see [ERROR] lines above)")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Child entry point: ``python -m pyplugins.checker._fresh DIR``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        return _fail("usage: python -m pyplugins.checker._fresh DIR")
+    try:
+        return _child(Path(args[0]))
+    except BaseException:  # report anything, including SystemExit from plugin code
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
