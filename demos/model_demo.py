@@ -131,7 +131,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import onnxruntime as ort
 
     from pyplugins.models.runner import ModelRunner
-    from pyplugins.polygraphy_plugins import apply
+    from pyplugins.models.polygraphy_plugins import apply
     from pyplugins.testing import assert_close
 
     original = export(make_block())

@@ -120,10 +120,11 @@ def main(argv=None) -> int:
 
     import pyplugins.ops  # noqa: F401 - registers CircPad and LReLU_TRT
     from pyplugins import _trt
+    from pyplugins.emulator.real import is_emulator
 
     model, x = make_model(np.dtype(args.dtype))
     trt = _trt.load()
-    if not _trt.is_emulator(trt) and args.device == "auto":
+    if not is_emulator(trt) and args.device == "auto":
         print(f"TensorRT {trt.__version__}: building an engine.")
         return run_tensorrt(model, x)
     print("TensorRT is not installed: running the plugin lifecycle in pyplugins' emulator.")

@@ -20,13 +20,9 @@ from types import ModuleType
 from typing import Optional
 
 from pyplugins._config import knobs
+from pyplugins.emulator.real import import_real
 
 _chosen: Optional[ModuleType] = None
-
-
-def is_emulator(module: ModuleType) -> bool:
-    """Whether ``module`` is pyplugins' emulator rather than NVIDIA's TensorRT."""
-    return bool(getattr(module, "__pyplugins_emulator__", False))
 
 
 def load() -> ModuleType:
@@ -46,7 +42,7 @@ def _choose(choice: str) -> ModuleType:
 
     if choice == "emulator":
         return emulator
-    real = _import_real()
+    real = import_real()
     if real is not None:
         return real
     if choice == "tensorrt":
@@ -72,18 +68,3 @@ def _warn_at_caller(message: str) -> None:
     warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
                            module=frame.f_globals.get("__name__", "?"),
                            registry=frame.f_globals.setdefault("__warningregistry__", {}))
-
-
-def _import_real() -> Optional[ModuleType]:
-    """Import NVIDIA's ``tensorrt``; None when absent, broken, or already the emulator."""
-    already = sys.modules.get("tensorrt")
-    if already is not None:
-        return None if is_emulator(already) else already
-    try:
-        import tensorrt  # noqa: PLC0415 - optional, heavy dependency
-    except Exception:  # the PyPI stub packages fail in many ways, not only ImportError
-        sys.modules.pop("tensorrt", None)
-        return None
-    if not hasattr(tensorrt, "IPluginV2DynamicExt"):
-        return None
-    return tensorrt

@@ -28,8 +28,9 @@ def gpu_available() -> bool:
 def real_trt_available() -> bool:
     """Whether NVIDIA's TensorRT (not the emulator) is the active API."""
     from pyplugins import _trt
+    from pyplugins.emulator.real import is_emulator
 
-    return not _trt.is_emulator(_trt.load())
+    return not is_emulator(_trt.load())
 
 
 def pytest_configure(config):

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from pyplugins.emulator import surface
+from pyplugins.emulator import surface, trampoline  # trampoline: installs the size path
 from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface, IPluginV2,
                                       IPluginV2DynamicExt, IPluginV2DynamicExtBase, IPluginV2Ext,
                                       Logger)
@@ -39,7 +39,9 @@ from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilde
 from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabilityType,
                                       PluginFieldType, TensorFormat, TensorRTPhase)
 from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
-from pyplugins.emulator.registry import IPluginRegistry, emulated_version, get_plugin_registry
+from pyplugins.emulator.real import import_real
+from pyplugins.emulator.registry import IPluginRegistry, get_plugin_registry
+from pyplugins.emulator.version import emulated_version
 
 __pyplugins_emulator__ = True
 
@@ -108,9 +110,7 @@ def install() -> ModuleType:
         >>> tensorrt is trt
         True
     """
-    from pyplugins import _trt
-
-    real = _trt._import_real()
+    real = import_real()
     if real is not None:
         return real
     module = sys.modules[__name__]

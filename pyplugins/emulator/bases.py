@@ -20,11 +20,25 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from pyplugins.emulator import idioms
 from pyplugins.emulator.enums import PluginVersion
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
+from pyplugins.emulator.version import emulated_version
+
+#: C++ ``getSerializationSize`` (:func:`pyplugins.emulator.trampoline.get_serialization_size`),
+#: which the trampoline hands over when it loads, so this module need not import it back.
+_size_path: Optional[Callable[[Any], int]] = None
+
+
+def set_size_path(size_path: Callable[[Any], int]) -> None:
+    """Install the binding's size path behind ``IPluginV2.serialization_size``.
+
+    Called once by :mod:`pyplugins.emulator.trampoline` as it loads.
+    """
+    global _size_path
+    _size_path = size_path
 
 
 def cpp_stderr(line: str) -> None:
@@ -156,8 +170,6 @@ class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
     def tensorrt_version(self) -> int:
         """What C++ ``getTensorRTVersion`` reports for a Python plugin (read-only): the plugin
         version ``V2_DYNAMICEXT_PYTHON`` in the top byte, ``NV_TENSORRT_VERSION`` below it."""
-        from pyplugins.emulator.registry import emulated_version
-
         major, minor = emulated_version()
         nv_version = major * 10000 + minor * 100
         return (PluginVersion.V2_DYNAMICEXT_PYTHON.value << 24) | (nv_version & 0xFFFFFF)
@@ -165,9 +177,10 @@ class IPluginV2DynamicExt(IPluginV2DynamicExtBase):
     @property
     def serialization_size(self) -> int:
         """Bytes ``serialize()`` produces, through the binding's size path (read-only)."""
-        from pyplugins.emulator import trampoline
-
-        return trampoline.get_serialization_size(self)
+        if _size_path is None:  # pragma: no cover - pyplugins.emulator imports the trampoline
+            msg = "the emulator's trampoline is not loaded; import pyplugins.emulator first"
+            raise RuntimeError(msg)
+        return _size_path(self)
 
 
 class IPluginCreatorInterface(Unpicklable, metaclass=_BindingMeta):

@@ -374,7 +374,8 @@ def import_node(node: Any, registry: Any = None, model_dir: Optional[str] = None
         LookupError: when no creator is registered under the key (the message lists what is).
         FieldError: when an attribute named in ``field_names`` cannot become a plugin field.
     """
-    from pyplugins.emulator.registry import emulated_version, get_plugin_registry  # noqa: PLC0415
+    from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
+    from pyplugins.emulator.version import emulated_version  # noqa: PLC0415
 
     reg = registry if registry is not None else get_plugin_registry()
     notes: List[str] = []

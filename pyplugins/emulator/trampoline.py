@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from pyplugins.emulator.bases import IPluginCreator, IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.bases import cpp_stderr
+from pyplugins.emulator.bases import cpp_stderr, set_size_path
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType, fresh
@@ -440,3 +440,6 @@ def deserialize_plugin(creator: Any, name: str, data: bytes) -> Optional[Any]:
     if result is not None:
         held[id(result)] = result
     return result
+
+
+set_size_path(get_serialization_size)

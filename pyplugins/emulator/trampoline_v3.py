@@ -35,7 +35,7 @@ from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorRTPhase, fresh
 from pyplugins.emulator.plugin_field import (PluginField, PluginFieldCollection,
                                              PluginFieldCollection_)
-from pyplugins.emulator.registry import emulated_version
+from pyplugins.emulator.version import emulated_version
 from pyplugins.emulator.trampoline import as_bool, as_size_t, held, invoke
 
 class _Failed:

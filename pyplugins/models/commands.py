@@ -79,7 +79,7 @@ def add_patterns_dir(subparsers: Any) -> None:
 
 
 def _print_patterns_dir(args: Any) -> int:
-    from pyplugins.polygraphy_plugins import directory  # noqa: PLC0415
+    from pyplugins.models.polygraphy_plugins import directory  # noqa: PLC0415
 
     print(directory(), file=sys.stdout)
     return 0

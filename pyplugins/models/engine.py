@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from pyplugins import _trt
+from pyplugins.emulator.real import is_emulator
 from pyplugins.errors import PyPluginsError, missing
 
 Shape = Tuple[int, ...]
@@ -27,7 +28,7 @@ Shape = Tuple[int, ...]
 
 def _real_trt() -> Any:
     trt = _trt.load()
-    if _trt.is_emulator(trt):
+    if is_emulator(trt):
         raise missing("tensorrt", "building and running engines (the emulator builds none)", "trt")
     return trt
 

@@ -20,59 +20,16 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from pyplugins.models.graph import (Refusal, axis_index, constant, ints, only_consumer,
                                     other_input, producer, rank, scalar)
+from pyplugins.models.match import Found, Match, check_float, dtype_of
+from pyplugins.models.rope_pattern import find_rope
 
-__all__ = ["FINDERS", "Match", "check_float", "find"]
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float16))
-
-
-@dataclass
-class Match:
-    """One subgraph to replace by a plugin node.
-
-    Attributes:
-        inputs: names of the subgraph's input tensors, in the plugin's input order.
-        outputs: names of its output tensors.
-        attributes: the plugin node's attributes (plain Python values, YAML-safe).
-        where: the node the match was found at, for messages.
-    """
-
-    inputs: List[str]
-    outputs: List[str]
-    attributes: Dict[str, Any] = field(default_factory=dict)
-    where: str = ""
-
-    def to_polygraphy(self) -> Dict[str, Any]:
-        """The dict ``get_matching_subgraphs`` returns per instance."""
-        return {"inputs": list(self.inputs), "outputs": list(self.outputs),
-                "attributes": dict(self.attributes)}
-
-
-Found = Tuple[List[Match], List[str]]
-
-
-def _dtype(tensor: Any) -> Optional[np.dtype]:
-    dtype = getattr(tensor, "dtype", None)
-    try:
-        return None if dtype is None else np.dtype(dtype)
-    except TypeError:
-        return None
-
-
-def check_float(tensor: Any, plugin: str) -> None:
-    """Refuse a tensor declared with a type other than float32/float16."""
-    dtype = _dtype(tensor)
-    if dtype is not None and dtype not in _FLOATS:
-        msg = f"{plugin} takes float32 or float16, and {tensor.name!r} is {dtype}"
-        raise Refusal(msg)
-
+__all__ = ["FINDERS", "find"]
 
 def _last_dim(x: Any) -> Optional[int]:
     shape = getattr(x, "shape", None)
@@ -95,8 +52,8 @@ def _check_weight(x: Any, w: Any) -> None:
         msg = (f"the weight {w.name!r} has shape {tuple(w_shape)}; RMSNorm needs exactly [D] "
                f"with D = the last dim of {x.name!r} ({d if d is not None else 'unknown'})")
         raise Refusal(msg)
-    if _dtype(w) is not None and _dtype(x) is not None and _dtype(w) != _dtype(x):
-        msg = f"the weight {w.name!r} is {_dtype(w)} but {x.name!r} is {_dtype(x)}"
+    if dtype_of(w) is not None and dtype_of(x) is not None and dtype_of(w) != dtype_of(x):
+        msg = f"the weight {w.name!r} is {dtype_of(w)} but {x.name!r} is {dtype_of(x)}"
         raise Refusal(msg)
 
 
@@ -290,16 +247,10 @@ def find_circ_pad(graph: Any) -> Found:
     return matches, refusals
 
 
-def _find_rope(graph: Any) -> Found:
-    from pyplugins.models.rope_pattern import find_rope  # noqa: PLC0415
-
-    return find_rope(graph)
-
-
 #: Plugin name (the Polygraphy plugin directory's name) -> (ONNX op type, finder).
 FINDERS: Dict[str, Tuple[str, Callable[[Any], Found]]] = {
     "RMSNorm": ("RMSNorm", find_rmsnorm),
-    "RoPE": ("RoPE", _find_rope),
+    "RoPE": ("RoPE", find_rope),
     "CircPad": ("CircPad", find_circ_pad),
     "LReLU_TRT": ("LReLU_TRT", find_leaky_relu),
 }

@@ -24,7 +24,7 @@ import numpy as np
 
 from pyplugins.models.graph import (Refusal, axis_index, constant, ints, only_consumer,
                                     other_input, producer, rank)
-from pyplugins.models.patterns import Found, Match, check_float
+from pyplugins.models.match import Found, Match, check_float
 
 __all__ = ["find_rope", "solve", "tables"]
 

@@ -78,9 +78,10 @@ def load_plugin_modules(modules: Sequence[str]) -> None:
             plugins through the emulator), or a module fails to import.
     """
     from pyplugins import _trt  # noqa: PLC0415
+    from pyplugins.emulator.real import is_emulator  # noqa: PLC0415
     from pyplugins.checker._fresh import import_module  # noqa: PLC0415
 
-    if not _trt.is_emulator(_trt.load()):
+    if not is_emulator(_trt.load()):
         msg = ("pyplugins' model runner drives plugins through its TensorRT emulator, but this "
                "process already uses the real TensorRT; run with PYPLUGINS_TRT=emulator, or "
                "build an engine with pyplugins.models.trt_build instead.")

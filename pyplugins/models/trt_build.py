@@ -37,9 +37,10 @@ class EngineMismatchError(RuntimeError):
 
 def _real_trt() -> Any:
     from pyplugins import _trt  # noqa: PLC0415
+    from pyplugins.emulator.real import is_emulator  # noqa: PLC0415
 
     trt = _trt.load()
-    if _trt.is_emulator(trt):
+    if is_emulator(trt):
         msg = ("building an engine needs NVIDIA's TensorRT, and this process uses pyplugins' "
                "emulator: pip install 'pyplugins[trt]' and unset PYPLUGINS_TRT (or set it to "
                "'tensorrt').")

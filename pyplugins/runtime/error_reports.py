@@ -25,7 +25,7 @@ import traceback
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 import pyplugins.trt as trt
-from pyplugins import _trt
+from pyplugins.emulator.real import is_emulator
 from pyplugins.errors import PyPluginsError
 
 logger = logging.getLogger("pyplugins")
@@ -130,7 +130,7 @@ def report(plugin: Any, method: str, args: tuple, err: BaseException,
     # One line names what TensorRT's own "[ERROR] Exception caught in X()" line does not; the
     # traceback is for debugging (DEBUG level), and pyplugins' own errors explain themselves.
     debug = not isinstance(err, PyPluginsError) and logger.isEnabledFor(logging.DEBUG)
-    if _trt.is_emulator(trt) or logger.hasHandlers():
+    if is_emulator(trt) or logger.hasHandlers():
         logger.error(msg)
         if debug:
             logger.debug("traceback of the error above:", exc_info=err)

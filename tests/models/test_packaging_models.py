@@ -6,7 +6,7 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
-from pyplugins.polygraphy_plugins import directory
+from pyplugins.models.polygraphy_plugins import directory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,8 +20,8 @@ def _cfg():
 def test_pattern_files_are_package_data_and_packages_are_listed():
     cfg = _cfg()
     packages = cfg["options"]["packages"].split()
-    assert {"pyplugins.models", "pyplugins.polygraphy_plugins"} <= set(packages)
-    assert cfg["options.package_data"]["pyplugins.polygraphy_plugins"].strip() == "*/pattern.py"
+    assert {"pyplugins.models", "pyplugins.models.polygraphy_plugins"} <= set(packages)
+    assert cfg["options.package_data"]["pyplugins.models.polygraphy_plugins"].strip() == "*/pattern.py"
     found = sorted(p.parent.name for p in Path(directory()).glob("*/pattern.py"))
     assert found == ["CircPad", "LReLU_TRT", "RMSNorm", "RoPE"]
 

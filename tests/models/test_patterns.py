@@ -11,7 +11,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from pyplugins.models.patterns import find  # noqa: E402
 from pyplugins.models.rope_pattern import solve, tables  # noqa: E402
-from pyplugins.polygraphy_plugins import apply  # noqa: E402
+from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
 from tests.models import builders as b  # noqa: E402
 
 

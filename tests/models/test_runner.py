@@ -15,7 +15,7 @@ gs = pytest.importorskip("onnx_graphsurgeon")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: E402
-from pyplugins.polygraphy_plugins import apply  # noqa: E402
+from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 from tests.models import builders as b  # noqa: E402
 

@@ -12,7 +12,7 @@ gs = pytest.importorskip("onnx_graphsurgeon")
 onnx = pytest.importorskip("onnx")
 
 from pyplugins.models import trt_build  # noqa: E402
-from pyplugins.polygraphy_plugins import apply  # noqa: E402
+from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
 from tests.models import builders as b  # noqa: E402
 
 pytestmark = [pytest.mark.trt, pytest.mark.gpu]

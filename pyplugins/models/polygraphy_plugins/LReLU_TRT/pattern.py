@@ -1,12 +1,12 @@
-"""Polygraphy pattern for the RMSNorm plugin (the matching: pyplugins.models.patterns)."""
+"""Polygraphy pattern for the LReLU_TRT plugin (the matching: pyplugins.models.patterns)."""
 
-from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
+from pyplugins.models.polygraphy_plugins import metadata, replace, subgraphs
 
-PLUGIN = "RMSNorm"
+PLUGIN = "LReLU_TRT"
 
 
 def get_matching_subgraphs(graph):
-    """Instances {inputs, outputs, attributes} of the RMSNorm subgraph in a gs graph."""
+    """Instances {inputs, outputs, attributes} of the LReLU_TRT subgraph in a gs graph."""
     return subgraphs(PLUGIN, graph)
 
 

@@ -1,6 +1,6 @@
 """Polygraphy pattern for the RoPE plugin (the matching: pyplugins.models.patterns)."""
 
-from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
+from pyplugins.models.polygraphy_plugins import metadata, replace, subgraphs
 
 PLUGIN = "RoPE"
 

@@ -1,12 +1,12 @@
-"""Polygraphy pattern for the LReLU_TRT plugin (the matching: pyplugins.models.patterns)."""
+"""Polygraphy pattern for the CircPad plugin (the matching: pyplugins.models.patterns)."""
 
-from pyplugins.polygraphy_plugins import metadata, replace, subgraphs
+from pyplugins.models.polygraphy_plugins import metadata, replace, subgraphs
 
-PLUGIN = "LReLU_TRT"
+PLUGIN = "CircPad"
 
 
 def get_matching_subgraphs(graph):
-    """Instances {inputs, outputs, attributes} of the LReLU_TRT subgraph in a gs graph."""
+    """Instances {inputs, outputs, attributes} of the CircPad subgraph in a gs graph."""
     return subgraphs(PLUGIN, graph)
 
 
