@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Optional
 
 from pyplugins._config import knobs
+from pyplugins.errors import install_hint
 from pyplugins.emulator.real import import_real
 
 _chosen: Optional[ModuleType] = None
@@ -47,7 +48,7 @@ def _choose(choice: str) -> ModuleType:
         return real
     if choice == "tensorrt":
         msg = ("PYPLUGINS_TRT=tensorrt but the real TensorRT could not be imported; install it "
-               "with: pip install 'pyplugins[trt]', or set PYPLUGINS_TRT=auto to fall back to "
+               f"with: {install_hint('tensorrt')}, or set PYPLUGINS_TRT=auto to fall back to "
                "pyplugins' emulator.")
         raise ImportError(msg)
     _warn_at_caller("TensorRT is not installed: pyplugins uses its emulator of TensorRT's plugin "

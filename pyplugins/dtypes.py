@@ -1,4 +1,5 @@
-"""One table: TensorRT ``DataType`` <-> NumPy dtype <-> CUDA C++ type name <-> element size.
+"""One table: TensorRT ``DataType`` <-> NumPy dtype <-> CUDA C++ type name <-> element size,
+and every spelling of a data type that pyplugins accepts as text (:func:`from_text`).
 
 Entries are keyed by the enum member's *name*, so the same table serves the real
 ``tensorrt.DataType`` and the emulator's.
@@ -13,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -28,6 +29,8 @@ class DTypeInfo:
         ctype: the CUDA C++ type a templated kernel is instantiated with, or None.
         itemsize: bytes per element (0 for the sub-byte types).
         short: the short name used in CLI specs and kernel cache keys (``"fp32"``).
+        attr: the module-level alias ``tensorrt`` defines for it (``trt.float32``).
+        aliases: further spellings accepted as text (``"float"``, ``"half"``).
     """
 
     trt_name: str
@@ -35,24 +38,60 @@ class DTypeInfo:
     ctype: Optional[str]
     itemsize: int
     short: str
+    attr: str
+    aliases: Tuple[str, ...] = ()
 
 
 _TABLE = (
-    DTypeInfo("FLOAT", np.dtype(np.float32), "float", 4, "fp32"),
-    DTypeInfo("HALF", np.dtype(np.float16), "__half", 2, "fp16"),
-    DTypeInfo("INT8", np.dtype(np.int8), "signed char", 1, "int8"),
-    DTypeInfo("INT32", np.dtype(np.int32), "int", 4, "int32"),
-    DTypeInfo("BOOL", np.dtype(np.bool_), "bool", 1, "bool"),
-    DTypeInfo("UINT8", np.dtype(np.uint8), "unsigned char", 1, "uint8"),
-    DTypeInfo("FP8", None, "__nv_fp8_e4m3", 1, "fp8"),
-    DTypeInfo("BF16", None, "__nv_bfloat16", 2, "bf16"),
-    DTypeInfo("INT64", np.dtype(np.int64), "long long", 8, "int64"),
-    DTypeInfo("INT4", None, None, 0, "int4"),
-    DTypeInfo("FP4", None, None, 0, "fp4"),
-    DTypeInfo("E8M0", None, None, 1, "e8m0"),
+    DTypeInfo("FLOAT", np.dtype(np.float32), "float", 4, "fp32", "float32", ("float",)),
+    DTypeInfo("HALF", np.dtype(np.float16), "__half", 2, "fp16", "float16", ("half",)),
+    DTypeInfo("INT8", np.dtype(np.int8), "signed char", 1, "int8", "int8", ("i8",)),
+    DTypeInfo("INT32", np.dtype(np.int32), "int", 4, "int32", "int32", ("i32",)),
+    DTypeInfo("BOOL", np.dtype(np.bool_), "bool", 1, "bool", "bool"),
+    DTypeInfo("UINT8", np.dtype(np.uint8), "unsigned char", 1, "uint8", "uint8", ("u8",)),
+    DTypeInfo("FP8", None, "__nv_fp8_e4m3", 1, "fp8", "fp8", ("fp8_e4m3", "float8_e4m3fn")),
+    DTypeInfo("BF16", None, "__nv_bfloat16", 2, "bf16", "bfloat16"),
+    DTypeInfo("INT64", np.dtype(np.int64), "long long", 8, "int64", "int64", ("i64",)),
+    DTypeInfo("INT4", None, None, 0, "int4", "int4"),
+    DTypeInfo("FP4", None, None, 0, "fp4", "fp4"),
+    DTypeInfo("E8M0", None, None, 1, "e8m0", "e8m0"),
 )
 _BY_NAME = {info.trt_name: info for info in _TABLE}
 _BY_NUMPY = {info.numpy: info for info in _TABLE if info.numpy is not None}
+_BY_TEXT = {text: info for info in _TABLE
+            for text in (info.trt_name.lower(), info.short, info.attr, *info.aliases)}
+
+
+def rows() -> Tuple[DTypeInfo, ...]:
+    """Every row of the table, in ``DataType`` order."""
+    return _TABLE
+
+
+def from_text(text: str) -> DTypeInfo:
+    """The row a user's spelling names: a member name (``"BF16"``), a short name (``"fp16"``),
+    ``tensorrt``'s alias (``"bfloat16"``), an alias (``"half"``) or a NumPy name (``"float32"``).
+
+    Raises:
+        ValueError: the text names no data type, or one TensorRT does not have (``float64``);
+            the message lists what is accepted.
+
+    Example:
+        >>> from_text("bfloat16").trt_name, from_text("HALF").short, from_text("<f4").trt_name
+        ('BF16', 'fp16', 'FLOAT')
+    """
+    key = str(text).strip().lower()
+    row = _BY_TEXT.get(key)
+    if row is not None:
+        return row
+    accepted = ", ".join(info.attr for info in _TABLE)
+    try:
+        np_dtype = np.dtype(key)
+    except Exception:  # TypeError for unknown names, others for odd strings
+        raise ValueError(f"unknown dtype {text!r}; use one of {accepted}") from None
+    row = _BY_NUMPY.get(np_dtype)
+    if row is None:
+        raise ValueError(f"dtype {text!r} has no TensorRT data type; use one of {accepted}")
+    return row
 
 
 def info(dtype: Any) -> DTypeInfo:

@@ -11,6 +11,10 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+from typing import Dict, Tuple
+
 
 class PyPluginsError(Exception):
     """Base class of every error raised by pyplugins."""
@@ -67,14 +71,51 @@ class MissingDependencyError(PyPluginsError, ImportError):
     """An optional dependency (cupy, onnx, tensorrt) is needed but not installed."""
 
 
-def missing(package: str, needed_for: str, extra: str) -> MissingDependencyError:
-    """Build the error for an absent optional dependency, with the command that installs it.
+#: Optional dependency (its import name) -> (the pip requirement, the extra of ``setup.cfg`` that
+#: brings it). The distribution is ``pyplugins-trt``: the PyPI name ``pyplugins`` is another project.
+OPTIONAL: Dict[str, Tuple[str, str]] = {
+    "cupy": ("cupy-cuda13x>=13", "cuda"),
+    "numba.cuda": ("numba-cuda[cu13]>=0.30", "numba"),
+    "onnx": ("onnx>=1.15", "onnx"),
+    "onnxruntime": ("onnxruntime>=1.17", "models"),
+    "onnx_graphsurgeon": ("onnx-graphsurgeon>=0.5", "models"),
+    "polygraphy": ("polygraphy>=0.49", "models"),
+    "tensorrt": ("tensorrt>=10,<12", "trt"),
+}
+
+
+def install_hint(module: str) -> str:
+    """The command that installs an optional dependency (see :data:`OPTIONAL`).
 
     Example:
-        >>> str(missing("cupy", "running kernels", "cuda")).startswith("cupy is needed")
-        True
+        >>> install_hint("onnx")
+        "pip install 'onnx>=1.15' (or, in a pyplugins checkout: pip install '.[onnx]')"
     """
-    return MissingDependencyError(
-        f"{package} is needed for {needed_for} but is not installed; "
-        f"install it with: pip install 'pyplugins[{extra}]'"
-    )
+    requirement, extra = OPTIONAL[module]
+    return f"pip install '{requirement}' (or, in a pyplugins checkout: pip install '.[{extra}]')"
+
+
+def missing(module: str, needed_for: str) -> MissingDependencyError:
+    """The error for an absent optional dependency, naming who needs it and how to install it.
+
+    Example:
+        >>> print(missing("cupy", "running kernels"))
+        cupy is needed for running kernels but is not installed; install it with: pip install 'cupy-cuda13x>=13' (or, in a pyplugins checkout: pip install '.[cuda]')
+    """
+    msg = f"{module} is needed for {needed_for} but is not installed; install it with: "
+    return MissingDependencyError(msg + install_hint(module))
+
+
+def require(module: str, needed_for: str) -> ModuleType:
+    """Import an optional dependency (a key of :data:`OPTIONAL`), or raise :func:`missing`'s error.
+
+    The one way pyplugins imports what it does not need eagerly.
+
+    Example:
+        >>> require("onnx", "the example").__name__
+        'onnx'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise missing(module, needed_for) from err

@@ -253,7 +253,7 @@ def test_import_does_not_import_cupy():
 
 def test_missing_cupy_is_actionable(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'pyplugins\[cuda\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'cupy-cuda13x>=13' .*pip install '\.\[cuda\]'"):
         Kernel("leaky_relu.cu", "leaky_relu<{T}>").function("float")
 
 

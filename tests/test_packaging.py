@@ -44,3 +44,21 @@ def test_non_editable_install_finds_every_kernel_source(tmp_path):
     expected = sorted(p.name for p in (ROOT / "kernels_cu").glob("*.cu"))
     assert names.split() == expected
     assert (Path(kernels_dir) / "common.cuh").is_file()
+
+
+def test_the_distribution_name_is_ours_and_install_hints_match_the_extras():
+    """``pyplugins`` on PyPI is another project: install lines name ours, or the real packages."""
+    import configparser
+
+    from pyplugins.errors import OPTIONAL
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    assert cfg["metadata"]["name"] == "pyplugins-trt"
+    extras = {name: [line.strip() for line in text.strip().splitlines()]
+              for name, text in cfg["options.extras_require"].items()}
+    for module, (requirement, extra) in OPTIONAL.items():
+        assert requirement in extras[extra], (module, requirement, extra)
+    texts = [p.read_text() for p in [ROOT / "README.md", *ROOT.glob("docs/**/*.md"),
+                                     *ROOT.glob("pyplugins/**/*.py")]]
+    assert not [t for t in texts if "pip install 'pyplugins[" in t or "pip install pyplugins" in t]

@@ -51,7 +51,7 @@ def test_tensorrt_choice_fails_clearly_without_tensorrt():
         pytest.skip("real TensorRT is installed")
     proc = _run("tensorrt")
     assert proc.returncode != 0
-    assert "PYPLUGINS_TRT=tensorrt" in proc.stderr and "pyplugins[trt]" in proc.stderr
+    assert "PYPLUGINS_TRT=tensorrt" in proc.stderr and "pip install 'tensorrt>=10,<12'" in proc.stderr
 
 
 def test_bad_knob_value_is_named():

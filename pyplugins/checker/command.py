@@ -36,10 +36,6 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 _INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as "
                "min-opt-max, e.g. 1-2-4x3x8x8:float16")
 _PLUGIN_FORM = "NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns"
-_DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "float": "float32",
-                  "i8": "int8", "i32": "int32", "i64": "int64", "u8": "uint8"}
-
-
 class UsageError(Exception):
     """A command-line argument is malformed or names something that does not exist (exit 2)."""
 
@@ -78,7 +74,7 @@ def _dtype(text: str, spec: str) -> Any:
     from pyplugins.emulator.specs import datatype_from_text  # noqa: PLC0415
 
     try:
-        datatype = datatype_from_text(_DTYPE_ALIASES.get(text.lower(), text))
+        datatype = datatype_from_text(text)
     except ValueError as err:
         raise UsageError(f"--input {spec!r}: {err}") from err
     row = dtypes.info(datatype)

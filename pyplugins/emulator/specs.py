@@ -22,16 +22,11 @@ from pyplugins.emulator.enums import DataType, TensorFormat
 
 __all__ = ["TensorSpec", "datatype_from_text", "host_dtype", "random_data", "spec_from_input"]
 
-#: Spellings accepted besides TensorRT's member names, the table's short names and NumPy's names.
-_ALIASES = {"float": "FLOAT", "half": "HALF", "bfloat16": "BF16", "i8": "INT8", "i32": "INT32",
-            "i64": "INT64", "u8": "UINT8", "fp8_e4m3": "FP8", "float8_e4m3fn": "FP8"}
-
-
 def datatype_from_text(text: str) -> DataType:
     """A dtype as a user types it -> the emulator's ``DataType``.
 
-    Accepts TensorRT's member names (``BF16``, ``HALF``), the short names of
-    :mod:`pyplugins.dtypes` (``bf16``, ``fp16``), NumPy names (``float32``) and ``bfloat16``.
+    Accepts every spelling :func:`pyplugins.dtypes.from_text` does (member, short, NumPy and
+    ``tensorrt`` names, and the aliases of the one table).
 
     Raises:
         ValueError: the text names no data type, or one TensorRT does not have (``float64``);
@@ -41,23 +36,7 @@ def datatype_from_text(text: str) -> DataType:
         >>> datatype_from_text("bfloat16").name, datatype_from_text("fp16").name
         ('BF16', 'HALF')
     """
-    key = text.strip()
-    name = _ALIASES.get(key.lower(), key.upper())
-    if name in DataType.__members__:
-        return DataType[name]
-    for trt_name in DataType.__members__:
-        if dtypes.info(trt_name).short == key.lower():
-            return DataType[trt_name]
-    accepted = ", ".join(["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool",
-                          "uint8", "fp8", "int4", "fp4", "e8m0"])
-    try:
-        np_dtype = np.dtype(key.lower())
-    except Exception:  # TypeError for unknown names, others for odd strings
-        raise ValueError(f"unknown dtype {text!r}; use one of {accepted}") from None
-    try:
-        return DataType[dtypes.trt_name_from_numpy(np_dtype)]
-    except TypeError:
-        raise ValueError(f"dtype {text!r} has no TensorRT data type; use one of {accepted}") from None
+    return DataType[dtypes.from_text(text).trt_name]
 
 
 def host_dtype(datatype: Any) -> Optional[np.dtype]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable
 
+from pyplugins import dtypes
 from pyplugins.emulator.dims import Dims
 from pyplugins.emulator.enums import DataType, PybindEnum
 from pyplugins.emulator.surface_table import ENUM_MEMBERS, NAMES
@@ -104,9 +105,7 @@ def common_exit(this: Any, exc_type: Any, exc_value: Any, traceback: Any) -> Non
     """``trt.common_exit``: does nothing, as in TensorRT."""
 
 
-_DTYPE_ALIASES = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8",
-                  "int32": "INT32", "int64": "INT64", "bool": "BOOL", "uint8": "UINT8",
-                  "fp8": "FP8", "int4": "INT4", "fp4": "FP4", "e8m0": "E8M0"}
+_DTYPE_ALIASES = {row.attr: row.trt_name for row in dtypes.rows()}  # trt.float32, ...
 _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "volume": volume, "init_libnvinfer_plugins": init_libnvinfer_plugins,
     "common_enter": common_enter, "common_exit": common_exit,

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins.models.graph import require
+from pyplugins.errors import require
 from pyplugins.models.partition import is_plugin_node
 from pyplugins.models.runner import load_plugin_modules
 

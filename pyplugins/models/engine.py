@@ -1,6 +1,6 @@
 """Real-TensorRT helpers: build an engine from an ONNX model that uses plugins, load it, run it.
 
-This module needs NVIDIA's TensorRT (``pip install 'pyplugins[trt]'``); the emulator builds no
+This module needs NVIDIA's TensorRT (``pip install 'tensorrt>=10,<12'``); the emulator builds no
 engines. It is deliberately thin and written to TensorRT's documented Python API (10.x and 11.x,
 strongly typed networks). Plugins must be registered (import their modules) before building and
 before loading, in every process: TensorRT finds a Python plugin's creator by name, version and
@@ -21,7 +21,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from pyplugins import _trt
 from pyplugins.emulator.real import is_emulator
-from pyplugins.errors import PyPluginsError, missing
+from pyplugins.errors import PyPluginsError, missing, require
 
 Shape = Tuple[int, ...]
 
@@ -29,7 +29,7 @@ Shape = Tuple[int, ...]
 def _real_trt() -> Any:
     trt = _trt.load()
     if is_emulator(trt):
-        raise missing("tensorrt", "building and running engines (the emulator builds none)", "trt")
+        raise missing("tensorrt", "building and running engines (the emulator builds none)")
     return trt
 
 
@@ -96,10 +96,7 @@ def run_plan(plan: bytes, inputs: Mapping[str, Any], *,
         Output tensor name -> CuPy array.
     """
     trt = _real_trt()
-    try:
-        import cupy as cp
-    except ImportError:
-        raise missing("cupy", "running engines", "cuda") from None
+    cp = require("cupy", "running engines")
     runtime = trt.Runtime(_logger(trt))
     engine = runtime.deserialize_cuda_engine(plan)
     if engine is None:

@@ -2,6 +2,7 @@
 
 Example:
     >>> import numpy as np
+    >>> from pyplugins.errors import require
     >>> gs = require("onnx_graphsurgeon", "the example")
     >>> x = gs.Variable("x", np.float32, (2, 8))
     >>> two = gs.Constant("two", np.array(2.0, np.float32))
@@ -14,38 +15,12 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 __all__ = ["Refusal", "axis_index", "constant", "ints", "only_consumer", "other_input",
-           "producer", "rank", "require", "scalar"]
-
-_INSTALL = {
-    "onnx_graphsurgeon": "onnx-graphsurgeon>=0.5",
-    "onnxruntime": "onnxruntime>=1.17",
-    "onnx": "onnx>=1.15",
-    "polygraphy": "polygraphy>=0.49",
-}
-
-
-def require(module: str, user: str) -> Any:
-    """Import an optional dependency, or raise an ImportError saying who needs it and how to
-    install it (``pip install 'pyplugins[models]'``).
-
-    Example:
-        >>> require("numpy", "the example").__name__
-        'numpy'
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        package = _INSTALL.get(module, module)
-        msg = (f"{user} needs the Python package {package!r}, which is not installed: "
-               f"pip install 'pyplugins[models]' (or pip install '{package}').")
-        raise ImportError(msg) from err
-
+           "producer", "rank", "scalar"]
 
 class Refusal(Exception):
     """A subgraph looked like a plugin's pattern but differs in something that matters; the

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Set, Union
 
-from pyplugins.models.graph import require
+from pyplugins.errors import require
 
 __all__ = ["Segment", "is_plugin_node", "split"]
 

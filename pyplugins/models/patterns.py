@@ -9,7 +9,7 @@ replacing, so every doubt refuses.
 
 Example:
     >>> import numpy as np
-    >>> from pyplugins.models.graph import require
+    >>> from pyplugins.errors import require
     >>> gs = require("onnx_graphsurgeon", "the example")
     >>> x, y = gs.Variable("x", np.float32, (2, 8)), gs.Variable("y", np.float32, (2, 8))
     >>> node = gs.Node("LeakyRelu", attrs={"alpha": 0.2}, inputs=[x], outputs=[y])

@@ -44,7 +44,7 @@ def __getattr__(name: str) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _classes() -> dict:
-    from pyplugins.models.graph import require  # noqa: PLC0415
+    from pyplugins.errors import require  # noqa: PLC0415
 
     require("polygraphy", "polygraphy run --pyplugins")
     from polygraphy import util  # noqa: PLC0415

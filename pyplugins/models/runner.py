@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from pyplugins.errors import PyPluginsError
-from pyplugins.models.graph import require
+from pyplugins.errors import require
 from pyplugins.models.partition import Segment, split
 
 __all__ = ["ModelRunError", "ModelRunner", "NodeRun", "load_plugin_modules", "run_model"]

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from pyplugins.models.graph import require
+from pyplugins.errors import MissingDependencyError, install_hint, require
 
 __all__ = ["EngineMismatchError", "build_engine", "load_engine", "stamp"]
 
@@ -42,9 +42,9 @@ def _real_trt() -> Any:
     trt = _trt.load()
     if is_emulator(trt):
         msg = ("building an engine needs NVIDIA's TensorRT, and this process uses pyplugins' "
-               "emulator: pip install 'pyplugins[trt]' and unset PYPLUGINS_TRT (or set it to "
+               f"emulator: {install_hint('tensorrt')} and unset PYPLUGINS_TRT (or set it to "
                "'tensorrt').")
-        raise RuntimeError(msg)
+        raise MissingDependencyError(msg)
     return trt
 
 

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from pyplugins.errors import LaunchError, missing
+from pyplugins.errors import LaunchError, install_hint, missing, require
 
 __all__ = ["current_device", "device_view", "external_stream", "function_handle", "import_cupy",
            "import_driver", "multiprocessors", "no_device_reason", "resident_blocks",
@@ -76,7 +76,7 @@ def _probe() -> Optional[str]:
         import cupy  # noqa: PLC0415 - optional, heavy dependency
     except Exception as err:  # ImportError, or a CUDA library that fails to load
         return (f"no usable CUDA GPU (CuPy is not importable: {err}; install it with "
-                "pip install 'pyplugins[cuda]')")
+                f"{install_hint('cupy')})")
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as err:  # no driver, an old driver, no device: all mean "no GPU here"
@@ -153,11 +153,7 @@ def import_cupy() -> Any:
     Raises:
         MissingDependencyError: CuPy is not installed; the message gives the install command.
     """
-    try:
-        import cupy  # noqa: PLC0415 - optional, heavy dependency
-    except ImportError as err:
-        raise missing("cupy", "launching kernels", "cuda") from err
-    return cupy
+    return require("cupy", "launching kernels")
 
 
 def import_driver() -> Any:
@@ -169,7 +165,7 @@ def import_driver() -> Any:
     try:
         from cupy_backends.cuda.api import driver  # noqa: PLC0415 - optional dependency
     except ImportError as err:
-        raise missing("cupy", "launching kernels", "cuda") from err
+        raise missing("cupy", "launching kernels") from err
     return driver
 
 

@@ -65,13 +65,10 @@ def _data_type_cached(value: Hashable) -> Any:
 
 def _data_type_uncached(value: Any) -> Any:
     if isinstance(value, str):
-        key = value.strip()
-        if hasattr(trt.DataType, key.upper()):
-            return getattr(trt.DataType, key.upper())
-        for name in ("FLOAT", "HALF", "INT8", "INT32", "BOOL", "UINT8", "FP8", "BF16", "INT64",
-                     "INT4", "FP4", "E8M0"):
-            if _dtypes.info(name).short == key.lower():
-                return getattr(trt.DataType, name)
+        try:
+            return getattr(trt.DataType, _dtypes.from_text(value).trt_name)
+        except (ValueError, AttributeError):
+            pass  # reported below, with the plugin's context
     try:
         return _dtypes.trt_from_numpy(value, trt)
     except TypeError:

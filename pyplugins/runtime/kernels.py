@@ -44,7 +44,7 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from pyplugins.errors import KernelCompileError, missing
+from pyplugins.errors import KernelCompileError, require
 
 _STD = "-std=c++17"
 _INSTANTIATE = re.compile(r"^\s*//\s*@instantiate\s+(?P<expr>\S.*?)\s*$")
@@ -220,11 +220,7 @@ def cached_count(device: Optional[int] = None) -> int:
 
 
 def _import_cupy() -> Any:
-    try:
-        import cupy  # noqa: PLC0415 - optional, heavy dependency
-    except ImportError as err:
-        raise missing("cupy", "compiling and running kernels", "cuda") from err
-    return cupy
+    return require("cupy", "compiling and running kernels")
 
 
 def _resolve(source: str | Path, *, kernel: str, options: tuple[str, ...]) -> Path:

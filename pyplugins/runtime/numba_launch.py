@@ -45,7 +45,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins.errors import LaunchError, missing
+from pyplugins.errors import LaunchError, require
 from pyplugins.runtime.launch import check_launch_limits, launch_dims
 
 __all__ = ["ArraySlot", "NumbaKernel", "NumbaLaunch", "numba_cuda", "prefer_simulator",
@@ -86,11 +86,7 @@ def numba_cuda() -> Any:
         return module
     prefer_simulator()
     _numpy_names_numba_cuda_needs()
-    try:
-        from numba import cuda  # noqa: PLC0415 - optional, heavy dependency
-    except ImportError as err:
-        raise missing("numba-cuda", "numba kernels", "numba") from err
-    return cuda
+    return require("numba.cuda", "numba kernels")
 
 
 def _numpy_names_numba_cuda_needs() -> None:

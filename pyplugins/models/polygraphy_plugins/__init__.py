@@ -54,7 +54,7 @@ def replace(graph: Any, input_tensors: list, output_tensors: list, attrs: Any = 
     """``replace_with_plugin``: one ``op`` node from ``input_tensors`` (in order) to
     ``output_tensors``, named ``<op>_<first output>`` (TensorRT's messages and ``create_plugin``
     get that name); the replaced nodes go with ``graph.cleanup()``. Returns the new node."""
-    from pyplugins.models.graph import require  # noqa: PLC0415
+    from pyplugins.errors import require  # noqa: PLC0415
 
     gs = require("onnx_graphsurgeon", "the pyplugins Polygraphy patterns")
     for tensor in output_tensors:
