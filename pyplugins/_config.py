@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 from typing import Iterator
 
 _TRT_CHOICES = ("auto", "tensorrt", "emulator")
+_COMPILERS = ("auto", "nvrtc", "nvcc", "off")
 
 
 class _Knobs:
@@ -87,6 +89,36 @@ class _Knobs:
             raise ValueError(msg)
         return value
 
+    @property
+    def cache_dir(self) -> Path:
+        """``PYPLUGINS_CACHE_DIR``: where pyplugins keeps what it can compute again (the kernel
+        check's compile results); default ``$XDG_CACHE_HOME/pyplugins``, else
+        ``~/.cache/pyplugins``. Deleting it is always safe."""
+        text = os.environ.get("PYPLUGINS_CACHE_DIR", "").strip()
+        if text:
+            return Path(text).expanduser()
+        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+        return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "pyplugins"
+
+    @property
+    def kernel_compiler(self) -> str:
+        """``PYPLUGINS_KERNEL_COMPILER``: what the kernel check (a run without a GPU) compiles
+        each ``pp.Kernel`` with: ``auto`` (default: NVRTC when its library loads, else
+        ``nvcc``), ``nvrtc``, ``nvcc``, or ``off`` (no kernel check)."""
+        value = os.environ.get("PYPLUGINS_KERNEL_COMPILER", "auto").strip().lower() or "auto"
+        if value not in _COMPILERS:
+            msg = (f"PYPLUGINS_KERNEL_COMPILER={value!r} is not understood; expected one of "
+                   f"{', '.join(_COMPILERS)}.")
+            raise ValueError(msg)
+        return value
+
+    @property
+    def max_field_elements(self) -> int:
+        """``PYPLUGINS_MAX_FIELD_ELEMENTS``: the most elements one list field (INTS, FLOATS)
+        may hold when read from serialized bytes; default 1048576. A longer one is refused
+        before it is read, so a corrupt or hostile engine cannot exhaust memory."""
+        return _positive_int("PYPLUGINS_MAX_FIELD_ELEMENTS", 1 << 20)
+
 
 def _positive_int(env: str, default: int) -> int:
     text = os.environ.get(env, "").strip() or str(default)
@@ -105,7 +137,9 @@ knobs = _Knobs()
 _ENV_NAMES = {"trt": "PYPLUGINS_TRT", "trt_version": "PYPLUGINS_TRT_VERSION",
               "device": "PYPLUGINS_DEVICE", "max_tensor_bytes": "PYPLUGINS_MAX_TENSOR_BYTES",
               "max_outputs": "PYPLUGINS_MAX_OUTPUTS", "check_timeout": "PYPLUGINS_CHECK_TIMEOUT",
-              "interface": "PYPLUGINS_INTERFACE"}
+              "interface": "PYPLUGINS_INTERFACE", "cache_dir": "PYPLUGINS_CACHE_DIR",
+              "kernel_compiler": "PYPLUGINS_KERNEL_COMPILER",
+              "max_field_elements": "PYPLUGINS_MAX_FIELD_ELEMENTS"}
 
 
 @contextlib.contextmanager

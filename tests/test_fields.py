@@ -308,3 +308,73 @@ def test_values_from_fc_reads_and_init_converts_each_value_once(monkeypatch):
     plugin = Schema.from_fields(fc)
     assert plugin.pads == [1, 1, 2, 2] and plugin.flag is True
     assert sorted(calls) == ["flag", "pads"]  # once each, defaults are not re-converted
+
+
+# -- NaN, out-of-range numbers, oversized fields (issue 24) ------------------------------------------
+
+class Ranged(Plugin):
+    name = "RangedOp"
+    eps = Field.float(default=1e-5, min=0.0)
+    gain = Field.float(default=1.0, max=10.0)
+    weights = Field.floats(default=())
+    fill = Field.float(default=0.0, allow_nan=True)
+    clip = Field.float(default=0.0, min=-1.0, max=1.0, allow_nan=True)
+
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        return inputs[0]
+
+    def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+        pass
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"eps": float("nan")}, r"Field 'eps' of plugin 'RangedOp' must be a finite number >= 0\.0, "
+                            r"which NaN is not \(got nan\); give a number in range"),
+    ({"gain": float("nan")}, r"Field 'gain' of plugin 'RangedOp' must be a finite number "
+                             r"<= 10\.0, which NaN is not"),
+    ({"clip": float("nan")}, r"Field 'clip' .* must be a finite number >= -1\.0 and <= 1\.0"),
+])
+def test_nan_fails_min_and_max_bounds(kwargs, match):
+    with pytest.raises(FieldError, match=match):
+        Ranged(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"weights": [1.0, float("nan")]}, r"Field 'weights' of plugin 'RangedOp' must have every "
+                                       r"element a number, not NaN \(got \[1\.0, nan\]\)"),
+    ({"weights": np.array([np.nan], np.float32)}, r"'weights' .* not NaN"),
+])
+def test_nan_is_refused_unless_the_field_opts_in(kwargs, match):
+    with pytest.raises(FieldError, match=match) as info:
+        Ranged(**kwargs)
+    assert "allow_nan=True" in str(info.value)  # the fix is named
+    assert np.isnan(Ranged(fill=float("nan")).fill)
+    fc = trt.PluginFieldCollection_([pf("weights", [np.nan], np.float32, FT.FLOAT32)])
+    with pytest.raises(FieldError, match="'weights' of plugin 'RangedOp' .* not NaN"):
+        Ranged.from_fields(fc)
+
+
+def test_infinities_are_still_decided_by_bounds():
+    assert Ranged(eps=float("inf")).eps == float("inf")
+    with pytest.raises(FieldError, match=r"'gain' .* must be <= 10\.0 \(got inf\)"):
+        Ranged(gain=float("inf"))
+
+
+def test_an_int_beyond_the_float_range_is_a_field_error():
+    with pytest.raises(FieldError, match=r"Field 'eps' of plugin 'RangedOp' must be a float .*"
+                                         r"an int beyond the range of a float"):
+        Ranged(eps=10 ** 400)
+    with pytest.raises(FieldError, match=r"'weights' .*whose element .*beyond the range"):
+        Ranged(weights=[1.0, -10 ** 400])
+
+
+def test_a_plugin_field_over_the_element_limit_is_refused_before_it_is_read():
+    from pyplugins._config import override
+
+    fc = trt.PluginFieldCollection_([pf("weights", np.zeros(50), np.float32, FT.FLOAT32)])
+    assert len(Ranged.from_fields(fc).weights) == 50
+    with override(max_field_elements="49"):
+        with pytest.raises(FieldError, match=r"Field 'weights' of plugin 'RangedOp' holds 50 "
+                                             r"values, over the limit of 49 .*"
+                                             r"PYPLUGINS_MAX_FIELD_ELEMENTS"):
+            Ranged.from_fields(fc)

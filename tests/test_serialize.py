@@ -23,9 +23,9 @@ class Blob(Plugin):
     name = "SerializeBlobOp"
     version = "3"
     pads = Field.ints(default=())
-    scales = Field.floats(default=())
+    scales = Field.floats(default=(), allow_nan=True)  # the round trip keeps NaN bits too
     axis = Field.int(default=0)
-    alpha = Field.float(default=0.0)
+    alpha = Field.float(default=0.0, allow_nan=True)
     mode = Field.enum("a", "bb", "ccc", default="a")
     label = Field.str(default="")
     flag = Field.bool(default=False)
@@ -194,3 +194,108 @@ def test_no_pickle_or_eval_is_reachable():
     source = open(serialize.__file__, encoding="utf-8").read()
     for word in ("import pickle", "eval(", "exec(", "marshal", "__import__", "importlib"):
         assert word not in source
+
+
+# -- hostile blobs: sizes, NaN, V3 headers (issue 24) -------------------------------------------------
+
+class Bounded(Plugin):
+    name = "SerializeBoundedOp"
+    pads = Field.ints(default=(), max_len=8)
+    scale = Field.float(default=1.0, min=0.0)
+    weights = Field.floats(default=())
+
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        return inputs[0]
+
+    def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+        pass
+
+
+def _bounded_blob(**overrides):
+    entries = {"pads": (Tag.INTS, [1, 2]), "scale": (Tag.FLOAT, 1.0), "weights": (Tag.FLOATS, [])}
+    entries.update(overrides)
+    return serialize.dumps("SerializeBoundedOp", "1",
+                           [(name, tag, value) for name, (tag, value) in entries.items()])
+
+
+def _ints_blob(name: str, n: int) -> bytes:
+    """A blob whose INTS field ``name`` holds n zeros, built without a Python list of n ints."""
+    head = serialize.dumps("SerializeBoundedOp", "1", [(name, Tag.INTS, [])])
+    return head[:-4] + struct.pack("<I", 8 * n) + bytes(8 * n)
+
+
+def test_a_huge_list_is_refused_before_it_is_read_naming_field_and_limit():
+    import time
+
+    blob = _ints_blob("weights", 4_000_000)  # 32 MB; today's loads made a 4M-int list of it
+    start = time.perf_counter()
+    with pytest.raises(SerializationError, match=r"field 'weights' \(INTS\) holds 4000000 "
+                                                 r"elements, over the limit of 1048576 "
+                                                 r"\(PYPLUGINS_MAX_FIELD_ELEMENTS\)"):
+        serialize.loads(blob, plugin_name="SerializeBoundedOp", plugin_version="1")
+    assert time.perf_counter() - start < 0.25
+
+
+def test_a_list_longer_than_max_len_is_refused_before_it_is_read():
+    blob = _ints_blob("pads", 100_000)
+    with pytest.raises(SerializationError, match=r"plugin 'SerializeBoundedOp'.*field 'pads' "
+                                                 r"\(INTS\) holds 100000 elements, over the "
+                                                 r"limit of 8 \(the field's max_len"):
+        Bounded.from_bytes(blob)
+
+
+def test_the_element_limit_is_a_knob():
+    from pyplugins._config import override
+
+    blob = _bounded_blob(weights=(Tag.FLOATS, [0.5] * 20))
+    assert Bounded.from_bytes(blob).weights == [0.5] * 20
+    with override(max_field_elements="10"):
+        with pytest.raises(SerializationError, match="holds 20 elements, over the limit of 10"):
+            Bounded.from_bytes(blob)
+        with pytest.raises(SerializationError, match="'label' .*holds 11 bytes, over the limit"):
+            serialize.loads(serialize.dumps("Op", "1", [("label", Tag.STR, "x" * 11)]),
+                            plugin_name="Op", plugin_version="1")
+
+
+@pytest.mark.parametrize("field, value", [("scale", (Tag.FLOAT, math.nan)),
+                                          ("weights", (Tag.FLOATS, [1.0, math.nan]))])
+def test_nan_in_a_blob_is_refused_unless_the_field_allows_it(field, value):
+    with pytest.raises(SerializationError, match=rf"plugin 'SerializeBoundedOp'.*field "
+                                                 rf"'{field}' holds a value the plugin rejects.*"
+                                                 r"NaN"):
+        Bounded.from_bytes(_bounded_blob(**{field: value}))
+    assert math.isnan(Blob.from_bytes(Blob(alpha=math.nan).serialize()).alpha)  # allow_nan=True
+
+
+def _v3_header(raw: bytes):
+    import numpy as np
+
+    import pyplugins.trt as trt
+    from pyplugins.runtime import v3_fields
+
+    pf = trt.PluginField(v3_fields.HEADER, np.frombuffer(raw, np.int8).copy(),
+                         trt.PluginFieldType.CHAR)
+    return v3_fields.values(Bounded, trt.PluginFieldCollection([pf]))
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b"[" * 100_000 + b"]" * 100_000, r"over the limit of 4096 for a header"),
+    (b"[" * 2000 + b"]" * 2000, r"nests arrays or objects 2000 levels deep, over the limit of 8"),
+    (b'{"format": 1, "plugin": "SerializeBoundedOp", "version": "1", "x": 1e400}',
+     r"holds the number 1e400, which is not finite"),
+    (b'{"format": NaN, "plugin": "SerializeBoundedOp", "version": "1"}', r"holds NaN"),
+    (b'{"format": -Infinity}', r"holds -Infinity"),
+    (b'"just a string"', r"must be a JSON object"),
+    (b'{"format": 1', r"is not valid JSON"),
+], ids=["huge", "deep", "1e400", "nan", "-inf", "not-an-object", "truncated"])
+def test_hostile_v3_headers_are_serialization_errors(raw, message):
+    with pytest.raises(SerializationError, match=message) as info:
+        _v3_header(raw)
+    assert "SerializeBoundedOp" in str(info.value) and "rebuild the engine" in str(info.value)
+
+
+def test_a_well_formed_v3_header_still_reads():
+    from pyplugins.runtime import v3_fields
+
+    assert v3_fields.values(Bounded, v3_fields.collection(Bounded(pads=[3]))) == {
+        "pads": [3], "scale": 1.0, "weights": []}

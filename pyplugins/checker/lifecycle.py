@@ -40,6 +40,7 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases_v3 import IPluginCreatorV3One
 from pyplugins.checker.checks import Violation, pybind
 from pyplugins.checker.checks.fresh_process import fresh_violations
+from pyplugins.checker.checks.kernels import kernel_violations
 from pyplugins.checker.checks.recorder import Recorder
 from pyplugins.checker.checks.serialization import serialization_violations
 from pyplugins.emulator.dims import IExprBuilder
@@ -368,6 +369,10 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if not report.enqueue_ran and report.skipped is None and cp is None:
         report.skipped = reason
     report.violations = driver.violations + recorder.violations
+    if cp is None:  # enqueue never launched a kernel: compile them all without a GPU
+        found, warnings = kernel_violations(creator)
+        report.violations += found
+        report.warnings += warnings
     report.violations += pybind.idiom_violations()
     report.violations += discovery.unbound_global_violations(creator)
     report.errors = [line for _, line, _, _ in recorder.errors]

@@ -254,7 +254,7 @@ class Pool(Plugin):
 
     pool2d = Kernel("pool.cu", "pool2d<{T}>")
     pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
-    pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>")
+    pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>", dtypes=(trt.DataType.INT8,))
     pool2d_band = Kernel("pool.cu", "pool2d_band<{T}>")
     pool2d_cols = Kernel("pool.cu", "pool2d_cols<{T}>")
     #: pool2d_cols with segments of 4 output rows (:data:`COLS_SEGMENT_ROWS`).

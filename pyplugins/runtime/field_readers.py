@@ -26,6 +26,7 @@ from typing import Any, List, Optional, Union
 
 import numpy as np
 
+from pyplugins._config import knobs
 from pyplugins.echo import echo
 
 _INT_TYPES = {"INT8", "INT16", "INT32", "INT64"}
@@ -52,7 +53,10 @@ def scalar_from_python(kind: str, value: Any) -> Any:
         return value if isinstance(value, int) and not is_bool else None
     if kind == "float":
         if isinstance(value, (int, float)) and not is_bool:
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an int beyond the float range (10**400): not silently inf
+                return None
         return None
     if kind == "bool":
         if is_bool:
@@ -100,8 +104,9 @@ def python_from_plugin_field(pf: Any, as_text: bool) -> Union[str, List[Any]]:
     parser's trailing NUL; integer and float fields become a ``list`` of Python numbers.
 
     Raises:
-        UnreadablePluginField: unreadable data, a number type where text is wanted, several
-            NUL-separated strings, bytes that are not UTF-8, or a type that holds no numbers.
+        UnreadablePluginField: unreadable data, more values than ``knobs.max_field_elements``,
+            a number type where text is wanted, several NUL-separated strings, bytes that are
+            not UTF-8, or a type that holds no numbers.
     """
     type_name = getattr(pf.type, "name", repr(pf.type))
     try:
@@ -111,6 +116,12 @@ def python_from_plugin_field(pf: Any, as_text: bool) -> Union[str, List[Any]]:
         hint = "Use an INT32/INT64/FLOAT32/FLOAT64/CHAR field."
         raise UnreadablePluginField(msg, hint) from None
     data = np.asarray(data).reshape(-1)
+    limit = knobs.max_field_elements
+    if data.size > limit:  # before tolist(): a hostile engine's field costs no memory
+        msg = (f"holds {data.size} values, over the limit of {limit} for one field "
+               "(PYPLUGINS_MAX_FIELD_ELEMENTS)")
+        raise UnreadablePluginField(msg, "Raise PYPLUGINS_MAX_FIELD_ELEMENTS if the field "
+                                         "really is that large.")
     if as_text or type_name == "CHAR":
         if type_name not in _BYTE_TYPES:
             raise UnreadablePluginField(f"must be a string (got a PluginField of type "

@@ -30,7 +30,10 @@ Constructors -> Python value (declared PluginFieldType): ``Field.int()`` -> int 
 ``Field.floats()`` -> list of float (FLOAT32), ``Field.str()`` -> str (CHAR), ``Field.bool()`` ->
 bool (INT32), ``Field.enum(*choices)`` -> one of the choices (CHAR for strings, INT32 for ints).
 Ints must fit int64 (the serialized form); ``int32=True`` declares that the kernel's launch
-arithmetic holds the value in int32. Floats must be finite in float32 when finite as given.
+arithmetic holds the value in int32. Floats must be finite in float32 when finite as given; NaN
+is refused unless the field is declared with ``allow_nan=True``, and fails ``min``/``max`` bounds
+even then (every comparison with NaN is false, so it would slip past them). ±inf is ordered, so
+bounds decide whether it is accepted.
 
 Example:
     >>> from pyplugins.runtime.fields import Field
@@ -99,7 +102,8 @@ class Field:
     def __init__(self, kind: builtins.str, default: Any = MISSING, *, min: Any = None,  # noqa: A002
                  max: Any = None, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
                  max_len: OptInt = None, choices: Sequence[Any] = (), validate: Check = None,
-                 doc: builtins.str = "", int32: builtins.bool = False) -> None:
+                 doc: builtins.str = "", int32: builtins.bool = False,
+                 allow_nan: builtins.bool = False) -> None:
         if kind == "enum":
             if not choices:
                 raise PluginDefinitionError("Field.enum() needs at least one allowed value, "
@@ -125,6 +129,7 @@ class Field:
         self.min, self.max, self.choices, self.validate, self.doc = min, max, tuple(choices), \
             validate, doc
         self.int32 = int32
+        self.allow_nan = allow_nan
         self.min_len = len if len is not None else min_len
         self.max_len = len if len is not None else max_len
         self.default = default  # converted and checked by finalize(), once the class exists
@@ -141,9 +146,12 @@ class Field:
 
     @classmethod
     def float(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
-              validate: Check = None, doc: builtins.str = "") -> "Field":
-        """A ``float`` (ONNX FLOAT; ints are accepted and converted)."""
-        return cls("float", default, min=min, max=max, validate=validate, doc=doc)
+              validate: Check = None, doc: builtins.str = "",
+              allow_nan: builtins.bool = False) -> "Field":
+        """A ``float`` (ONNX FLOAT; ints are accepted and converted). NaN is refused unless
+        ``allow_nan=True``, and always fails ``min``/``max``."""
+        return cls("float", default, min=min, max=max, validate=validate, doc=doc,
+                   allow_nan=allow_nan)
 
     @classmethod
     def ints(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
@@ -158,10 +166,12 @@ class Field:
     @classmethod
     def floats(cls, default: Any = MISSING, *, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
                max_len: OptInt = None, min: Any = None, max: Any = None,  # noqa: A002
-               validate: Check = None, doc: builtins.str = "") -> "Field":
-        """A ``list[float]`` (ONNX FLOATS; ints are accepted and converted)."""
+               validate: Check = None, doc: builtins.str = "",
+               allow_nan: builtins.bool = False) -> "Field":
+        """A ``list[float]`` (ONNX FLOATS; ints are accepted and converted); NaN elements as
+        in :meth:`float`."""
         return cls("floats", default, len=len, min_len=min_len, max_len=max_len, min=min,
-                   max=max, validate=validate, doc=doc)
+                   max=max, validate=validate, doc=doc, allow_nan=allow_nan)
 
     @classmethod
     def str(cls, default: Any = MISSING, *, validate: Check = None,  # noqa: A003
@@ -276,7 +286,8 @@ class Field:
         if base in ("int", "float", "bool", "str"):
             out = scalar_from_python(base, value)
             if out is None:
-                raise self._error(plugin, f"must be {expected} (got {_describe(value)})")
+                raise self._error(plugin, f"must be {expected} (got {_describe(value)})",
+                                  field_checks.type_hint(base, value))
         else:
             elem = "int" if base == "ints" else "float"
             items = list_from_python(value)
@@ -286,7 +297,8 @@ class Field:
                            value)
                 got = _describe(value) if bad is value else \
                     f"{echo(value)}, whose element {_describe(bad)}"
-                raise self._error(plugin, f"must be {expected} (got {got})")
+                raise self._error(plugin, f"must be {expected} (got {got})",
+                                  field_checks.type_hint(elem, bad))
         self._check(out, plugin, expected)
         return out
 
@@ -304,6 +316,9 @@ class Field:
             if ok is False:
                 name = getattr(self.validate, "__name__", "validate")
                 raise self._error(plugin, f"fails check {name} (got {echo(value)})")
+        nan = field_checks.nan_problem(self, value)  # after validate: its message is the op's
+        if nan:
+            raise self._error(plugin, nan)
 
     def read_plugin_field(self, pf: Any, plugin: builtins.str) -> Any:
         """The raw value a ``trt.PluginField`` carries (ONNX parser, QDP or hand-made), read but

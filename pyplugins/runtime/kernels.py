@@ -41,12 +41,17 @@ import hashlib
 import importlib.resources
 import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from pyplugins.errors import KernelCompileError, require
 
 _STD = "-std=c++17"
+#: Options CuPy's RawModule adds itself when it compiles with NVRTC (``cupy/cuda/compiler.py``,
+#: CuPy 14), besides ``-arch``: what :mod:`pyplugins.runtime.kernel_ptx` adds so that the offline check
+#: compiles the program the GPU path compiles.
+CUPY_NVRTC_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 _INSTANTIATE = re.compile(r"^\s*//\s*@instantiate\s+(?P<expr>\S.*?)\s*$")
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?P<name>[^"]+)"', re.MULTILINE)
 _ERROR_LINE = re.compile(
@@ -113,6 +118,40 @@ def source_digest(source: str | Path) -> str:
     return _read_with_digest(_resolve(source, kernel="", options=()))[1]
 
 
+@dataclass(frozen=True)
+class KernelProgram:
+    """The one program a :class:`Kernel` compiles, for some element types: the GPU path
+    (:meth:`Kernel.function`, through CuPy) and the offline check
+    (:func:`pyplugins.runtime.kernel_ptx.compile_program`) both compile exactly this.
+
+    Attributes:
+        source: the resolved ``.cu`` path.
+        text: its text.
+        digest: SHA-256 of the text and every header it includes (:func:`source_digest`).
+        expressions: the name expressions to instantiate, one per element type asked for.
+        options: the NVRTC options (:meth:`Kernel.compile_options`; CuPy adds
+            :data:`CUPY_NVRTC_OPTIONS` and ``-arch`` itself).
+
+    Example:
+        >>> prog = Kernel("leaky_relu.cu", "leaky_relu<{T}>").program("float", "__half")
+        >>> prog.source.name, prog.expressions
+        ('leaky_relu.cu', ('leaky_relu<float>', 'leaky_relu<__half>'))
+        >>> prog.code.splitlines()[0]
+        '#line 1 "leaky_relu.cu"'
+    """
+
+    source: Path
+    text: str
+    digest: str
+    expressions: Tuple[str, ...]
+    options: Tuple[str, ...]
+
+    @property
+    def code(self) -> str:
+        """The code handed to NVRTC (:func:`nvrtc_code`)."""
+        return nvrtc_code(self.source.name, self.text, self.digest)
+
+
 class Kernel:
     """A templated kernel in ``kernels_cu/``, compiled on demand for one element type.
 
@@ -125,6 +164,11 @@ class Kernel:
         expression: the kernel name expression; ``{T}`` is replaced by the CUDA C++ element
             type given to :meth:`function` (see :func:`pyplugins.dtypes.ctype_from_trt`).
         options: extra NVRTC options, appended after ``-std=c++17 -I<kernels_cu>``.
+        dtypes: the data types the plugin instantiates this kernel for, when fewer than the
+            plugin's ``dtypes`` (an INT8-only variant: ``dtypes=("int8",)``); anything
+            :func:`pyplugins.runtime.formats.data_type` reads. None: every type of the plugin's
+            ``dtypes``. The kernel check (:mod:`pyplugins.checker.checks.kernels`) compiles
+            the kernel for each.
 
     Example:
         >>> k = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
@@ -132,8 +176,8 @@ class Kernel:
         ('leaky_relu<__half>', True, False)
     """
 
-    def __init__(self, source: str, expression: str, *,
-                 options: tuple[str, ...] = ()) -> None:
+    def __init__(self, source: str, expression: str, *, options: tuple[str, ...] = (),
+                 dtypes: Optional[Tuple[Any, ...]] = None) -> None:
         if not isinstance(source, (str, Path)) or not str(source):
             msg = f"Kernel source must be a .cu file name such as 'circ_pad.cu' (got {source!r})."
             raise TypeError(msg)
@@ -144,12 +188,19 @@ class Kernel:
         if isinstance(options, str) or not all(isinstance(o, str) for o in options):
             msg = f"Kernel options must be a tuple of strings (got {options!r})."
             raise TypeError(msg)
+        if dtypes is not None and (isinstance(dtypes, (str, bytes)) or not isinstance(
+                dtypes, (tuple, list)) or not dtypes):
+            msg = ("Kernel dtypes must be None or a non-empty tuple of data types such as "
+                   f"('int8',) (got {dtypes!r}).")
+            raise TypeError(msg)
         self.source = str(source)
         self.expression = expression.strip()
         self.options = tuple(options)
+        self.dtypes = None if dtypes is None else tuple(dtypes)
 
     def __repr__(self) -> str:
         extra = f", options={self.options!r}" if self.options else ""
+        extra += f", dtypes={self.dtypes!r}" if self.dtypes is not None else ""
         return f"Kernel({self.source!r}, {self.expression!r}{extra})"
 
     def expression_for(self, ctype: str) -> str:
@@ -166,6 +217,19 @@ class Kernel:
     def compile_options(self) -> tuple[str, ...]:
         """The full option tuple handed to NVRTC (before the ones CuPy adds itself)."""
         return (_STD, f"-I{kernels_dir()}", *self.options)
+
+    def program(self, *ctypes: str) -> KernelProgram:
+        """The program compiled for element types ``ctypes`` (its expressions in that order,
+        repeats dropped).
+
+        Raises:
+            KernelCompileError: the file, or a header it includes, does not exist.
+        """
+        exprs = tuple(dict.fromkeys(self.expression_for(c) for c in ctypes))
+        options = self.compile_options()
+        path = _resolve(self.source, kernel=", ".join(exprs), options=options)
+        text, digest = _read_with_digest(path)
+        return KernelProgram(path, text, digest, exprs, options)
 
     def function(self, ctype: str, device: Optional[int] = None) -> Any:
         """Compile (or fetch from the cache) the kernel for ``ctype`` on ``device``.
@@ -185,19 +249,17 @@ class Kernel:
                 file, the expression, the options and carries the compiler log).
             MissingDependencyError: CuPy is not installed.
         """
-        expr = self.expression_for(ctype)
-        options = self.compile_options()
-        path = _resolve(self.source, kernel=expr, options=options)
-        text, digest = _read_with_digest(path)
+        prog = self.program(ctype)
+        expr, options = prog.expressions[0], prog.options
         cupy = _import_cupy()
         dev = cupy.cuda.runtime.getDevice() if device is None else int(device)
-        key = (digest, expr, options)
+        key = (prog.digest, expr, options)
         with _lock:
             per_device = _compiled.setdefault(dev, {})
             hit = per_device.get(key)
             if hit is not None:
                 return hit
-            fn = _compile(cupy, path, text, digest, expr, options, dev)
+            fn = _compile(cupy, prog.source, prog.text, prog.digest, expr, options, dev)
             per_device[key] = fn
             return fn
 
@@ -286,7 +348,7 @@ def _compile(cupy: Any, path: Path, text: str, digest: str, expr: str,
         except CompileException as err:
             log = err.get_message()
             msg = (f"NVRTC failed to compile {path.name} for kernel {expr} with options "
-                   f"{' '.join(options)}:\n{log}{_excerpt(path.name, text, log)}")
+                   f"{' '.join(options)}:\n{log}{log_excerpt(path.name, text, log)}")
             raise KernelCompileError(msg, source=path.name, kernel=expr, options=options,
                                      log=log) from err
         except CUDADriverError as err:
@@ -297,16 +359,34 @@ def _compile(cupy: Any, path: Path, text: str, digest: str, expr: str,
     return fn
 
 
-def _excerpt(name: str, text: str, log: str, *, limit: int = 5) -> str:
-    """The lines of ``name`` the log points at (``name(LINE): error``), numbered."""
-    lines = text.splitlines()
-    wanted = []
+def error_lines(name: str, log: str) -> list[int]:
+    """The line numbers of source ``name`` a compiler log reports errors at
+    (``name(LINE): error``, as NVRTC and nvcc write them), in order, without repeats.
+
+    Example:
+        >>> error_lines("k.cu", 'k.cu(7): error: "x" is undefined\\nk.cu(7): error')
+        [7]
+    """
+    wanted: list[int] = []
     for match in _ERROR_LINE.finditer(log):
-        if Path(match.group("file")).name != name:
-            continue
         number = int(match.group("line"))
-        if 1 <= number <= len(lines) and number not in wanted:
+        if Path(match.group("file")).name == name and number not in wanted:
             wanted.append(number)
+    return wanted
+
+
+def log_excerpt(name: str, text: str, log: str, *, limit: int = 5) -> str:
+    """The lines of source ``name`` (text ``text``) the log points at, numbered, after a
+    heading; "" when it points at none.
+
+    Example:
+        >>> print(log_excerpt("k.cu", "int a;\\nint b = c;", 'k.cu(2): error: "c" is undefined'))
+        <BLANKLINE>
+        source lines named in the log:
+            2 | int b = c;
+    """
+    lines = text.splitlines()
+    wanted = [n for n in error_lines(name, log) if 1 <= n <= len(lines)]
     if not wanted:
         return ""
     shown = "\n".join(f"{n:5d} | {lines[n - 1]}" for n in wanted[:limit])

@@ -21,7 +21,11 @@ Layout (all integers little-endian)::
 Decoding checks every length against the bytes that remain (so a corrupt length cannot make it
 read, allocate or loop without bound), the magic, the format version, the plugin's name and
 version, each tag and payload, unknown, duplicate and missing fields, and trailing bytes; any
-problem raises :class:`~pyplugins.errors.SerializationError` naming the plugin.
+problem raises :class:`~pyplugins.errors.SerializationError` naming the plugin. A list or string
+payload is measured before it is read: more elements than the field's ``max_len`` (with
+:func:`loads_fields`) or ``knobs.max_field_elements`` (``PYPLUGINS_MAX_FIELD_ELEMENTS``) is
+refused at once, naming the field and the limit, so a huge corrupt or hostile blob costs no
+memory; lists are read with ``numpy.frombuffer``.
 
 Plugins rarely call this module: :class:`pyplugins.Plugin` serializes its fields with it.
 
@@ -39,8 +43,11 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import Any, Dict, Iterable, List, Mapping, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
+import numpy as np
+
+from pyplugins._config import knobs
 from pyplugins.echo import echo
 from pyplugins.errors import SerializationError
 
@@ -138,6 +145,7 @@ class _Reader:
 
     def __init__(self, data: bytes, plugin: str) -> None:
         self.data = data
+        self.view = memoryview(data)  # payloads are sliced without copies
         self.pos = 0
         self.plugin = plugin
 
@@ -146,12 +154,12 @@ class _Reader:
             f"cannot deserialize plugin {self.plugin!r}: {what} (at byte {self.pos} of "
             f"{len(self.data)}); the engine or blob is corrupt or was not written by pyplugins")
 
-    def take(self, n: int, what: str) -> bytes:
+    def take(self, n: int, what: str) -> memoryview:
         if n > len(self.data) - self.pos:
             msg = (f"truncated data: {what} needs {n} bytes but only "
                    f"{len(self.data) - self.pos} remain")
             raise self.fail(msg)
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.view[self.pos:self.pos + n]
         self.pos += n
         return chunk
 
@@ -167,12 +175,12 @@ class _Reader:
     def text(self, what: str) -> str:
         raw = self.take(self.u16(f"the length of {what}"), what)
         try:
-            return raw.decode("utf-8")
+            return bytes(raw).decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not valid UTF-8") from None
 
 
-def _decode_payload(reader: _Reader, name: str, tag: Tag, raw: bytes) -> Any:
+def _decode_payload(reader: _Reader, name: str, tag: Tag, raw: memoryview) -> Any:
     def bad(expected: str) -> SerializationError:
         return reader.fail(f"field {name!r} ({tag.name}) has a {len(raw)}-byte payload; "
                            f"expected {expected}")
@@ -188,10 +196,9 @@ def _decode_payload(reader: _Reader, name: str, tag: Tag, raw: bytes) -> Any:
     if tag in (Tag.INTS, Tag.FLOATS):
         if len(raw) % 8:
             raise bad("a multiple of 8 bytes")
-        code = "q" if tag is Tag.INTS else "d"
-        return list(struct.unpack(f"<{len(raw) // 8}{code}", raw))
+        return np.frombuffer(raw, "<i8" if tag is Tag.INTS else "<f8").tolist()
     try:
-        return raw.decode("utf-8")
+        return bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
         raise reader.fail(f"field {name!r} is not valid UTF-8") from None
 
@@ -207,7 +214,7 @@ def read_header(data: bytes, *, plugin_name: str = "?") -> Tuple[int, str, str]:
 
 
 def _header(reader: _Reader) -> Tuple[int, str, str]:
-    if reader.take(4, "the magic number") != MAGIC:
+    if bytes(reader.take(4, "the magic number")) != MAGIC:
         raise reader.fail(f"it does not start with {MAGIC!r}")
     version = reader.u16("the format version")
     if version != FORMAT_VERSION:
@@ -225,16 +232,19 @@ def _as_bytes(data: Any, plugin: str) -> bytes:
     raise SerializationError(msg)
 
 
-def loads(data: bytes, *, plugin_name: str, plugin_version: str) -> Dict[str, Tuple[Tag, Any]]:
-    """Decode a blob written by :func:`dumps` for plugin ``plugin_name`` ``plugin_version``.
+#: A field's element limit and where it comes from, as :func:`_entries` takes it.
+Limit = Tuple[int, str]
 
-    Returns:
-        ``{field name: (tag, value)}`` in the order the blob lists them.
 
-    Raises:
-        SerializationError: malformed or truncated bytes, another format version, another
-            plugin or plugin version, an unknown tag, a duplicate field or trailing bytes.
-    """
+def _global_limit() -> Limit:
+    return knobs.max_field_elements, "PYPLUGINS_MAX_FIELD_ELEMENTS"
+
+
+def _entries(data: Any, plugin_name: str, plugin_version: str,
+             limits: Optional[Mapping[str, Limit]] = None
+             ) -> Tuple[_Reader, Dict[str, Tuple[Tag, memoryview]]]:
+    """The reader and ``{field name: (tag, raw payload)}`` of a blob, every length checked and
+    every list or string payload measured against its limit before it is read."""
     reader = _Reader(_as_bytes(data, plugin_name), plugin_name)
     _, name, version = _header(reader)
     if (name, version) != (plugin_name, plugin_version):
@@ -243,7 +253,7 @@ def loads(data: bytes, *, plugin_name: str, plugin_version: str) -> Dict[str, Tu
     count = reader.u16("the field count")
     if count > MAX_FIELDS:
         raise reader.fail(f"it declares {count} fields (at most {MAX_FIELDS})")
-    out: Dict[str, Tuple[Tag, Any]] = {}
+    out: Dict[str, Tuple[Tag, memoryview]] = {}
     for _ in range(count):
         field_name = reader.text("a field name")
         code = reader.u8(f"the type tag of field {field_name!r}")
@@ -252,13 +262,36 @@ def loads(data: bytes, *, plugin_name: str, plugin_version: str) -> Dict[str, Tu
         except ValueError:
             raise reader.fail(f"field {field_name!r} has unknown type tag {code}") from None
         raw = reader.take(reader.u32(f"the length of field {field_name!r}"),
-                          f"the value of field {field_name!r}")
+                          f"the value of field {field_name!r}")  # a view: nothing read yet
+        if tag in (Tag.INTS, Tag.FLOATS, Tag.STR):
+            limit, why = (limits or {}).get(field_name) or _global_limit()
+            size = len(raw) // 8 if tag is not Tag.STR else len(raw)
+            if size > limit:
+                unit = "bytes" if tag is Tag.STR else "elements"
+                raise reader.fail(f"field {field_name!r} ({tag.name}) holds {size} {unit}, over "
+                                  f"the limit of {limit} ({why}); refused before reading it")
         if field_name in out:
             raise reader.fail(f"field {field_name!r} appears twice")
-        out[field_name] = (tag, _decode_payload(reader, field_name, tag, raw))
+        out[field_name] = (tag, raw)
     if reader.pos != len(reader.data):
         raise reader.fail(f"{len(reader.data) - reader.pos} unexpected trailing bytes")
-    return out
+    return reader, out
+
+
+def loads(data: bytes, *, plugin_name: str, plugin_version: str) -> Dict[str, Tuple[Tag, Any]]:
+    """Decode a blob written by :func:`dumps` for plugin ``plugin_name`` ``plugin_version``.
+
+    Returns:
+        ``{field name: (tag, value)}`` in the order the blob lists them.
+
+    Raises:
+        SerializationError: malformed or truncated bytes, another format version, another
+            plugin or plugin version, an unknown tag, a duplicate field, trailing bytes, or a
+            list or string over ``knobs.max_field_elements``.
+    """
+    reader, entries = _entries(data, plugin_name, plugin_version)
+    return {name: (tag, _decode_payload(reader, name, tag, raw))
+            for name, (tag, raw) in entries.items()}
 
 
 # -- plugin-level helpers -------------------------------------------------------------------------
@@ -277,9 +310,13 @@ def loads_fields(plugin_name: str, plugin_version: str, fields: Mapping[str, Any
 
     Raises:
         SerializationError: as :func:`loads`, or a field is unknown, missing, of the wrong type,
-            or holds a value its spec rejects.
+            longer than its ``max_len`` (refused before it is read), or holds a value its spec
+            rejects (NaN where the field does not allow it, out of bounds, ...).
     """
-    decoded = loads(data, plugin_name=plugin_name, plugin_version=plugin_version)
+    limits = {name: (spec.max_len, f"the field's max_len of plugin {plugin_name!r}")
+              for name, spec in fields.items()
+              if spec.max_len is not None and spec.max_len < _global_limit()[0]}
+    reader, decoded = _entries(data, plugin_name, plugin_version, limits)
     unknown = [n for n in decoded if n not in fields]
     missing = [n for n in fields if n not in decoded]
     if unknown or missing:
@@ -294,11 +331,12 @@ def loads_fields(plugin_name: str, plugin_version: str, fields: Mapping[str, Any
         raise SerializationError(msg)
     values: Dict[str, Any] = {}
     for name, spec in fields.items():
-        tag, value = decoded[name]
+        tag, raw = decoded[name]
         if tag != spec.tag:
             msg = (f"cannot deserialize plugin {plugin_name!r}: field {name!r} is stored as "
                    f"{tag.name} but the plugin declares {Tag(spec.tag).name}")
             raise SerializationError(msg)
+        value = _decode_payload(reader, name, tag, raw)
         try:
             values[name] = spec.convert(value, plugin_name)
         except (TypeError, ValueError) as err:

@@ -36,6 +36,7 @@ import numpy as np
 import pyplugins.trt as trt
 from pyplugins.runtime import fields as _fields
 from pyplugins.errors import SerializationError
+from pyplugins.runtime.json_header import object_from_json
 
 __all__ = ["FORMAT_VERSION", "HEADER", "collection", "values"]
 
@@ -88,9 +89,13 @@ def collection(plugin: Any) -> Any:
 
 def _check_header(cls: Any, pf: Any) -> None:
     where = (f"plugin {cls.name!r} version {cls.version!r}: the engine's serialized fields")
-    try:
-        doc = json.loads(np.asarray(pf.data).astype(np.int8).tobytes().decode("utf-8"))
+    try:  # bounded: nesting, size and non-finite numbers are refused (json_header)
+        doc = object_from_json(np.asarray(pf.data).astype(np.int8).tobytes(),
+                               what=f"{where} {HEADER!r} header")
         fmt, plugin, version = doc["format"], doc["plugin"], doc["version"]
+    except SerializationError as err:
+        msg = f"{err}; rebuild the engine."
+        raise SerializationError(msg) from None
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         msg = f"{where} have an unreadable {HEADER!r} header ({err}); rebuild the engine."
         raise SerializationError(msg) from None

@@ -1,7 +1,9 @@
 """Fuzz cases for ``pyplugins check``'s inputs and how each outcome is judged.
 
-Four targets: mutated serialized blobs (``from_bytes``), field collections (``from_fields``),
-ONNX attributes (``fields_from_attributes``) and ``pyplugins check`` command lines. A case is
+Six targets: mutated serialized blobs (``from_bytes``), hostile blobs (well formed, with a list
+past the size limits or a non-finite float), IPluginV3 ``_pyplugins`` headers (deep nesting,
+``1e400``, ``NaN``), field collections (``from_fields``), ONNX attributes
+(``fields_from_attributes``) and ``pyplugins check`` command lines. A case is
 ``clean`` when it is accepted or refused with a documented error whose message names the plugin
 and the field (or attribute, or argument); ``unclear`` when refused with a documented error that
 names neither; ``crash`` when anything else escapes (or a command line ends with another exit
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import struct
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -72,6 +75,96 @@ def blob_case(rng: random.Random, cls: Any, blob: bytes) -> Callable[[], str]:
         except PyPluginsError as err:
             return _judge(err, (cls.name,), (PyPluginsError,))
         except Exception:  # noqa: BLE001 - judged
+            return "crash"
+        return "clean"
+    return run
+
+
+def _encode(cls: Any, payloads: List[Tuple[str, int, bytes]]) -> bytes:
+    """A blob in :mod:`pyplugins.runtime.serialize`'s layout from raw payloads (which ``dumps`` would
+    refuse or build slowly: tens of MB of list, NaN bits)."""
+    def text(t: str) -> bytes:
+        return struct.pack("<H", len(t.encode())) + t.encode()
+
+    out = [b"PYPL", struct.pack("<H", 1), text(cls.name), text(cls.version),
+           struct.pack("<H", len(payloads))]
+    for name, tag, payload in payloads:
+        out += [text(name), struct.pack("<BI", tag, len(payload)), payload]
+    return b"".join(out)
+
+
+def hostile_blob_case(rng: random.Random, cls: Any) -> Callable[[], str]:
+    """A valid instance's fields with one made hostile (a list far past the element limit or its
+    ``max_len``, NaN, inf or a float beyond float32, int64's extremes) -> ``from_bytes``."""
+    from pyplugins._config import knobs
+    from pyplugins.runtime.serialize import Tag
+
+    plugin = cls(**VALID[cls.__name__])
+    payloads = []
+    for name, spec in cls.__pp_fields__.items():
+        value = spec.to_serial(getattr(plugin, name))
+        payloads.append((name, int(spec.tag), serialize_payload(spec.tag, value)))
+    k = rng.randrange(len(payloads))
+    name, tag, _ = payloads[k]
+    if tag in (Tag.INTS, Tag.FLOATS):
+        n = rng.choice([knobs.max_field_elements + 1, 3 * knobs.max_field_elements, 1000, 9])
+        fill = rng.choice([0.0, float("nan"), float("inf"), 1e308])
+        payload = np.full(n, fill if tag == Tag.FLOATS else rng.choice([0, -1, 2**62]),
+                          "<f8" if tag == Tag.FLOATS else "<i8").tobytes()
+    elif tag == Tag.FLOAT:
+        payload = struct.pack("<d", rng.choice([float("nan"), float("-inf"), 1e308, -0.0]))
+    elif tag == Tag.INT:
+        payload = struct.pack("<q", rng.choice([2**63 - 1, -2**63, 2**31]))
+    else:
+        payload = bytes(rng.randrange(256) for _ in range(rng.randint(0, 9)))
+    payloads[k] = (name, tag, payload)
+    raw = _encode(cls, payloads)
+
+    def run() -> str:
+        try:
+            cls.from_bytes(raw, "fuzz_layer")
+        except PyPluginsError as err:
+            return _judge(err, (cls.name,), (PyPluginsError,))
+        except Exception:  # noqa: BLE001 - judged
+            return "crash"
+        return "clean"
+    return run
+
+
+def serialize_payload(tag: Any, value: Any) -> bytes:
+    """One field's payload as :func:`pyplugins.runtime.serialize.dumps` writes it."""
+    from pyplugins.runtime import serialize
+
+    blob = serialize.dumps("P", "1", [("f", tag, value)])
+    return blob[len(serialize.dumps("P", "1", [])) + 3 + 1 + 4:]
+
+
+_HEADER_PIECES = [b'{"format": 1, "plugin": "%s", "version": "1"}', b"1e400", b"NaN",
+                  b"-Infinity", b"1" * 5000, b"\xff\xfe", b'"text"', b"[]", b"{}", b"null"]
+
+
+def v3_header_case(rng: random.Random, cls: Any) -> Callable[[], str]:
+    """A ``_pyplugins`` header of an IPluginV3 engine, nested, overflowing or non-finite ->
+    ``v3_fields.values``."""
+    depth = rng.choice([1, 7, 9, 600, 5000, 200_000])
+    opener = rng.choice([b"[", b'{"a":'])
+    closer = b"]" if opener == b"[" else b"}"
+    middle = rng.choice(_HEADER_PIECES).replace(b"%s", cls.name.encode())
+    if rng.random() < 0.5:
+        middle = (b'{"format": %s, "plugin": "' % rng.choice([b"1", b"1e400", b"NaN", b"1.5"]) +
+                  cls.name.encode() + b'", "version": "1"}')
+    raw = opener * depth + middle + closer * rng.choice([depth, max(depth - 1, 0)])
+
+    def run() -> str:
+        from pyplugins.runtime import v3_fields
+
+        pf = trt.PluginField(v3_fields.HEADER, np.frombuffer(raw, np.int8).copy(),
+                             trt.PluginFieldType.CHAR)
+        try:
+            v3_fields.values(cls, trt.PluginFieldCollection([pf]))
+        except PyPluginsError as err:
+            return _judge(err, (cls.name,), (PyPluginsError,))
+        except Exception:  # noqa: BLE001 - judged (RecursionError was the defect)
             return "crash"
         return "clean"
     return run

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import random
 import resource
+import struct
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -38,6 +41,43 @@ def judged(case):
 @given(seed=seeds, name=names)
 def test_mutated_blobs(seed, name, capfd):
     judged(harness.blob_case(random.Random(seed), CLASSES[name], BLOBS[name]))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds, name=names)
+def test_hostile_blobs(seed, name, capfd):
+    judged(harness.hostile_blob_case(random.Random(seed), CLASSES[name]))
+
+
+@FAST
+@given(seed=seeds, name=names)
+def test_v3_headers(seed, name, capfd):
+    judged(harness.v3_header_case(random.Random(seed), CLASSES[name]))
+
+
+def test_the_hostile_cases_reach_the_defects_they_hunt():
+    """Each hostile shape, on today's code, was a crash or a silent inf: they must be refused."""
+    from pyplugins.errors import SerializationError
+    from pyplugins.runtime.serialize import Tag
+
+    pool = CLASSES["Pool"]
+    deep = harness.trt.PluginField("_pyplugins", np.frombuffer(b"[" * 2000 + b"]" * 2000, np.int8),
+                                   harness.trt.PluginFieldType.CHAR)
+    from pyplugins.runtime import v3_fields
+
+    with pytest.raises(SerializationError, match="levels deep"):
+        v3_fields.values(pool, harness.trt.PluginFieldCollection([deep]))
+    fields = [(n, int(s.tag), harness.serialize_payload(s.tag, s.to_serial(v)))
+              for (n, s), v in zip(pool.__pp_fields__.items(),
+                                   pool(**harness.VALID["Pool"]).field_values().values())]
+    nan = [(n, t, struct.pack("<d", float("nan")) if n == "in_scale" else p) for n, t, p in fields]
+    with pytest.raises(SerializationError, match="'in_scale'.*NaN"):
+        pool.from_bytes(harness._encode(pool, nan))
+    huge = [(n, t, bytes(8 * 2_000_000) if t == Tag.INTS and n == "stride" else p)
+            for n, t, p in fields]
+    with pytest.raises(SerializationError, match="'stride' .*holds 2000000 elements"):
+        pool.from_bytes(harness._encode(pool, huge))
 
 
 @FAST

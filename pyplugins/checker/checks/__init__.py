@@ -15,6 +15,8 @@ calls into:
 - :mod:`~pyplugins.checker.checks.pybind` and :mod:`~pyplugins.emulator.idioms`: idioms
   that pybind11 objects refuse;
 - :mod:`~pyplugins.checker.checks.fresh_process`: the engine bytes in a new process;
+- :mod:`~pyplugins.checker.checks.kernels`: every ``pp.Kernel`` compiled for every type it
+  serves, without a GPU;
 - :mod:`~pyplugins.checker.checks.recorder`: the trampoline listener (callback errors,
   ``enqueue`` on an unconfigured object, the clones as they are made).
 
@@ -91,6 +93,10 @@ CHECKS: Dict[str, str] = {
                    "value outside [0, upper] (§6)",
     "aliasing": "get_aliased_input named an invalid input or one of another type/size, or the "
                 "aliased output was not written in place (§7, 10.3+)",
+    "kernel_compile": "a pp.Kernel of the plugin can never launch: its .cu file is missing, no "
+                      "source defines its name, it does not compile for a type the plugin "
+                      "serves, or the source lists no @instantiate line for that type (checked "
+                      "without a GPU, through NVRTC or nvcc)",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }
