@@ -1,7 +1,8 @@
-"""A non-editable install ships kernels_cu/ as package data and finds it there."""
+"""A non-editable install ships every package and kernels_cu/ as package data, and finds them there."""
 
 from __future__ import annotations
 
+import configparser
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,15 @@ def test_non_editable_install_finds_every_kernel_source(tmp_path):
     expected = sorted(p.name for p in (ROOT / "kernels_cu").glob("*.cu"))
     assert names.split() == expected
     assert (Path(kernels_dir) / "common.cuh").is_file()
+
+
+def test_setup_cfg_lists_every_package():
+    # setuptools installs only the packages listed: an unlisted subpackage (the emulator's
+    # checks/ or plugin/) would be missing from a non-editable install, and `import` would fail.
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts)
+               for p in (ROOT / "pyplugins").rglob("__init__.py")}
+    assert on_disk <= listed, sorted(on_disk - listed)
+    assert {"pyplugins.emulator.checks", "pyplugins.emulator.plugin"} <= on_disk
