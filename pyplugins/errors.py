@@ -67,6 +67,31 @@ class LaunchError(PyPluginsError, RuntimeError):
     """A kernel launch was refused or given arguments it cannot take."""
 
 
+class QDPDefinitionError(PyPluginsError, ValueError):
+    """``tensorrt.plugin`` (QDP) refuses a definition or a value where TensorRT raises ValueError
+    (a decorator's signature, an attribute's type, an op call's schema, a type/format string)."""
+
+
+class QDPTypeError(PyPluginsError, TypeError):
+    """``tensorrt.plugin`` (QDP) gets an object of the wrong kind where TensorRT raises TypeError
+    (an annotation that is not a class, an ``aot_impl`` result, a field it cannot convert)."""
+
+
+class QDPRuntimeError(PyPluginsError, RuntimeError):
+    """A ``tensorrt.plugin`` symbolic expression is used where it has no value (a fake or
+    non-constant expression asked for its constant or its truth value)."""
+
+
+class QDPAttributeError(PyPluginsError, AttributeError):
+    """``tensorrt.plugin`` looked up a name that does not exist where TensorRT raises
+    AttributeError (a data type or format name in an autotune string, a launch parameter)."""
+
+
+class QDPAssertionError(PyPluginsError, AssertionError):
+    """An internal consistency rule of ``tensorrt.plugin`` failed where TensorRT's own code
+    asserts (an unexpected field in ``create_plugin``, a combination never offered)."""
+
+
 class MissingDependencyError(PyPluginsError, ImportError):
     """An optional dependency (cupy, onnx, tensorrt) is needed but not installed."""
 

@@ -1,7 +1,8 @@
-"""A non-editable install ships kernels_cu/ as package data and finds it there."""
+"""A non-editable install ships every package and kernels_cu/ as package data, and finds them there."""
 
 from __future__ import annotations
 
+import configparser
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,15 @@ def test_the_distribution_name_is_ours_and_install_hints_match_the_extras():
     texts = [p.read_text() for p in [ROOT / "README.md", *ROOT.glob("docs/**/*.md"),
                                      *ROOT.glob("pyplugins/**/*.py")]]
     assert not [t for t in texts if "pip install 'pyplugins[" in t or "pip install pyplugins" in t]
+
+
+def test_setup_cfg_lists_every_package():
+    # setuptools installs only the packages listed: an unlisted subpackage (the checker's
+    # checks/ or the emulator's plugin/) would be missing from a non-editable install, and `import` would fail.
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts)
+               for p in (ROOT / "pyplugins").rglob("__init__.py")}
+    assert on_disk <= listed, sorted(on_disk - listed)
+    assert {"pyplugins.checker.checks", "pyplugins.emulator.plugin"} <= on_disk

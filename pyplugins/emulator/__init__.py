@@ -11,7 +11,9 @@ Python plugins on machines without TensorRT (or without a GPU):
 
 Every other public name of TensorRT's module (``ICudaEngine``, ``Builder``, ``trt.float32``,
 ``init_libnvinfer_plugins`` ...) resolves too, through :mod:`pyplugins.emulator.surface`: what
-needs a real builder or runtime raises ``NeedsTensorRT`` when used, never at import.
+needs a real builder or runtime raises ``NeedsTensorRT`` when used, never at import. The
+subpackage ``tensorrt.plugin`` (QDP, 10.6+) is :mod:`pyplugins.emulator.plugin`; as in TensorRT it
+must be imported (``import tensorrt.plugin as trtp``) before ``trt.plugin`` exists.
 
 Example:
     >>> from pyplugins import emulator as trt
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pyplugins.emulator import surface, trampoline  # trampoline: installs the size path
+from pyplugins.emulator import bases_quick, subpackage_alias, surface, trampoline  # trampoline: installs the size path
 from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface, IPluginV2,
                                       IPluginV2DynamicExt, IPluginV2DynamicExtBase, IPluginV2Ext,
                                       Logger)
@@ -41,6 +43,7 @@ from pyplugins.emulator.enums import (DataType, DimensionOperation, PluginCapabi
 from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.real import import_real
 from pyplugins.emulator.registry import IPluginRegistry, get_plugin_registry
+from pyplugins.emulator.surface_table import PLUGIN_SINCE
 from pyplugins.emulator.version import emulated_version
 
 __pyplugins_emulator__ = True
@@ -91,6 +94,17 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         msg = f"module 'tensorrt' (pyplugins emulator) has no attribute {name!r}"
         raise AttributeError(msg)
+    since = PLUGIN_SINCE.get(name)
+    if since is not None and (major, minor) < since:  # a plugin-facing name of a later 10.x
+        msg = (f"module 'tensorrt' (pyplugins emulator, TensorRT {major}.{minor}) has no "
+               f"attribute {name!r} (TensorRT binds it from {since[0]}.{since[1]})")
+        raise AttributeError(msg)
+    if name in bases_quick.EMULATED:
+        return getattr(bases_quick, name)
+    if name == "plugin":  # a subpackage: an attribute only once imported, as in TensorRT
+        msg = ("module 'tensorrt' has no attribute 'plugin' until the subpackage is imported: "
+               "`import tensorrt.plugin as trtp` (TensorRT 10.6+)")
+        raise AttributeError(msg)
     return surface.resolve(name, major)
 
 
@@ -115,10 +129,13 @@ def install() -> ModuleType:
         return real
     module = sys.modules[__name__]
     sys.modules["tensorrt"] = module
+    subpackage_alias.install_alias()  # `import tensorrt.plugin` -> pyplugins.emulator.plugin
     return module
 
 
 def uninstall() -> None:
-    """Undo :func:`install` (only removes ``sys.modules["tensorrt"]`` if it is this emulator)."""
+    """Undo :func:`install` (only removes ``sys.modules["tensorrt"]`` if it is this emulator,
+    and the ``tensorrt.plugin`` alias)."""
+    subpackage_alias.uninstall_alias()
     if sys.modules.get("tensorrt") is sys.modules[__name__]:
         del sys.modules["tensorrt"]

@@ -51,12 +51,9 @@ class _StandIn:
 
 
 # -- plugin interfaces the emulator does not drive: names exist, use raises ------------------------
-#: IPluginV3One* and IPluginCreatorV3One are emulated (bases_v3.py); the Quick interfaces that
-#: ``tensorrt.plugin`` (QDP) generates and ``IPluginResource`` are not.
-V3_NAMES = frozenset({
-    "IPluginCreatorV3Quick", "IPluginV3QuickCore", "IPluginV3QuickBuild",
-    "IPluginV3QuickAOTBuild", "IPluginV3QuickRuntime", "IPluginResource",
-})
+#: IPluginV3One* and IPluginCreatorV3One are emulated (bases_v3.py), and so are the Quick
+#: interfaces ``tensorrt.plugin`` (QDP) builds on (bases_quick.py); ``IPluginResource`` is not.
+V3_NAMES = frozenset({"IPluginResource"})
 
 
 class _V3StandIn(_StandIn):
@@ -64,9 +61,8 @@ class _V3StandIn(_StandIn):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         name = type(self)._pp_public
-        msg = (f"{name} is not emulated: the emulator drives IPluginV2DynamicExt and IPluginV3One "
-               f"plugins, not tensorrt.plugin's Quick interfaces or plugin resources; {name} "
-               "needs TensorRT")
+        msg = (f"{name} is not emulated: the emulator drives IPluginV2DynamicExt, IPluginV3One "
+               f"and tensorrt.plugin (QDP) plugins, not plugin resources; {name} needs TensorRT")
         raise NeedsTensorRT(msg)
 # -- end of the V3 section ----------------------------------------------------------------------
 

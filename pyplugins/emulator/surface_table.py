@@ -536,3 +536,47 @@ ENUM_MEMBERS = {
     'UnaryOperation': ['EXP', 'LOG', 'SQRT', 'RECIP', 'ABS', 'NEG', 'SIN', 'COS', 'TAN', 'SINH', 'COSH', 'ASIN', 'ACOS', 'ATAN', 'ASINH', 'ACOSH', 'ATANH', 'CEIL', 'FLOOR', 'ERF', 'NOT', 'SIGN', 'ROUND', 'ISINF', 'ISNAN'],
     'WeightsRole': ['KERNEL', 'BIAS', 'SHIFT', 'SCALE', 'CONSTANT', 'ANY'],
 }
+
+#: ``tensorrt`` names bound in pyPlugin.cpp after 10.0 -> the first (major, minor) that binds them.
+PLUGIN_SINCE = {
+    'IPluginCreatorV3Quick': (10, 6),
+    'IPluginV3OneBuildV2': (10, 3),
+    'IPluginV3QuickAOTBuild': (10, 9),
+    'IPluginV3QuickBuild': (10, 6),
+    'IPluginV3QuickCore': (10, 6),
+    'IPluginV3QuickRuntime': (10, 6),
+    'ISymExpr': (10, 9),
+    'ISymExprs': (10, 9),
+    'KernelLaunchParams': (10, 9),
+    'PluginArgDataType': (10, 9),
+    'PluginArgType': (10, 9),
+    'QuickPluginCreationRequest': (10, 9),
+}
+
+#: The public names of the ``tensorrt.plugin`` subpackage (QDP) -> the first (major, minor) that exports them.
+PLUGIN_MODULE = {
+    'AutoTuneCombination': (10, 6),
+    'KernelLaunchParams': (10, 9),
+    'Shape': (10, 6),
+    'ShapeExpr': (10, 6),
+    'ShapeExprs': (10, 6),
+    'SizeTensorDesc': (10, 6),
+    'SizeTensorShapeExpr': (10, 6),
+    'SymExprs': (10, 9),
+    'SymInt16': (10, 9),
+    'SymInt32': (10, 9),
+    'SymInt8': (10, 9),
+    'SymIntExprs': (10, 9),
+    'Tensor': (10, 6),
+    'TensorDesc': (10, 6),
+    'aot_impl': (10, 9),
+    'autotune': (10, 6),
+    'cdiv': (10, 6),
+    'from_shape_expr': (10, 6),
+    'impl': (10, 6),
+    'max': (10, 6),
+    'min': (10, 6),
+    'op': (10, 6),
+    'register': (10, 6),
+    'size_tensor': (10, 6),
+}

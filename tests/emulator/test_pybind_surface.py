@@ -88,16 +88,17 @@ def test_functions_raise_when_called_not_when_named():
         fn()
 
 
-def test_v3_one_classes_are_emulated_and_quick_ones_raise_on_use():
+def test_v3_one_and_quick_classes_are_emulated_and_resources_raise_on_use():
     assert trt.IPluginV3.__module__ == "pyplugins.emulator.bases_v3"
     assert trt.IPluginCreatorV3One.__module__ == "pyplugins.emulator.bases_v3"
+    assert trt.IPluginV3QuickCore.__module__ == "pyplugins.emulator.bases_quick"
 
-    class Quick(trt.IPluginV3QuickCore):
+    class Resource(trt.IPluginResource):
         pass
 
-    with pytest.raises(surface.NeedsTensorRT, match="IPluginV3QuickCore is not emulated"):
-        Quick()
-    assert {"IPluginV3QuickCore", "IPluginResource"} <= surface.V3_NAMES
+    with pytest.raises(surface.NeedsTensorRT, match="IPluginResource is not emulated"):
+        Resource()
+    assert surface.V3_NAMES == {"IPluginResource"}
     assert surface.V3_NAMES <= set(surface.names(10))
 
 
