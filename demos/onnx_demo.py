@@ -101,11 +101,11 @@ def run_tensorrt(model, x: np.ndarray) -> int:
     """Build and run a real TensorRT engine from the model."""
     import cupy as cp
 
-    from pyplugins.models import engine
+    from pyplugins.models import trt_build
     from pyplugins.testing import assert_close
 
-    plan = engine.build_from_onnx(model.SerializeToString(), profiles={"x": (x.shape,) * 3})
-    (y,) = engine.run_plan(plan, {"x": cp.asarray(x)}).values()
+    path = trt_build.build_engine(model, "onnx_demo.engine", progress=False)
+    (y,) = trt_build.run_engine(trt_build.load_engine(str(path)), {"x": cp.asarray(x)}).values()
     assert_close(cp.asnumpy(y), reference(x), x.dtype, what="TensorRT engine")
     print(f"OK: TensorRT engine output {tuple(y.shape)} matches NumPy.")
     return 0

@@ -1,5 +1,11 @@
-"""With real TensorRT: build a model with plugin nodes through Polygraphy's loaders, and stamp the
-engine so that a mismatched GPU or TensorRT refuses it with a clear message.
+"""With real TensorRT: build a model with plugin nodes through Polygraphy's loaders, stamp the
+engine so that a mismatched GPU or TensorRT refuses it with a clear message, and run it.
+
+The one real-TensorRT stack of pyplugins (the emulator builds no engines); it is thin, written to
+TensorRT's documented Python API (10.x and 11.x, strongly typed networks), and its tests are
+marked ``trt``. Plugins must be registered before building and before loading, in every process:
+TensorRT finds a Python plugin's creator by name, version and namespace when it deserializes the
+engine (docs/trt-protocol.md §2.1).
 
 :func:`build_engine` parses the ONNX file strongly typed (the parser imports each plugin node
 through its registered creator, so import the plugin modules first: ``plugins=``), makes one
@@ -15,6 +21,7 @@ Example (needs TensorRT and a GPU)::
     build_engine("replaced.onnx", "block.engine", ranges={"x": ((1, 8, 64), (4, 8, 64),
                  (8, 8, 64))})
     engine = load_engine("block.engine")
+    outputs = run_engine(engine, {"x": cupy_array})
 """
 
 from __future__ import annotations
@@ -24,14 +31,15 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from pyplugins.errors import MissingDependencyError, install_hint, require
+from pyplugins.errors import MissingDependencyError, PyPluginsError, install_hint, require
 
-__all__ = ["EngineMismatchError", "build_engine", "load_engine", "stamp"]
+__all__ = ["EngineMismatchError", "build_engine", "load_engine", "ranges_from_shapes",
+           "run_engine", "stamp"]
 
 Shape = Tuple[int, ...]
 
 
-class EngineMismatchError(RuntimeError):
+class EngineMismatchError(PyPluginsError, RuntimeError):
     """The engine was built for another GPU or TensorRT version (or has no stamp)."""
 
 
@@ -90,26 +98,31 @@ def _register(plugins: Sequence[str]) -> None:
         import_module(module)
 
 
-def build_engine(model: str, engine_path: str,
+def build_engine(model: Any, engine_path: str,
                  ranges: Optional[Mapping[str, Tuple[Shape, Shape, Shape]]] = None,
                  plugins: Sequence[str] = (), progress: bool = True) -> Path:
-    """Build ``model`` (an ONNX path) into ``engine_path`` and its stamp; returns the path.
+    """Build ``model`` (an ONNX path, or a ``ModelProto``) into ``engine_path`` and its stamp;
+    returns the path.
 
     Raises:
-        RuntimeError: TensorRT is not the active API; Polygraphy's errors when parsing or
-            building fails (the parser's messages name the node).
+        MissingDependencyError: TensorRT is not the active API (or Polygraphy is missing);
+            Polygraphy's errors when parsing or building fails (the parser's messages name the
+            node).
     """
     trt = _real_trt()
     require("polygraphy", "building a model with TensorRT")
     from polygraphy.backend.trt import (CreateConfig, EngineBytesFromNetwork,  # noqa: PLC0415
-                                        NetworkFromOnnxPath, Profile)
+                                        NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
     _register(plugins)
     profile = Profile()
     for name, (lo, opt, hi) in (ranges or {}).items():
         profile.add(name, min=lo, opt=opt, max=hi)
     config = CreateConfig(profiles=[profile] if ranges else None,
                           progress_monitor=_progress_monitor(trt) if progress else None)
-    network = NetworkFromOnnxPath(str(model), strongly_typed=True)
+    if hasattr(model, "SerializeToString"):
+        network = NetworkFromOnnxBytes(model.SerializeToString(), strongly_typed=True)
+    else:
+        network = NetworkFromOnnxPath(str(model), strongly_typed=True)
     data = EngineBytesFromNetwork(network, config=config)()
     path = Path(engine_path)
     path.write_bytes(bytes(data))
@@ -139,3 +152,60 @@ def load_engine(engine_path: str, plugins: Sequence[str] = ()) -> Any:
         raise EngineMismatchError(msg)
     _register(plugins)
     return trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(path.read_bytes())
+
+
+def run_engine(engine: Any, inputs: Mapping[str, Any], *, stream: Any = None) -> Dict[str, Any]:
+    """Run a deserialized engine (:func:`load_engine`) once on CuPy arrays.
+
+    Args:
+        engine: a ``trt.ICudaEngine``.
+        inputs: input tensor name -> CuPy array of the engine's dtype (made contiguous).
+        stream: a ``cupy.cuda.Stream``; a new non-blocking one when None.
+
+    Returns:
+        Output tensor name -> CuPy array.
+
+    Raises:
+        PyPluginsError: ``execute_async_v3`` failed (a plugin's enqueue error is on stderr).
+    """
+    trt = _real_trt()
+    cp = require("cupy", "running engines")
+    context = engine.create_execution_context()
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    is_input = {n: engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT for n in names}
+    keep = {}
+    for name in names:
+        if is_input[name]:
+            keep[name] = cp.ascontiguousarray(inputs[name])
+            context.set_input_shape(name, tuple(keep[name].shape))
+            context.set_tensor_address(name, keep[name].data.ptr)
+    outputs = {}
+    for name in names:
+        if not is_input[name]:
+            shape = tuple(context.get_tensor_shape(name))
+            outputs[name] = cp.empty(shape, dtype=trt.nptype(engine.get_tensor_dtype(name)))
+            context.set_tensor_address(name, outputs[name].data.ptr)
+    stream = stream or cp.cuda.Stream(non_blocking=True)
+    if not context.execute_async_v3(stream.ptr):
+        msg = "execute_async_v3 failed; a plugin's enqueue error is printed above (stderr)"
+        raise PyPluginsError(msg)
+    stream.synchronize()
+    return outputs
+
+
+def ranges_from_shapes(shapes: Mapping[str, Sequence[Shape]]) -> Dict[str, Tuple[Shape, Shape, Shape]]:
+    """Normalise ``{name: shape}`` or ``{name: (min, opt, max)}`` to the (min, opt, max) triples
+    :func:`build_engine` takes as ``ranges``.
+
+    Example:
+        >>> ranges_from_shapes({"x": (2, 3)})
+        {'x': ((2, 3), (2, 3), (2, 3))}
+    """
+    result = {}
+    for name, value in shapes.items():
+        if value and isinstance(value[0], (tuple, list)):
+            lo, opt, hi = (tuple(v) for v in value)
+        else:
+            lo = opt = hi = tuple(value)
+        result[name] = (lo, opt, hi)
+    return result

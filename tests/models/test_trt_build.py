@@ -15,7 +15,6 @@ from pyplugins.models import trt_build  # noqa: E402
 from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
 from tests.models import builders as b  # noqa: E402
 
-pytestmark = [pytest.mark.trt, pytest.mark.gpu]
 
 
 @pytest.fixture()
@@ -27,6 +26,8 @@ def engine(tmp_path):
     return trt_build.build_engine(str(path), str(tmp_path / "block.engine"))
 
 
+@pytest.mark.trt
+@pytest.mark.gpu
 def test_engine_builds_stamped_and_loads(engine):
     stamp = json.loads(engine.with_name("block.engine.json").read_text())
     assert stamp == trt_build.stamp()
@@ -38,6 +39,8 @@ def test_engine_builds_stamped_and_loads(engine):
     assert loaded.get_tensor_dtype("block_out") == trt.DataType.FLOAT
 
 
+@pytest.mark.trt
+@pytest.mark.gpu
 def test_an_engine_stamped_for_another_gpu_is_refused(engine):
     stamp_path = engine.with_name("block.engine.json")
     stamp = json.loads(stamp_path.read_text())
@@ -49,7 +52,22 @@ def test_an_engine_stamped_for_another_gpu_is_refused(engine):
         trt_build.load_engine(str(engine))
 
 
+@pytest.mark.trt
+@pytest.mark.gpu
 def test_an_unstamped_engine_is_refused(engine):
     engine.with_name("block.engine.json").unlink()
     with pytest.raises(trt_build.EngineMismatchError, match="no stamp"):
         trt_build.load_engine(str(engine))
+
+
+def test_under_the_emulator_building_says_what_to_install(tmp_path):
+    from pyplugins.errors import MissingDependencyError
+
+    with pytest.raises(MissingDependencyError, match=r"pip install 'tensorrt>=10,<12'"):
+        trt_build.build_engine(str(tmp_path / "m.onnx"), str(tmp_path / "m.engine"))
+
+
+def test_ranges_from_shapes_accepts_static_and_ranges():
+    assert trt_build.ranges_from_shapes({"x": (1, 2)}) == {"x": ((1, 2), (1, 2), (1, 2))}
+    ranges = {"x": ((1, 2), (2, 2), (4, 2))}
+    assert trt_build.ranges_from_shapes(ranges) == ranges
