@@ -4,8 +4,9 @@
 A TENSOR keeps its element type where the parser's switch has a case for it (see
 :data:`TENSOR_FIELD_TYPES`); DOUBLE becomes FLOAT32 values, INT4/FLOAT4E2M1 are packed two per
 byte with ``size`` the element count. External data is read only from inside the model's
-directory (``model_dir``), never from the working directory, and not at all without one; absolute
-paths, ``..`` and symlinks leading out are refused. Data that does not match the dims is an error
+directory (``model_dir``), never from the working directory, and not at all without one, through
+:func:`pyplugins.emulator.onnx_external.external_bytes` (absolute paths, ``..``, symlinks,
+special files and sizes past the file are refused). Data that does not match the dims is an error
 naming the attribute. :mod:`pyplugins.emulator.onnx_import` calls :func:`tensor_field` for every
 TENSOR attribute.
 
@@ -17,12 +18,13 @@ Example:
 
 from __future__ import annotations
 
-import os
+import math
 from typing import Any, Optional, Tuple
 
 import numpy as np
 
 from pyplugins.emulator.enums import PluginFieldType
+from pyplugins.emulator.onnx_external import ExternalDataError, external_bytes
 from pyplugins.emulator.plugin_field import PluginField
 from pyplugins.errors import FieldError
 
@@ -73,56 +75,13 @@ _PACKED = ("INT4", "FLOAT4E2M1")  # two elements per byte
 _MAX_DIMS = 8
 
 
-def _external_bytes(name: str, tensor: Any, model_dir: Optional[str], expected: int) -> bytes:
-    """The bytes of a TENSOR with external data, read from inside ``model_dir`` only."""
-    info = {e.key: e.value for e in tensor.external_data}
-    location = info.get("location", "")
-    if model_dir is None:
-        msg = (f"Attribute {name!r}: TENSOR with external data ({location!r}) but no model "
-               "directory was given, so it is not read; pass model_dir= (the .onnx file's "
-               "directory), as TensorRT's parser reads it relative to the model")
-        raise FieldError(msg)
-    base = os.path.realpath(model_dir)
-    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
-        msg = (f"Attribute {name!r}: external data location {location!r} is not a relative "
-               "path inside the model's directory; refused")
-        raise FieldError(msg)
-    path = os.path.realpath(os.path.join(base, location))
-    if os.path.commonpath([base, path]) != base:
-        msg = (f"Attribute {name!r}: external data location {location!r} leads out of the "
-               "model's directory (a symlink?); refused")
-        raise FieldError(msg)
-    try:
-        offset = int(info.get("offset", "0") or 0)
-        length = int(info.get("length", str(expected)) or expected)
-    except ValueError as err:
-        raise FieldError(f"Attribute {name!r}: external data offset/length are not integers "
-                         f"({info.get('offset')!r}, {info.get('length')!r})") from err
-    if offset < 0 or length != expected:
-        msg = (f"Attribute {name!r}: external data length {length} (offset {offset}) does not "
-               f"match the {expected} bytes its dims and type need")
-        raise FieldError(msg)
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read(expected)
-    except OSError as err:
-        raise FieldError(f"Attribute {name!r}: cannot read external data {location!r} "
-                         f"({type(err).__name__})") from err
-    if len(data) != expected:
-        msg = (f"Attribute {name!r}: external data {location!r} holds {len(data)} bytes at "
-               f"offset {offset}; its dims and type need {expected}")
-        raise FieldError(msg)
-    return data
-
-
 def _onnx_array(name: str, tensor: Any, shape: Tuple[int, ...], model_dir: Optional[str]) -> Any:
     """``numpy_helper.to_array`` without its working-directory read, data checked against dims."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if any(d < 0 for d in shape):
         raise FieldError(f"Attribute {name!r}: TENSOR has a negative dim {shape}")
+    count = math.prod(shape)  # Python ints: huge dims must not wrap around int64
     if tensor.data_location == TensorProto.EXTERNAL:
         try:
             itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
@@ -131,7 +90,11 @@ def _onnx_array(name: str, tensor: Any, shape: Tuple[int, ...], model_dir: Optio
                              "cannot be read") from err
         local = TensorProto()
         local.CopyFrom(tensor)
-        local.raw_data = _external_bytes(name, tensor, model_dir, count * itemsize)
+        try:
+            local.raw_data = external_bytes(f"Attribute {name!r}", tensor, model_dir,
+                                            count * itemsize)
+        except ExternalDataError as err:
+            raise FieldError(str(err)) from err
         local.data_location = TensorProto.DEFAULT
         del local.external_data[:]
         tensor = local
@@ -179,7 +142,7 @@ def tensor_field(name: str, tensor: Any, model_dir: Optional[str] = None) -> Plu
         raise FieldError(f"Attribute {name!r}: {target}")
     if array is None:
         array = _onnx_array(name, tensor, shape, model_dir)
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)
     if dtype_name == "DOUBLE":
         array = np.asarray(array, dtype=np.float64).astype(np.float32)
     raw = np.ascontiguousarray(array).tobytes()

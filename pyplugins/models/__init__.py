@@ -5,7 +5,10 @@ The modules: :mod:`~pyplugins.models.graph` (reading an onnx-graphsurgeon graph)
 shipped plugins replace, used by the Polygraphy plugin directory
 :mod:`pyplugins.models.polygraphy_plugins`), :mod:`~pyplugins.models.runner` (run a model: onnxruntime
 for ordinary ops, the emulated TensorRT lifecycle for plugin nodes),
-:mod:`~pyplugins.models.check` (``pyplugins check MODEL.onnx``),
+:mod:`~pyplugins.models.check` (``pyplugins check MODEL.onnx``, with
+:mod:`~pyplugins.models.check_report` and :mod:`~pyplugins.models.type_flow`),
+:mod:`~pyplugins.models.model_file` and :mod:`~pyplugins.models.validate` (reading untrusted
+model files and refusing what TensorRT's parser could not import),
 :mod:`~pyplugins.models.polygraphy_run` (``polygraphy run --pyplugins``) and
 :mod:`~pyplugins.models.trt_build` (a real TensorRT engine through Polygraphy's loaders).
 See ``docs/models.md``.

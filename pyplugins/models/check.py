@@ -1,12 +1,18 @@
 """Check every plugin node of an ONNX model with the shapes the graph gives: ``pyplugins check
 MODEL.onnx``.
 
-The graph's shapes come from its declared inputs (or ``inputs`` overrides, which may give a
-dynamic dim a ``min-opt-max`` range) through ONNX shape inference. Plugin nodes are visited in
-order: each is imported as TensorRT's parser imports it and driven through the emulated
-lifecycle with its input shapes and types; the output shapes and types the plugin declares are
-compared with what the graph declares for those tensors (a mismatch is what makes TensorRT's
-build, or the next layer, fail), and written back so shape inference continues past the node.
+The model is read and refused where it is malformed or unsupported
+(:mod:`pyplugins.models.model_file`, :mod:`pyplugins.models.validate`: a
+:class:`~pyplugins.models.model_file.ModelFileError`). The graph's shapes come from its declared
+inputs (or ``inputs`` overrides, which may give a dynamic dim a ``min-opt-max`` range) through
+ONNX shape inference, one run of ordinary nodes at a time (:mod:`pyplugins.models.type_flow`).
+Plugin nodes are visited in topological order: each is imported as TensorRT's parser imports it
+(TENSOR attributes' external data read only from the model's folder) and driven through the
+emulated lifecycle with its input shapes and types; the output count, shapes and types the
+plugin declares are compared with what the graph declares (a mismatch is what makes TensorRT's
+build, or the next layer, fail), and recorded so shape inference continues past the node. A node
+with the same creator, fields and input specs as an earlier one reuses that node's lifecycle run
+(``NodeCheck.same_as``), so a model of repeated layers costs its distinct layers.
 
 Example:
     >>> from onnx import TensorProto, helper
@@ -21,104 +27,39 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+import contextlib
+import dataclasses
+import os
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyplugins.models.check_report import ModelCheckReport, NodeCheck
 from pyplugins.errors import require
-from pyplugins.models.partition import is_plugin_node
+from pyplugins.models.model_file import check_external_data, load_model
+from pyplugins.models.partition import Segment, split
 from pyplugins.models.runner import load_plugin_modules
+from pyplugins.models.type_flow import TypeFlow
+from pyplugins.models.validate import validate_model
 
-__all__ = ["ModelCheckReport", "NodeCheck", "check_model"]
+__all__ = ["check_model"]
 
 Range = Tuple[int, int, int]
 
 
-@dataclass
-class NodeCheck:
-    """One plugin node's result.
-
-    Attributes:
-        node: the node's name as the parser names it.
-        op: its op type.
-        report: the lifecycle's :class:`~pyplugins.checker.lifecycle_report.LifecycleReport` (None when
-            the node could not be imported or its input shapes are unknown).
-        mismatches: outputs whose shape or type differs from the graph's declaration.
-        problem: why the node was not checked, or None.
-    """
-
-    node: str
-    op: str
-    report: Any = None
-    mismatches: List[str] = field(default_factory=list)
-    problem: Optional[str] = None
-
-    @property
-    def ok(self) -> bool:
-        """Checked, with no lifecycle violation and no mismatch."""
-        return (self.problem is None and not self.mismatches and self.report is not None
-                and self.report.ok)
-
-    def format(self) -> str:
-        """Human-readable lines."""
-        head = f"node {self.node!r} ({self.op}): {'OK' if self.ok else 'FAILED'}"
-        lines = [head]
-        if self.problem:
-            lines.append(f"  not checked: {self.problem}")
-        lines += [f"  mismatch: {m}" for m in self.mismatches]
-        if self.report is not None:
-            lines += ["  " + line for line in self.report.format().splitlines()]
-        return "\n".join(lines)
-
-
-@dataclass
-class ModelCheckReport:
-    """Every plugin node's :class:`NodeCheck`, in graph order."""
-
-    nodes: List[NodeCheck] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Every plugin node checked and fine (a model with no plugin node is not ok)."""
-        return bool(self.nodes) and all(n.ok for n in self.nodes)
-
-    def format(self) -> str:
-        """Human-readable report."""
-        if not self.nodes:
-            return "no plugin node in the model (every op is an ONNX op)"
-        bad = sum(not n.ok for n in self.nodes)
-        lines = [n.format() for n in self.nodes]
-        lines.append(f"{len(self.nodes)} plugin node(s), {bad} with problems")
-        return "\n".join(lines)
-
-
-def _types(model: Any) -> Dict[str, Any]:
-    onnx = require("onnx", "pyplugins check MODEL.onnx")
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    graph = inferred.graph
-    known = {v.name: v.type.tensor_type for v in list(graph.value_info) + list(graph.input)
-             + list(graph.output) if v.type.tensor_type.elem_type}
-    for init in graph.initializer:
-        known[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, list(init.dims)
-                                                              ).tensor_type
-    return known
-
-
-def _dims(ttype: Any) -> List[Any]:
-    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-            for d in ttype.shape.dim]
-
-
-def _spec(name: str, ttype: Any, ranges: Mapping[str, Range]) -> Any:
+def _spec(name: str, flow: TypeFlow, ranges: Mapping[str, Range]) -> Any:
+    from pyplugins import dtypes  # noqa: PLC0415
     from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
     onnx = require("onnx", "pyplugins check MODEL.onnx")
 
-    if ttype is None or not ttype.HasField("shape"):
+    dims = flow.shape(name)
+    if dims is None:
         msg = f"the graph gives tensor {name!r} no shape; give it with --input {name}=SHAPE:DTYPE"
+        if name in flow.failures:
+            msg += f" ({flow.failures[name]})"
         raise ValueError(msg)
     shape, lo, opt, hi = [], [], [], []
-    for dim in _dims(ttype):
+    for dim in dims:
         if isinstance(dim, int):
             shape.append(dim)
             lo.append(dim), opt.append(dim), hi.append(dim)
@@ -130,7 +71,16 @@ def _spec(name: str, ttype: Any, ranges: Mapping[str, Range]) -> Any:
             msg = (f"tensor {name!r} has the dynamic dim {dim!r} and no range for it; give the "
                    f"model input it comes from as --input NAME=SHAPE:DTYPE with min-opt-max dims")
             raise ValueError(msg)
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type)
+    elem = flow.known[name].elem_type
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        dtypes.trt_name_from_numpy(dtype)
+    except (KeyError, TypeError, ValueError) as err:
+        name_of = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values(
+            ) else str(elem)
+        msg = (f"tensor {name!r} is {name_of}, which TensorRT has no tensor type for; a plugin "
+               "cannot take it")
+        raise ValueError(msg) from err
     return TensorSpec(tuple(shape), dtype, min=tuple(lo), opt=tuple(opt), max=tuple(hi))
 
 
@@ -156,45 +106,115 @@ def _override(model: Any, inputs: Mapping[str, Mapping[str, Any]]) -> Dict[str, 
     return ranges
 
 
-def _compare(node: Any, report: Any, known: Mapping[str, Any]) -> List[str]:
+def _elem_types(report: Any) -> List[int]:
+    """The ONNX element type of each output the plugin declared (0 where there is none)."""
     from pyplugins import dtypes  # noqa: PLC0415
+    onnx = require("onnx", "pyplugins check MODEL.onnx")
+
+    elems = []
+    for datatype in report.output_dtypes:
+        try:
+            elems.append(onnx.helper.np_dtype_to_tensor_dtype(dtypes.numpy_from_trt(datatype)))
+        except (KeyError, TypeError, ValueError):
+            elems.append(0)
+    return elems
+
+
+def _compare(node: Any, report: Any, flow: TypeFlow) -> List[str]:
+    onnx = require("onnx", "pyplugins check MODEL.onnx")
 
     found = []
-    for i, name in enumerate(o for o in node.output if o):
-        if i >= len(report.output_shapes) or name not in known:
+    if report.output_shapes and len(node.output) != len(report.output_shapes):
+        found.append(f"the node has {len(node.output)} output(s), the plugin gives "
+                     f"{len(report.output_shapes)}; TensorRT's parser cannot bind them")
+    for i, name in enumerate(node.output):
+        if not name or i >= len(report.output_shapes) or name not in flow.declared:
             continue
-        declared = known[name]
-        got_dtype = dtypes.numpy_from_trt(report.output_dtypes[i])
-        onnx = require("onnx", "pyplugins check MODEL.onnx")
-        want_dtype = onnx.helper.tensor_dtype_to_np_dtype(declared.elem_type)
-        if got_dtype != want_dtype:
-            found.append(f"output {i} {name!r}: the plugin gives {got_dtype}, the graph declares "
-                         f"{want_dtype}")
-        if declared.HasField("shape"):
-            want, got = _dims(declared), list(report.output_shapes[i])
-            if len(want) != len(got) or any(isinstance(w, int) and w != g
-                                            for w, g in zip(want, got)):
-                found.append(f"output {i} {name!r}: the plugin gives shape {tuple(got)}, the "
-                             f"graph declares {tuple(w if w is not None else '?' for w in want)}")
+        got, want = _elem_types(report)[i], flow.declared[name].elem_type
+        if got != want:
+            found.append(f"output {i} {name!r}: the plugin gives {_dtype_name(got)}, the graph "
+                         f"declares {_dtype_name(want)}")
+        dims, shape = flow.shape(name), list(report.output_shapes[i])
+        if dims is not None and (len(dims) != len(shape) or any(
+                isinstance(w, int) and w != g for w, g in zip(dims, shape))):
+            found.append(f"output {i} {name!r}: the plugin gives shape {tuple(shape)}, the "
+                         f"graph declares {tuple(w if w is not None else '?' for w in dims)}")
     return found
 
 
-def _declare(model: Any, node: Any, report: Any) -> None:
-    """Write the plugin's output types into value_info where the graph has none."""
+def _dtype_name(elem: int) -> str:
+    """NumPy's name for an ONNX element type where it has one (float32), else ONNX's (BFLOAT16)."""
     onnx = require("onnx", "pyplugins check MODEL.onnx")
-    from pyplugins import dtypes  # noqa: PLC0415
+    try:
+        return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)))
+    except (KeyError, TypeError, ValueError):
+        return (onnx.TensorProto.DataType.Name(elem)
+                if elem in onnx.TensorProto.DataType.values() else f"type {elem}")
 
-    have = {v.name for v in list(model.graph.value_info) + list(model.graph.output)}
-    for i, name in enumerate(o for o in node.output if o):
-        if name in have or i >= len(report.output_shapes):
-            continue
-        elem = onnx.helper.np_dtype_to_tensor_dtype(dtypes.numpy_from_trt(report.output_dtypes[i]))
-        model.graph.value_info.append(onnx.helper.make_tensor_value_info(
-            name, elem, list(report.output_shapes[i])))
+
+def _signature(imported: Any, specs: Sequence[Any], device: str) -> tuple:
+    """What a lifecycle run depends on: the creator, the fields' bytes, the input specs."""
+    fields = tuple((f.name, str(f.type), f.size, np.asarray(f.data).tobytes())
+                   for f in imported.fc)
+    inputs = tuple((s.shape, str(s.datatype), s.min, s.opt, s.max) for s in specs)
+    return id(imported.creator), fields, inputs, imported.shape_input_indices, device
+
+
+@contextlib.contextmanager
+def _step(watch: Any, what: str) -> Iterator[None]:
+    saved = watch.begin(what) if watch is not None else None
+    try:
+        yield
+    finally:
+        if watch is not None:
+            watch.end(saved)
+
+
+class _Checker:
+    """The per-model state of :func:`check_model`: types, ranges, reused runs."""
+
+    def __init__(self, flow: TypeFlow, ranges: Mapping[str, Range], model_dir: Optional[str],
+                 device: str) -> None:
+        self.flow, self.ranges, self.model_dir, self.device = flow, ranges, model_dir, device
+        self.runs: Dict[tuple, Tuple[str, Any]] = {}
+
+    def node(self, node: Any, entry: NodeCheck) -> None:
+        from pyplugins.checker import verdicts  # noqa: PLC0415
+        from pyplugins.checker import lifecycle  # noqa: PLC0415
+        from pyplugins.emulator import onnx_import
+
+        try:
+            imported = onnx_import.import_node(node, model_dir=self.model_dir)
+            specs = [_spec(n, self.flow, self.ranges) for n in node.input if n]
+            key = _signature(imported, specs, self.device)
+            if key in self.runs:
+                entry.same_as, report = self.runs[key]
+            else:
+                report = lifecycle.run(imported.creator, specs, imported.fc,
+                                       node_name=imported.name, device=self.device)
+                self.runs[key] = (entry.node, report)
+        except (LookupError, ValueError, TypeError) as err:
+            entry.problem = str(err)
+        except Exception as err:  # plugin code read outside a callback (a creator property)
+            escaped = verdicts.escaped_error_report(entry.op, err)
+            if escaped is None:
+                raise
+            entry.report = escaped
+        else:
+            entry.report = dataclasses.replace(report,
+                                               warnings=imported.warnings + report.warnings)
+            entry.mismatches = _compare(node, entry.report, self.flow)
+            self.flow.set_plugin_outputs(node, report.output_shapes, _elem_types(report))
+            if report.ok:
+                return
+        for out in node.output:  # what later nodes reading its outputs are told
+            self.flow.failures.setdefault(out, f"its producer, plugin node {entry.node!r}, "
+                                               "failed its check")
 
 
 def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = None,
-                plugins: Sequence[str] = (), device: str = "cpu") -> ModelCheckReport:
+                plugins: Sequence[str] = (), device: str = "cpu", *,
+                report: Optional[ModelCheckReport] = None, watch: Any = None) -> ModelCheckReport:
     """Check every plugin node of ``model`` (a ModelProto or path).
 
     Args:
@@ -203,38 +223,43 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
             declared inputs (``pyplugins.checker.command.parse_input``'s form; -1 = dynamic).
         plugins: plugin modules to import first.
         device: ``"cpu"`` (no kernel runs; the default) or ``"auto"`` (enqueue on a GPU too).
+        report: the report to fill (node by node, so a caller that stops waiting sees how far
+            the check got); a new one by default.
+        watch: a :class:`~pyplugins.emulator.trampoline.Watch` on which the model's own slow
+            steps (loading, validation, shape inference) are marked, as plugin callbacks are.
 
     Raises:
+        ModelFileError: the file or graph is malformed or unsupported (the message names the
+            file, node or tensor).
         ModelRunError: real TensorRT is active or a plugin module fails to import.
         ValueError: an ``inputs`` name the model does not have.
     """
-    from pyplugins.checker import lifecycle  # noqa: PLC0415
-    from pyplugins.emulator import onnx_import
-    onnx = require("onnx", "pyplugins check MODEL.onnx")
-
+    result = report if report is not None else ModelCheckReport()
     load_plugin_modules(plugins)
-    model = onnx.load(model) if not hasattr(model, "graph") else model
-    work = onnx.ModelProto()
-    work.CopyFrom(model)
-    ranges = _override(work, inputs or {})
-    result = ModelCheckReport()
-    for node in work.graph.node:
-        if not is_plugin_node(node):
+    if hasattr(model, "graph"):
+        work, model_dir, where = require("onnx", "pyplugins check MODEL.onnx").ModelProto(), \
+            None, "the model"
+        work.CopyFrom(model)
+    else:
+        where = os.fsdecode(model)
+        model_dir = os.path.dirname(os.path.abspath(where))
+        with _step(watch, f"loading {where}"):
+            work = load_model(model)
+    with _step(watch, "validating the graph"):
+        order = validate_model(work, str(where))
+        if model_dir is not None:
+            check_external_data(work, model_dir, where)
+        ranges = _override(work, inputs or {})
+        steps = split(work.graph, order)
+    checker = _Checker(TypeFlow(work), ranges, model_dir, device)
+    last = max((i for i, s in enumerate(steps) if not isinstance(s, Segment)), default=-1)
+    for index, step in enumerate(steps[:last + 1]):
+        if isinstance(step, Segment):
+            with _step(watch, f"shape inference of {len(step.nodes)} ONNX node(s)"):
+                checker.flow.infer(step)
             continue
-        name = node.name or f"node_of_{node.output[0]}"
-        entry = NodeCheck(name, node.op_type)
+        name = step.name or (f"node_of_{step.output[0]}" if len(step.output) else f"#{index}")
+        entry = NodeCheck(name, step.op_type)
         result.nodes.append(entry)
-        known = _types(work)
-        try:
-            imported = onnx_import.import_node(node)
-            specs = [_spec(n, known.get(n), ranges) for n in node.input if n]
-        except (LookupError, ValueError) as err:
-            entry.problem = str(err)
-            continue
-        entry.report = lifecycle.run(imported.creator, specs, imported.fc,
-                                     node_name=imported.name, device=device)
-        entry.report.warnings[:0] = imported.warnings
-        entry.mismatches = _compare(node, entry.report, known)
-        _declare(work, node, entry.report)
+        checker.node(step, entry)
     return result
-

@@ -1,6 +1,9 @@
 """The model commands of the ``pyplugins`` CLI: ``check MODEL.onnx`` and ``patterns-dir``.
 
-``pyplugins check`` hands a target ending in ``.onnx`` to :func:`run_check_model`;
+``pyplugins check`` hands a target ending in ``.onnx`` to :func:`run_check_model`: exit 0 when
+every plugin node passes, 1 for a plugin node's problem (or a step past ``--timeout``), 2 for a
+bad command line or a model file that is malformed or unsupported (one line naming the file, node
+or tensor; with ``--json`` a JSON object on stdout in every case);
 ``pyplugins patterns-dir`` prints the Polygraphy plugin directory of the shipped patterns, for
 ``polygraphy plugin match|replace MODEL --plugin-dir "$(pyplugins patterns-dir)"``.
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import traceback
 from typing import Any, Dict
 
 __all__ = ["add_patterns_dir", "parse_named_input", "run_check_model"]
@@ -38,12 +42,22 @@ def parse_named_input(text: str) -> Dict[str, Any]:
 
 
 def run_check_model(args: Any) -> int:
-    """``pyplugins check MODEL.onnx [--plugins MODULE] [--input NAME=SHAPE:DTYPE] [--json]``;
-    returns 0 (every plugin node fine), 1 (problems) or raises UsageError (exit 2)."""
-    from pyplugins._config import override  # noqa: PLC0415
-    from pyplugins.checker.command import UsageError  # noqa: PLC0415
+    """``pyplugins check MODEL.onnx [--plugins MODULE] [--input NAME=SHAPE:DTYPE] [--json]
+    [--timeout SECONDS]``; returns 0 (every plugin node fine) or 1 (problems, or a step past
+    ``--timeout``), or raises UsageError (exit 2: a bad command line, or a model file that is
+    malformed or uses what pyplugins does not support) or EnvironmentFailure (exit 2).
+
+    The check runs under :func:`pyplugins.checker.supervise.supervise`, as a plugin module's does: a
+    plugin callback, or a step of the model's own (loading, validation, shape inference), that
+    runs past the limit stops the check with a report of the nodes checked so far.
+    """
+    from pyplugins._config import knobs, override  # noqa: PLC0415
+    from pyplugins.checker.command import ABANDONED, EnvironmentFailure, UsageError  # noqa: PLC0415
+    from pyplugins.emulator import trampoline  # noqa: PLC0415
     from pyplugins.models.check import check_model  # noqa: PLC0415
+    from pyplugins.models.check_report import ModelCheckReport  # noqa: PLC0415
     from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
+    from pyplugins.checker.supervise import supervise  # noqa: PLC0415
 
     for flag in ("plugin", "attrs"):
         if getattr(args, flag, None):
@@ -51,19 +65,36 @@ def run_check_model(args: Any) -> int:
                    "node's attributes and op type are used")
             raise UsageError(msg)
     inputs = {spec.pop("name"): spec for spec in map(parse_named_input, args.inputs)}
+    try:
+        timeout = args.timeout if getattr(args, "timeout", None) is not None else (
+            knobs.check_timeout)
+    except ValueError as err:
+        raise EnvironmentFailure(str(err)) from err
     redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
                 else contextlib.nullcontext())  # --json: stdout holds the JSON only
-    try:
-        with override(trt="emulator"), redirect:
-            report = check_model(args.target, inputs, args.plugin_modules, device=args.device)
-    except (ModelRunError, ValueError, FileNotFoundError) as err:
-        raise UsageError(str(err)) from err
+    report = ModelCheckReport()
+    with override(trt="emulator"), redirect:
+        outcome = supervise(
+            lambda watch: check_model(args.target, inputs, args.plugin_modules,
+                                      device=args.device, report=report, watch=watch),
+            trampoline.Watch(), timeout)
+    if outcome.timed_out is not None:
+        ABANDONED.set()  # pyplugins.cli.main ends the process once the report is written
+        report = report.stopped(*outcome.timed_out, timeout)
+    elif isinstance(outcome.error, (ModelRunError, ValueError, UsageError)):
+        raise UsageError(str(outcome.error)) from outcome.error
+    elif isinstance(outcome.error, ImportError):  # onnx missing: the message says what to install
+        raise EnvironmentFailure(str(outcome.error)) from outcome.error
+    elif outcome.error is not None:
+        err = outcome.error
+        if not isinstance(err, Exception):  # KeyboardInterrupt, SystemExit
+            raise err
+        text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        msg = (f"the check of {args.target} failed inside pyplugins (please report it): "
+               f"{type(err).__name__}: {err}\n{text}")
+        raise EnvironmentFailure(msg) from err
     if args.json:
-        print(json.dumps({"ok": report.ok, "nodes": [
-            {"node": n.node, "op": n.op, "ok": n.ok, "problem": n.problem,
-             "mismatches": n.mismatches,
-             "report": n.report.to_dict() if n.report is not None else None}
-            for n in report.nodes]}, indent=2, default=str))
+        print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
         print(report.format())
     return 0 if report.ok else 1

@@ -75,9 +75,13 @@ def _classes() -> dict:
 
         @util.check_called_by("activate")
         def activate_impl(self) -> None:
-            from pyplugins.models.runner import ModelRunner  # noqa: PLC0415
+            from pyplugins.models.model_file import ModelFileError  # noqa: PLC0415
+            from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: PLC0415
 
-            self.runner = ModelRunner(self._model, self.plugins, self.device)
+            try:
+                self.runner = ModelRunner(self._model, self.plugins, self.device)
+            except (ModelFileError, ModelRunError) as err:  # one line, not a traceback
+                G_LOGGER.critical(f"{self.name}: {err}")
             self._told = False
 
         @util.check_called_by("get_input_metadata")

@@ -27,14 +27,18 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from pyplugins.echo import echo
 from pyplugins.errors import PyPluginsError
 from pyplugins.errors import require
+from pyplugins.models.model_file import ModelFileError, inline_external_data, load_model
 from pyplugins.models.partition import Segment, split
+from pyplugins.models.validate import node_label, validate_model
 
 __all__ = ["ModelRunError", "ModelRunner", "NodeRun", "load_plugin_modules", "run_model"]
 
@@ -100,11 +104,19 @@ class ModelRunner:
     """Runs an ONNX model with plugin nodes (see the module docstring).
 
     Args:
-        model: an ``onnx.ModelProto`` or a path to one.
+        model: an ``onnx.ModelProto`` (copied) or a path to one. External data is read only
+            from regular files in the model's folder (:mod:`pyplugins.emulator.onnx_external`),
+            and not at all for a ModelProto, which has no folder.
         plugins: plugin modules to import first (dotted names or ``.py`` paths).
         device: ``"auto"`` (kernels when CuPy sees a GPU, else references), ``"cpu"``
             (references only) or ``"gpu"`` (kernels, or an error).
         providers: onnxruntime execution providers (default: CPU).
+
+    Raises:
+        ModelFileError: the file or graph is malformed or unsupported (a plugin node inside an
+            ``If``/``Loop``/``Scan`` body, refused external data, ...; see
+            :mod:`pyplugins.models.validate`).
+        ModelRunError: see :func:`load_plugin_modules`.
     """
 
     def __init__(self, model: Any, plugins: Sequence[str] = (), device: str = "auto",
@@ -112,13 +124,21 @@ class ModelRunner:
         onnx = require("onnx", "pyplugins' model runner")
         require("onnxruntime", "pyplugins' model runner")
         load_plugin_modules(plugins)
-        self.model = onnx.load(model) if isinstance(model, (str, bytes)) or hasattr(
-            model, "__fspath__") else model
+        if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+            where = os.fsdecode(model)
+            self.model = load_model(model)
+            model_dir: Optional[str] = os.path.dirname(os.path.abspath(where))
+        else:
+            where, model_dir = "the model", None
+            self.model = onnx.ModelProto()
+            self.model.CopyFrom(model)
+        order = validate_model(self.model, where)
+        inline_external_data(self.model, model_dir, where)  # onnxruntime must not read any itself
+        self.model_dir = model_dir
         self.device = device
         self.providers = list(providers or ["CPUExecutionProvider"])
-        self.steps = split(self.model.graph)
-        self.initializers = {t.name: onnx.numpy_helper.to_array(t)
-                             for t in self.model.graph.initializer}
+        self.steps = split(self.model.graph, order)
+        self.initializers = {t.name: _initializer(t, where) for t in self.model.graph.initializer}
         self._sessions: Dict[Tuple[int, tuple], Any] = {}
         self.node_runs: List[NodeRun] = []
 
@@ -142,12 +162,17 @@ class ModelRunner:
         self.node_runs = []
         for index, step in enumerate(self.steps):
             if isinstance(step, Segment):
+                if not step.outputs:  # nothing reads what it computes
+                    continue
                 session = self._session(index, step, values)
-                outs = session.run(step.outputs, {n: values[n] for n in step.inputs})
+                try:
+                    outs = session.run(step.outputs, {n: values[n] for n in step.inputs})
+                except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types
+                    raise _refused(step, err, "failed on") from err
                 values.update(zip(step.outputs, outs))
             else:
                 outs = self._plugin(step, [values[n] for n in step.input if n])
-                values.update(zip([o for o in step.output if o], outs))
+                values.update((o, v) for o, v in zip(step.output, outs) if o)
         return {o.name: values[o.name] for o in self.model.graph.output}
 
     def _session(self, index: int, step: Segment, values: Mapping[str, Any]) -> Any:
@@ -164,7 +189,8 @@ class ModelRunner:
             n, helper.np_dtype_to_tensor_dtype(values[n].dtype),
             [f"{n}_d{i}" for i in range(values[n].ndim)]) for n in step.inputs]
         outputs = [helper.make_empty_tensor_value_info(n) for n in step.outputs]
-        inits = [t for t in self.model.graph.initializer if t.name in step.initializers]
+        wanted = set(step.initializers)
+        inits = [t for t in self.model.graph.initializer if t.name in wanted]
         graph = helper.make_graph(step.nodes, f"{self.model.graph.name}_part{index}", inputs,
                                   outputs, inits)
         part = helper.make_model(graph, opset_imports=list(self.model.opset_import),
@@ -174,7 +200,7 @@ class ModelRunner:
             return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
         except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph types
             if "Unsupported model IR version" not in str(err):
-                raise
+                raise _refused(step, err) from err
             lowest = helper.find_min_ir_version_for(list(part.opset_import), True)
             if lowest >= part.ir_version:
                 msg = (f"onnxruntime {ort.__version__} cannot load IR version {part.ir_version} "
@@ -187,23 +213,35 @@ class ModelRunner:
         _LOG.info("segment %d: onnxruntime %s refused IR version %d; using IR version %d",
                   index, ort.__version__, part.ir_version, lowest)
         part.ir_version = lowest
-        return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
+        try:
+            return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
+        except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types
+            raise _refused(step, err) from err
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
         from pyplugins.checker import lifecycle  # noqa: PLC0415
         from pyplugins.emulator import onnx_import
         from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
-        label = f"plugin node {node.name or 'node_of_' + node.output[0]!r} ({node.op_type})"
+        label = f"plugin node {node_label(node)} ({node.op_type[:80]})"
         try:
-            imported = onnx_import.import_node(node)
-        except (LookupError, ValueError) as err:
+            imported = onnx_import.import_node(node, model_dir=self.model_dir)
+        except LookupError as err:
             msg = (f"{label}: {err} Pass the module that registers it with plugins=[...] "
                    "(--plugins on the command line).")
             raise ModelRunError(msg) from err
-        specs = [TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
-        report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
-                               device=self.device)
+        except ValueError as err:  # FieldError: an attribute the parser refuses
+            raise ModelRunError(f"{label}: {err}") from err
+        try:
+            specs = [TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
+            report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
+                                   device=self.device)
+        except (TypeError, ValueError) as err:  # an input TensorRT has no type for, too large
+            raise ModelRunError(f"{label}: {err}") from err
+        if report.output_shapes and len(node.output) != len(report.output_shapes):
+            msg = (f"{label}: the node has {len(node.output)} output(s) but the plugin gives "
+                   f"{len(report.output_shapes)}; TensorRT's parser cannot bind them")
+            raise ModelRunError(msg, report)
         if not report.ok:
             msg = f"{label} failed TensorRT's plugin lifecycle (emulated):\n{report.format()}"
             raise ModelRunError(msg, report)
@@ -216,6 +254,26 @@ class ModelRunner:
                                       imported.warnings))
         _LOG.info("%s: ran its NumPy reference, not its kernel (%s)", label, report.skipped)
         return outs
+
+
+def _initializer(tensor: Any, where: str) -> np.ndarray:
+    """An initializer as an array, or a ModelFileError naming it when its data does not match
+    its type and dims."""
+    onnx = require("onnx", "pyplugins' model runner")
+    try:
+        return onnx.numpy_helper.to_array(tensor)
+    except Exception as err:  # noqa: BLE001 - ValueError, TypeError, KeyError from numpy/onnx
+        msg = (f"{where}: initializer {echo(tensor.name)} does not hold what its type and dims "
+               f"{echo(list(tensor.dims))} say: {type(err).__name__}: {str(err)[:200]}")
+        raise ModelFileError(msg) from err
+
+
+def _refused(step: Segment, err: BaseException, how: str = "refused") -> ModelRunError:
+    """onnxruntime refused (or failed on) a segment: which nodes, and why, in one error."""
+    first = step.nodes[0]
+    msg = (f"onnxruntime {how} the {len(step.nodes)} ONNX node(s) from node {node_label(first)} "
+           f"({first.op_type[:80]}): {type(err).__name__}: {str(err).strip()[:500]}")
+    return ModelRunError(msg)
 
 
 def _reference(imported: Any, arrays: List[np.ndarray], report: Any,
