@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+import threading
+
 import math
 import sys
 from typing import Any, List, Sequence, Tuple
@@ -44,6 +46,11 @@ __all__ = ["HostRun", "SIMULATED", "simulated_enqueue_and_check", "simulator_app
 #: What the report says about where ``enqueue`` ran.
 SIMULATED = ("enqueue ran in numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on host buffers, "
              "not on a GPU")
+
+
+#: numba's CUDA simulator is not thread-safe (26 of 30 concurrent numba checks failed): one
+#: simulated enqueue at a time in this process.
+_SIMULATOR = threading.Lock()
 
 
 def simulator_applies(plugin: Any) -> bool:
@@ -129,7 +136,8 @@ def simulated_enqueue_and_check(plugin: Any, in_desc: list, out_desc: list, arra
         recorder.step = name
 
     run = HostRun(arrays, metas, workspace)
-    raw, found = written_outputs(run, call, metas, step)
+    with _SIMULATOR:  # numba's CUDA simulator keeps per-launch state in module globals
+        raw, found = written_outputs(run, call, metas, step)
     if raw is None:
         return outcome, notes
     outcome.ran = True

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from typing import Dict, List, NoReturn
 
 __all__ = ["IDIOMS", "refuse", "take"]
@@ -43,21 +44,30 @@ IDIOMS: Dict[str, tuple] = {
                     "index with `fc[len(fc) - 1]`, or iterate and match `f.name`"),
 }
 
-_seen: List[str] = []
+# Per thread: checks run in several threads at once (a thread storm, Polygraphy's workers), and a
+# plugin's idiom belongs to the check that runs it, never to a neighbour's report.
+_local = threading.local()
+
+
+def _seen() -> List[str]:
+    if not hasattr(_local, "seen"):
+        _local.seen = []
+    return _local.seen
 
 
 def refuse(idiom: str, error: BaseException) -> NoReturn:
-    """Note that plugin code used ``idiom`` (a key of :data:`IDIOMS`), then raise ``error``."""
+    """Note, for this thread, that plugin code used ``idiom`` (a key of :data:`IDIOMS`), then
+    raise ``error``."""
     if idiom not in IDIOMS:
         msg = f"unknown idiom {idiom!r} (known: {sorted(IDIOMS)})"
         raise KeyError(msg)
-    if idiom not in _seen:
-        _seen.append(idiom)
+    if idiom not in _seen():
+        _seen().append(idiom)
     raise error
 
 
 def take() -> List[str]:
-    """The idioms noted since the last call, in first-use order (and forget them)."""
-    found = list(_seen)
-    _seen.clear()
+    """The idioms this thread noted since its last call, in first-use order (and forget them)."""
+    found = list(_seen())
+    _seen().clear()
     return found

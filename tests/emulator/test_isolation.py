@@ -21,7 +21,7 @@ from pyplugins.errors import RegistrationError
 emulator.install()
 PLUGINS = Path(__file__).parent / "plugins"
 for _name in ("circ_pad", "bad_beyond_pos", "bad_clone", "bad_serialize", "bad_configure",
-              "bad_errors", "bad_output"):
+              "bad_errors", "bad_output", "bad_pybind"):
     _fresh.import_module(str(PLUGINS / f"{_name}.py"))
 
 # (plugin, input spec, fields): clean ones and defective ones, mixed.
@@ -36,6 +36,9 @@ CHECKS = [
     ("PPTestWorkspaceRaises", "2x8:float32", None),
     ("PPTestOutputDtype", "2x8:float32", None),
     ("PPTestShapeNegative", "2-6-8x4:float32", None),
+    ("PPTestDimsEq", "2x8:float32", None),  # an idiom noted by the stand-in, per thread
+    ("PPTestDimsKey", "2x8:float32", None),
+    ("PPTestGood", "2x8:float32", None),
 ]
 
 
@@ -57,7 +60,7 @@ def _stable(text: str) -> str:
 def test_thread_storm_reports_equal_sequential_reports(capfd):
     sequential = [_stable(check(i)) for i in range(len(CHECKS))]
     assert len(set(sequential)) == len(CHECKS)  # the checks differ, so a mix-up would show
-    assert sum('"ok": true' in s for s in sequential) == 2  # two clean, the rest defective
+    assert sum('"ok": true' in s for s in sequential) == 3  # three clean, the rest defective
     plan = [[(t * 7 + k) % len(CHECKS) for k in range(40)] for t in range(8)]
     start = threading.Barrier(8)
 
@@ -68,8 +71,8 @@ def test_thread_storm_reports_equal_sequential_reports(capfd):
     with ThreadPoolExecutor(8) as pool:
         results = [r for rs in pool.map(worker, plan) for r in rs]
     assert len(results) == 320
-    differ = [i for i, text in results if text != sequential[i]]
-    assert differ == [], f"{len(differ)} of 320 concurrent reports differ"
+    differ = [CHECKS[i][0] for i, text in results if text != sequential[i]]
+    assert differ == [], f"{len(differ)} of 320 concurrent reports differ: {sorted(set(differ))}"
 
 
 def test_listeners_are_per_thread():
