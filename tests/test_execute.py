@@ -16,7 +16,8 @@ from pyplugins.models.runner import load_plugin_modules
 from pyplugins.ops.leaky_relu import LeakyReLU
 from pyplugins.runtime import shapes
 from pyplugins.runtime.creator import register, unregister
-from pyplugins.runtime.execute import Execution, ExecutionError
+from pyplugins.errors import ExecutionError
+from pyplugins.runtime.execute import Execution
 from pyplugins.runtime.fields import Field
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import assert_close

@@ -208,7 +208,8 @@ class ModelRunner:
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
         from pyplugins.emulator import onnx_import  # noqa: PLC0415
-        from pyplugins.runtime.execute import Execution, ExecutionError  # noqa: PLC0415
+        from pyplugins.errors import ExecutionError  # noqa: PLC0415
+        from pyplugins.runtime.execute import Execution  # noqa: PLC0415
 
         label = f"plugin node {node.name or 'node_of_' + node.output[0]!r} ({node.op_type})"
         entry = self._executions.get(id(node))

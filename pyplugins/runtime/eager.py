@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence
 
-from pyplugins.errors import PluginDefinitionError, PyPluginsError
+from pyplugins.errors import ExecutionError, PluginDefinitionError, PyPluginsError
 from pyplugins.runtime import fields as _fields
-from pyplugins.runtime.execute import Execution, ExecutionError
+from pyplugins.runtime.execute import Execution
 
 __all__ = ["EagerRunError", "plugin_creator", "run"]
 
