@@ -1,4 +1,4 @@
-"""``pp.run(PluginClass, *arrays, check=False, **fields)``: the execution path, optionally checked first.
+"""``pp.run(PluginClass, *arrays, check=False, **fields)``: run a plugin, optionally checked first.
 
 ``pp.run`` is this function. By default it is :func:`pyplugins.runtime.eager.run`, the lean
 execution path (create, configure, ``enqueue`` or the NumPy reference). With ``check=True`` it

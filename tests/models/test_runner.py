@@ -1,4 +1,4 @@
-"""The model runner: ordinary ops in onnxruntime, plugin nodes through the emulated lifecycle, and
+"""The model runner: ordinary ops in onnxruntime, plugin nodes through the execution path, and
 the replaced block computing what the original does (references on a CPU, kernels on a GPU)."""
 
 from __future__ import annotations
