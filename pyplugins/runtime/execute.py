@@ -138,8 +138,11 @@ class Execution:
         return self._run_kernel(ready, arrays)
 
     def close(self) -> None:
-        """Destroy every configured plugin (``terminate``/``destroy``, as TensorRT at the end)."""
+        """Destroy every configured plugin (``terminate``/``destroy``, as TensorRT at the end),
+        after the work launched on its stream has finished."""
         ready, self._ready = list(self._ready.values()), {}
+        if self._stream is not None:
+            self._stream.synchronize()
         for entry in ready:
             entry.teardown()
 
@@ -148,8 +151,15 @@ class Execution:
         shapes = [tuple(int(d) for d in shape) for shape, _ in signature]
         ready = self._setup.configure(shapes, [dt for _, dt in signature], values)
         if self._cp is not None and ready.workspace > 0:
-            ready.ws_buffer = self._cp.empty(ready.workspace, dtype=np.uint8)
+            with self._stream_of():  # the pool then hands it out in this stream's order
+                ready.ws_buffer = self._cp.empty(ready.workspace, dtype=np.uint8)
         return ready
+
+    def _stream_of(self) -> Any:
+        """The stream ``enqueue`` gets: made once, blocking and non-default (an application's)."""
+        if self._stream is None:
+            self._stream = self._cp.cuda.Stream()
+        return self._stream
 
     def _run_reference(self, ready: Ready, arrays: Sequence[Any]) -> List[np.ndarray]:
         if ready.reference is None:
@@ -173,9 +183,7 @@ class Execution:
 
     def _run_kernel(self, ready: Ready, arrays: Sequence[Any]) -> List[Any]:
         cp = self._cp
-        if self._stream is None:
-            self._stream = cp.cuda.Stream()  # blocking, non-default: an application's stream
-        stream = self._stream
+        stream = self._stream_of()
         on_device = not all(isinstance(a, np.ndarray) for a in arrays)
         if on_device:  # inputs made on the caller's stream come first
             stream.wait_event(cp.cuda.get_current_stream().record())
