@@ -22,6 +22,8 @@ TARGETS = {
     "copy_fraction": 0.85,       # >= 0.85 of the best copy baseline at >= 64 MiB
     "vs_torch": 1.0,             # at least as fast as every torch equivalent at >= 64 MiB
     "vs_torch_composed": 1.5,    # RoPE and RMSNorm >= 1.5x torch composed
+    "model_ms": 5.0,             # model runner, CPU references: <= 5 ms per inference ...
+    "model_node_ms": 0.5,        # ... and <= 0.5 ms per plugin node (worst round)
 }
 CYTHON = ("driver_cupy", "driver_cuda_bindings")
 Target = Tuple[str, str, Optional[bool]]
@@ -289,6 +291,26 @@ def targets(result: Dict[str, Any]) -> List[Target]:
     prof = profile_target(result)
     if prof:
         out.append(prof)
+    return out + model_targets(result)
+
+
+def model_targets(result: Dict[str, Any]) -> List[Target]:
+    """The model runner on a CPU (NumPy references): time per inference and per plugin node,
+    worst round (an absolute time: the execution path's own target, measured beside
+    onnxruntime)."""
+    rec = ((result.get("model") or {}).get("devices") or {}).get("cpu")
+    if not rec or not rec.get("runner_ms"):
+        return []
+    worst = max(rec["runner_ms"]["rounds"])
+    nodes = [(max(n["ms"]["rounds"]), name) for name, n in (rec.get("nodes") or {}).items()
+             if n.get("ms")]
+    out = [(f"model runner, CPU references: <= {TARGETS['model_ms']} ms per inference "
+            "(worst round)", f"{num(worst, 3)} ms", worst <= TARGETS["model_ms"])]
+    if nodes:
+        slow, name = max(nodes)
+        out.append((f"model runner, CPU references: <= {TARGETS['model_node_ms']} ms per plugin "
+                    "node (worst round, slowest node)", f"{num(slow, 3)} ms ({name})",
+                    slow <= TARGETS["model_node_ms"]))
     return out
 
 
@@ -324,6 +346,10 @@ def summary(result: Dict[str, Any]) -> List[List[str]]:
         top = max((x for x in (fraction(r) for r in recs) if x is not None), default=None)
         rows.append([case, dtype, f"{num(f)} of copy (worst >= 64 MiB)",
                      f"{num(s)}x torch; max {num(top)}"])
+    for device, rec in ((result.get("model") or {}).get("devices") or {}).items():
+        mine, theirs = rec.get("runner_ms") or {}, rec.get("onnxruntime_ms") or {}
+        rows.append(["model runner", device, f"{num(mine.get('median'), 3)} ms per inference",
+                     f"{num(ratio(mine.get('median'), theirs.get('median')), 1)}x onnxruntime"])
     return rows
 
 

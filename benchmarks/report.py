@@ -259,6 +259,47 @@ def _coldstart(result: Dict[str, Any]) -> List[str]:
                           rows)
 
 
+def _model(result: Dict[str, Any]) -> List[str]:
+    """The model section: per device, the runner against onnxruntime, then per plugin node."""
+    model = result.get("model") or {}
+    if "skipped" in model:
+        return [f"_Not measured: {model['skipped']}._"]
+    lines = [f"{model.get('model')}; plugin nodes "
+             f"{', '.join(f'{k} x{v}' for k, v in (model.get('plugin_nodes') or {}).items())}. "
+             "`ModelRunner` (ordinary ops in onnxruntime sessions, each plugin node through the "
+             "execution path) on the replaced model against onnxruntime "
+             f"{model.get('onnxruntime')} (CPU provider) on the original, after one untimed "
+             f"first inference; {model.get('calls')} inferences per path, device and round, "
+             f"{model.get('rounds')} round(s), paths taking turns. ms per inference: median (min; "
+             "worst round's median); x = runner / onnxruntime.", ""]
+    rows = []
+    for device, rec in (model.get("devices") or {}).items():
+        mine, theirs = rec.get("runner_ms") or {}, rec.get("onnxruntime_ms") or {}
+        plugins = rec.get("plugin_nodes_ms") or {}
+        hows = sorted({str(n.get("how")) for n in (rec.get("nodes") or {}).values()})
+        rows.append([device, "/".join(hows),
+                     f"{num(mine.get('median'), 3)} (min {num(mine.get('min'), 3)}; worst "
+                     f"{num(max(mine.get('rounds') or [0]), 3)})",
+                     num(plugins.get("median"), 3),
+                     f"{num(theirs.get('median'), 3)} (min {num(theirs.get('min'), 3)})",
+                     f"{num(_ratio(mine.get('median'), theirs.get('median')), 1)}x",
+                     num(rec.get("first_s"), 3), f"{rec.get('max_abs_diff', float('nan')):.1e}"])
+    lines += _table(["device", "plugin nodes ran", "runner ms", "of it plugin nodes ms",
+                     "onnxruntime ms", "x onnxruntime", "first inference s",
+                     "max abs diff"], rows)
+    node_rows = []
+    for device, rec in (model.get("devices") or {}).items():
+        for node, n in (rec.get("nodes") or {}).items():
+            ms = n.get("ms") or {}
+            node_rows.append([device, f"`{node}` ({n.get('plugin')})", str(n.get("how")),
+                              f"{num(ms.get('median'), 3)} (worst "
+                              f"{num(max(ms.get('rounds') or [0]), 3)})"])
+    if node_rows:
+        lines += ["", "Per plugin node, ms per inference (median; worst round's median):", ""]
+        lines += _table(["device", "node", "ran", "ms"], node_rows)
+    return lines
+
+
 def _quick_cases(result: Dict[str, Any]) -> List[str]:
     rows = []
     for r in result.get("quick_cases") or []:
@@ -295,6 +336,8 @@ def render(result: Dict[str, Any], plots: Optional[Dict[str, str]] = None,
     prof = result.get("profile")
     if prof:
         lines += ["", f"{level} 6. What limits the slowest kernel", ""] + list(prof["lines"])
+    if result.get("model"):  # only when measured: results made before the section stay as they were
+        lines += ["", f"{level} 7. Model runner", ""] + _model(result)
     notes = result.get("notes") or []
     if notes:
         lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in notes]
@@ -380,6 +423,8 @@ def latest_per_device(results_dir: Path) -> List[Path]:
             continue  # another script's record kept beside (numba_cases, tactics)
         if data.get("quick") or data.get("synthetic"):
             continue
+        if not (data.get("env") or {}).get("device"):
+            continue  # a run without a GPU (the model section alone): no device's result
         device = str(data.get("env", {}).get("device"))
         key = (str(data.get("env", {}).get("date", "")), path.name, path)
         if device not in best or key[:2] > best[device][:2]:

@@ -1,7 +1,8 @@
 """The command line: ``python -m benchmarks [run|report|digest|slowest|profile] ...`` (or
 ``python benchmarks/run.py ...``).
 
-``run`` measures the sections named by ``--sections`` on the GPU and writes
+``run`` measures the sections named by ``--sections`` on the GPU (``model`` also without one:
+the model runner's NumPy references) and writes
 ``benchmarks/results/<date>-<device-slug>.json``, a Markdown rendering and one PNG per section
 next to it. ``--quick`` touches no GPU and times nothing: it builds every case, asks importable
 plugins for their output shapes through the emulator, and writes the JSON and the Markdown to a
@@ -40,7 +41,9 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"
 TOP_README = HERE.parent / "README.md"
 MEASUREMENT_ERROR = 3
-SECTIONS = ("overhead", "graph", "bandwidth", "torch", "coldstart")
+SECTIONS = ("overhead", "graph", "bandwidth", "torch", "coldstart", "model")
+#: Sections that also measure without a GPU (the model runner's NumPy references).
+CPU_SECTIONS = ("model",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", default="", help="comma list of case names (default: all)")
     p.add_argument("--dtypes", default="", help="comma list of dtypes (default: each case's)")
     p.add_argument("--calls", type=int, default=10000, help="host-timed calls per path and round")
+    p.add_argument("--model-calls", type=int, default=2000,
+                   help="timed inferences per path, device and round of the model section")
     p.add_argument("--batch", type=int, default=200, help="launches per timed host batch")
     p.add_argument("--graph-kernels", type=int, default=100, help="enqueues per captured graph")
     p.add_argument("--graph-replays", type=int, default=50)
@@ -174,14 +179,15 @@ def run_main(args: argparse.Namespace) -> int:
         return 2
     cases = select(_list(args.cases))
     notes: List[str] = []
-    why_not = None if args.quick else _gpu()
+    why_not = None if args.quick or set(sections) <= set(CPU_SECTIONS) else _gpu()
     if why_not:
         print(f"cannot measure: {why_not}. Run on a GPU machine, or use --quick.",
               file=sys.stderr)
         return 2
     result: Dict[str, Any] = {
         "schema": 2, "quick": bool(args.quick), "synthetic": False,
-        "env": envinfo.collect(gpu=not args.quick, commit=args.commit), "args": vars(args),
+        "env": envinfo.collect(gpu=not args.quick and _gpu() is None, commit=args.commit),
+        "args": vars(args),
         "notes": notes, "section_seconds": {}}
     out_dir = Path(args.out) if args.out else (
         Path(tempfile.mkdtemp(prefix="pp-bench-quick-")) if args.quick else RESULTS)
@@ -256,7 +262,7 @@ def quick_cases(cases: Sequence[Case], sizes: List[int], dtypes: List[str],
 
 def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[Case],
                 result: Dict[str, Any], notes: List[str], save: Any) -> None:
-    """Run the GPU sections in order, timing each, saving after each."""
+    """Run the sections in order, timing each, saving after each."""
     secs = result["section_seconds"]
     start = time.perf_counter()
     if "overhead" in sections or "graph" in sections:
@@ -285,6 +291,16 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
         print("[coldstart] ...", flush=True)
         result["coldstart"] = coldstart.run([c.name for c in cases], notes)
         secs["coldstart"] = time.perf_counter() - t0
+        save()
+    if "model" in sections:
+        from benchmarks import model_runner
+
+        t0 = time.perf_counter()
+        print("[model] ...", flush=True)
+        devices = ["cpu"] + (["gpu"] if _gpu() is None else [])
+        result["model"] = model_runner.run(calls=args.model_calls, rounds=args.rounds,
+                                           devices=devices, notes=notes)
+        secs["model"] = time.perf_counter() - t0
 
 
 def _kernels(args: argparse.Namespace, sections: List[str], cases: Sequence[Case],

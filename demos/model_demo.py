@@ -10,8 +10,8 @@ proof that the replaced model still computes what the original does.
    ``polygraphy plugin match block.onnx --plugin-dir "$(pyplugins patterns-dir)"`` then
    ``polygraphy plugin replace ...``.
 3. The original runs in onnxruntime; the replaced model runs with pyplugins' model runner
-   (ordinary ops in onnxruntime, each plugin node through the emulated TensorRT lifecycle: its
-   kernel on a GPU, its NumPy reference without one, as the output says).
+   (ordinary ops in onnxruntime, each plugin node through the execution path: its kernel on a
+   GPU, its NumPy reference without one, as the output says).
 4. The outputs are compared within ``pyplugins.testing.TOLERANCES``.
 
 Run: ``python demos/model_demo.py`` (``--device cpu`` to use the references even on a GPU,

@@ -27,7 +27,7 @@ _LAZY = {
     "Kernel": "pyplugins.runtime.kernels",
     "Launch": "pyplugins.runtime.launch",
     "POINTER": "pyplugins.runtime.launch",
-    "run": "pyplugins.runtime.eager",
+    "run": "pyplugins.checker.checked_run",
     "EagerRunError": "pyplugins.runtime.eager",
     "dtypes": "pyplugins.dtypes",
     "emulator": "pyplugins.emulator",

@@ -90,6 +90,28 @@ class QDPAttributeError(PyPluginsError, AttributeError):
 class QDPAssertionError(PyPluginsError, AssertionError):
     """An internal consistency rule of ``tensorrt.plugin`` failed where TensorRT's own code
     asserts (an unexpected field in ``create_plugin``, a combination never offered)."""
+class ExecutionError(PyPluginsError, RuntimeError):
+    """A plugin node could not run on the execution path (:mod:`pyplugins.runtime.execute`).
+
+    A callback raised or returned what TensorRT cannot use (the message carries the ``[ERROR]``
+    line TensorRT prints), the plugin refuses the tensors it is given, or there is no way to
+    produce outputs here (no GPU and no NumPy reference).
+
+    Attributes:
+        plugin: ``"Name:Version:Namespace"`` of the creator ("" when not known).
+        node: the node's name (what ``create_plugin`` received).
+        method: the callback that failed, or None when none did.
+
+    Example:
+        >>> err = ExecutionError("boom", plugin="X:1:", node="n", method="enqueue")
+        >>> isinstance(err, RuntimeError), err.method
+        (True, 'enqueue')
+    """
+
+    def __init__(self, message: str, *, plugin: str = "", node: str = "",
+                 method: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin, self.node, self.method = plugin, node, method
 
 
 class MissingDependencyError(PyPluginsError, ImportError):

@@ -52,6 +52,48 @@ def test_full_run_without_gpu_says_why(monkeypatch, capsys, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_model_section_runs_without_a_gpu_and_is_reported(tmp_path):
+    for module in ("onnxruntime", "onnx_graphsurgeon"):
+        pytest.importorskip(module)
+    env = dict(_env(), PYPLUGINS_DEVICE="cpu")
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--sections", "model",
+                           "--model-calls", "3", "--rounds", "2", "--no-plots", "--out",
+                           str(tmp_path)], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (json_path,) = tmp_path.glob("*.json")
+    result = json.loads(json_path.read_text())
+    model = result["model"]
+    assert model["plugin_nodes"] == {"RMSNorm": 2, "RoPE": 2, "CircPad": 1, "LReLU_TRT": 1}
+    assert list(model["devices"]) == ["cpu"]  # no GPU: the references only
+    cpu = model["devices"]["cpu"]
+    assert len(cpu["nodes"]) == 6 and {n["how"] for n in cpu["nodes"].values()} == {"reference"}
+    for key in ("runner_ms", "onnxruntime_ms", "plugin_nodes_ms"):
+        assert cpu[key]["n"] == 6 and len(cpu[key]["rounds"]) == 2
+    assert cpu["max_abs_diff"] < 1e-4  # the replaced model computed what the original does
+    md = json_path.with_suffix(".md").read_text()
+    assert "### 7. Model runner" in md and "x onnxruntime" in md and "`CircPad_y`" in md
+    assert "model runner, CPU references: <= 5.0 ms per inference" in md
+    assert report.latest_per_device(tmp_path) == []  # a run without a GPU: no device's result
+
+
+def test_model_targets_take_the_worst_round_of_the_slowest_node():
+    from benchmarks import claims
+
+    def ms(*rounds):
+        return {"median": rounds[0], "rounds": list(rounds)}
+
+    result = {"model": {"devices": {"cpu": {
+        "runner_ms": ms(1.0, 6.0), "nodes": {"a": {"ms": ms(0.1, 0.2)},
+                                              "b": {"ms": ms(0.3, 0.7)}}}}}}
+    (whole, node) = claims.model_targets(result)
+    assert whole[1:] == ("6.000 ms", False) and node[1:] == ("0.700 ms (b)", False)
+    result["model"]["devices"]["cpu"]["runner_ms"] = ms(1.0, 4.0)
+    result["model"]["devices"]["cpu"]["nodes"]["b"]["ms"] = ms(0.3, 0.4)
+    assert [t[2] for t in claims.model_targets(result)] == [True, True]
+    assert claims.model_targets({"model": {"skipped": "needs onnx"}}) == []
+
+
 def test_byte_sizes_parse_and_format():
     assert [parse_bytes(s) for s in DEFAULT_SIZES] == [1 << 16, 1 << 20, 16 << 20, 64 << 20,
                                                        256 << 20, 1 << 30]
@@ -493,6 +535,7 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--sizes", "64K",
          "--calls", "400", "--reps", "3", "--rounds", "2", "--graph-replays", "5",
+         "--model-calls", "20",
          "--cases", "LeakyReLU,CircPad", "--no-plots", "--commit", "0123abc"],
         capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
     # 3: a fraction above 1.02 at 64 KiB (noise at this size) is reported, not hidden
@@ -512,6 +555,9 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
         assert any("C++ trampoline" in n for n in result["notes"])
     rec = result["kernels"][0]
     assert set(rec["baselines"]) == {"memcpy", "copy_kernel", "shape_copy"}
+    model = result["model"]  # measured, or skipped with the missing packages named
+    assert "skipped" in model or {n["how"] for n in model["devices"]["gpu"]["nodes"].values()} \
+        == {"kernel"}
     assert rec["eager_us"]["median"] > 0 and len(rec["plugin_s"]["rounds"]) == 2
 
 

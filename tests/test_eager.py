@@ -1,19 +1,19 @@
-"""pp.run: wiring through the emulator lifecycle, error paths (CPU), and real runs (GPU)."""
+"""pp.run: the execution path by default, the check lifecycle first with check=True; error
+paths and references (CPU), and real runs (GPU)."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+import pyplugins as pp
 import pyplugins.trt as trt
 from pyplugins import dtypes
 from pyplugins.runtime import eager, shapes
 from pyplugins._config import override
 from pyplugins.runtime.creator import register, unregister
 from pyplugins.runtime.eager import EagerRunError, run
-from pyplugins.checker import lifecycle
+from pyplugins.checker import checked_run, lifecycle
 from pyplugins.errors import FieldError, PluginDefinitionError
 from pyplugins.runtime.fields import Field
 from pyplugins.runtime.kernels import Kernel
@@ -22,7 +22,7 @@ from pyplugins.runtime.plugin import Plugin
 
 
 class Probe(Plugin):
-    """Records what reaches it; its enqueue is never reached on CPU."""
+    """Records what reaches it; its enqueue is never reached on CPU, and it has no reference."""
 
     name = "EagerProbe"
     alpha = Field.float(default=1.0)
@@ -42,33 +42,57 @@ class Probe(Plugin):
         pass
 
 
+class Scaled(Probe):
+    """Probe with a NumPy reference: ``alpha * x`` and a copy of ``x``."""
+
+    name = "EagerScaled"
+    outputs = 2
+
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        return inputs[0]
+
+    def reference(self, x):
+        return (np.float32(self.alpha) * x).astype(x.dtype), x.copy()
+
+
 @pytest.fixture
 def probe():
     register(Probe, replace=True)
+    register(Scaled, replace=True)
     Probe.seen = []
     yield Probe
     unregister(Probe)
+    unregister(Scaled)
 
 
-def test_fields_and_shapes_reach_the_plugin_then_no_gpu_is_a_clear_error(probe):
+def test_fields_and_shapes_reach_the_plugin_then_no_gpu_no_reference_is_a_clear_error(probe):
     x = np.zeros((2, 3), np.float16)
     with override(device="cpu"), pytest.raises(EagerRunError) as info:
         run(probe, x, x, alpha=2, mode="b", sizes=[4, 5])
     message = str(info.value)
-    assert "pp.run(Probe): enqueue could not run" in message and "needs a CUDA GPU" in message
-    assert info.value.report.output_shapes == [(2, 5)]
+    assert "plugin node 'pp.run(Probe)' (EagerProbe): enqueue did not run" in message
+    assert "defines no NumPy reference" in message and "CUDA GPU" in message
+    assert info.value.report is None
     assert probe.seen, "configure_plugin was never called"
     assert all(s == ([(2, 3), (2, 3)], [(2, 5)], [trt.DataType.HALF] * 2, 2.0, "b", [4, 5])
-               for s in probe.seen if -1 not in s[0][0])
+               for s in probe.seen)
 
 
-def test_unknown_or_bad_fields_fail_before_the_lifecycle(probe, monkeypatch):
-    monkeypatch.setattr(lifecycle, "run", lambda *a, **k: pytest.fail("lifecycle reached"))
+def test_without_a_gpu_the_reference_gives_the_outputs_of_the_fields(probe):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with override(device="cpu"):
+        y, z = run(Scaled, x, alpha=3.0)
+    np.testing.assert_array_equal(y, 3 * x)
+    np.testing.assert_array_equal(z, x)
+
+
+def test_unknown_or_bad_fields_fail_before_the_plugin_is_made(probe):
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(FieldError, match="no field 'alpah' \\(did you mean 'alpha'\\?\\)"):
         run(probe, x, alpah=1.0)
     with pytest.raises(FieldError, match="must be one of 'a', 'b'"):
-        run(probe, x, mode="c")
+        pp.run(probe, x, mode="c", check=True)
+    assert probe.seen == []
 
 
 def test_unregistered_class_and_non_array_inputs(probe):
@@ -81,57 +105,64 @@ def test_unregistered_class_and_non_array_inputs(probe):
         run(probe, [1.0, 2.0])
 
 
-def test_lifecycle_errors_are_raised_with_the_report(probe):
-    class Failing(Plugin):
-        name = "EagerFailing"
+class Failing(Plugin):
+    name = "EagerFailing"
 
-        def get_output_dimensions(self, output_index, inputs, expr_builder):
-            raise ValueError("no shape for you")
+    def get_output_dimensions(self, output_index, inputs, expr_builder):
+        raise ValueError("no shape for you")
 
-        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-            pass
+    def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+        pass
 
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_failing_callback_is_raised_naming_the_method(check):
     register(Failing, replace=True)
     try:
         with override(device="cpu"), pytest.raises(EagerRunError) as info:
-            run(Failing, np.zeros((2, 2), np.float32))
+            pp.run(Failing, np.zeros((2, 2), np.float32), check=check)
     finally:
         unregister(Failing)
-    assert "the lifecycle reported" in str(info.value)
     assert "no shape for you" in str(info.value)
-    assert not info.value.report.ok
+    if check:  # the check lifecycle found it, and says so with its report
+        assert "the check lifecycle reported 1 error" in str(info.value)
+        assert not info.value.report.ok
+    else:
+        assert "get_output_dimensions() failed on the execution path" in str(info.value)
+        assert info.value.report is None
 
 
-def fake_report(outputs, ok=True, ran=True):
-    return SimpleNamespace(ok=ok, enqueue_ran=ran, outputs=outputs, skipped=None, errors=[],
-                           violations=[], format=lambda: "report")
-
-
-def test_outputs_single_and_several_and_the_call_made(probe, monkeypatch):
+def test_pp_run_is_the_checker_entry_and_check_runs_the_lifecycle_first(probe, monkeypatch):
+    assert pp.run is checked_run.run
     calls = []
+    real = lifecycle.run
 
-    def fake_run(creator, specs, fields, **kwargs):
-        calls.append((creator, specs, fields, kwargs))
-        return fake_report([np.ones(2)] if len(specs) == 1 else [np.ones(2), np.zeros(2)])
+    def spy(creator, specs, fields, **kwargs):
+        calls.append((creator, [s.data for s in specs], fields))
+        return real(creator, specs, fields, **kwargs)
 
-    monkeypatch.setattr(lifecycle, "run", fake_run)
+    monkeypatch.setattr(lifecycle, "run", spy)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    one = run(probe, x, alpha=3.0)
-    assert isinstance(one, np.ndarray)
-    creator, specs, fields, kwargs = calls[0]
-    assert creator is probe.creator and fields == {"alpha": 3.0}
-    assert kwargs == {"keep_on_device": False}
-    assert specs[0].shape == (2, 3) and specs[0].data is x
-    two = run(probe, x, x)
-    assert isinstance(two, tuple) and len(two) == 2
+    with override(device="cpu"):
+        plain = pp.run(Scaled, x, alpha=2.0)
+        assert calls == []  # the default is the execution path alone
+        checked = pp.run(Scaled, x, alpha=2.0, check=True)
+    assert len(calls) == 1 and calls[0][0] is Scaled.creator and calls[0][1][0] is x
+    assert calls[0][2] == {"alpha": 2.0}  # check is pp.run's, never a field
+    for a, b in zip(plain, checked):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_violations_without_errors_still_raise(probe, monkeypatch):
-    report = fake_report([np.ones(2)], ok=False)
-    report.violations = ["clone_shares_state: ..."]
-    monkeypatch.setattr(lifecycle, "run", lambda *a, **k: report)
-    with pytest.raises(EagerRunError, match="0 errors and 1 violation"):
-        run(probe, np.zeros(2, np.float32))
+    class Report:
+        ok, errors, violations = False, [], ["clone_shares_state: ..."]
+
+        def format(self):
+            return "report text"
+
+    monkeypatch.setattr(lifecycle, "run", lambda *a, **k: Report())
+    with pytest.raises(EagerRunError, match="0 errors and 1 violation:\nreport text"):
+        pp.run(Scaled, np.zeros(2, np.float32), check=True)
 
 
 # -- GPU: the module docstring's worked example, for real -----------------------------------------
@@ -187,4 +218,5 @@ def test_gpu_cupy_inputs_stay_on_device(leaky):
 
 
 def test_eager_module_exports():
-    assert eager.__all__ == ["EagerRunError", "run"]
+    assert eager.__all__ == ["EagerRunError", "plugin_creator", "run"]
+    assert checked_run.__all__ == ["run"]

@@ -2,12 +2,19 @@
 
 Polygraphy's ``run`` loads every entry point of the group ``polygraphy.run.plugins``; pyplugins
 registers :func:`export_argument_groups` there (``setup.cfg``). It adds one runner option and
-two of its own (prefixed so they cannot collide with Polygraphy's):
+three of its own (prefixed so they cannot collide with Polygraphy's):
 
 - ``--pyplugins``: run the model with :class:`pyplugins.models.runner.ModelRunner` (ordinary ops
-  in onnxruntime, plugin nodes through the emulated TensorRT lifecycle);
+  in onnxruntime, plugin nodes through the execution path: created and configured once per input
+  signature, then ``enqueue`` or the NumPy reference);
 - ``--pyplugins-plugins MODULE ...``: plugin modules to import first (names or ``.py`` paths);
-- ``--pyplugins-device {auto,cpu,gpu}``: kernels on the GPU, or NumPy references.
+- ``--pyplugins-device {auto,cpu,gpu}``: kernels on the GPU, or NumPy references;
+- ``--pyplugins-check-first``: drive each plugin node through the whole check lifecycle on its
+  first inference (``ModelRunner(check="first")``).
+
+``inference_time`` covers ``ModelRunner.infer`` only, without the time of those checks. The first
+inference of an input signature still includes what the runner builds lazily for it: the
+onnxruntime sessions of the ordinary segments and each plugin's set-up (create, configure).
 
 Then ``polygraphy run orig.onnx --onnxrt --save-outputs ref.json`` and ``polygraphy run
 replaced.onnx --pyplugins --load-outputs ref.json`` compare the replaced model with the original.
@@ -64,14 +71,16 @@ def _classes() -> dict:
             plugins: plugin modules to import first.
             device: ``"auto"``, ``"cpu"`` or ``"gpu"`` (see ModelRunner).
             name: Polygraphy's runner name prefix.
+            check_first: run the check lifecycle on each plugin node's first inference.
         """
 
         def __init__(self, model: Any, plugins: Any = None, device: Any = None,
-                     name: Any = None) -> None:
+                     name: Any = None, check_first: Any = None) -> None:
             super().__init__(name=name, prefix="pyplugins-runner")
             self._model = model
             self.plugins = list(util.default(plugins, []))
             self.device = util.default(device, "auto")
+            self.check_first = bool(check_first)
 
         @util.check_called_by("activate")
         def activate_impl(self) -> None:
@@ -79,7 +88,8 @@ def _classes() -> dict:
             from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: PLC0415
 
             try:
-                self.runner = ModelRunner(self._model, self.plugins, self.device)
+                self.runner = ModelRunner(self._model, self.plugins, self.device,
+                                          check="first" if self.check_first else None)
             except (ModelFileError, ModelRunError) as err:  # one line, not a traceback
                 G_LOGGER.critical(f"{self.name}: {err}")
             self._told = False
@@ -103,12 +113,14 @@ def _classes() -> dict:
         def infer_impl(self, feed_dict: Any) -> Any:
             from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
 
-            start = time.time()
+            checked = self.runner.check_seconds
+            start = time.perf_counter()
             try:
                 outputs = self.runner.infer(feed_dict)
             except ModelRunError as err:
                 G_LOGGER.critical(f"{self.name}: {err}")
-            self.inference_time = time.time() - start
+            self.inference_time = (time.perf_counter() - start
+                                   - (self.runner.check_seconds - checked))
             if not self._told:
                 self._told = True
                 for run in self.runner.node_runs:
@@ -128,8 +140,8 @@ def _classes() -> dict:
             del self.runner
 
     class PyPluginsRunnerArgs(BaseRunnerArgs):
-        """pyplugins: ordinary ops in onnxruntime, plugin nodes through the emulated TensorRT
-        plugin lifecycle (kernels on the GPU, NumPy references without one)."""
+        """pyplugins: ordinary ops in onnxruntime, plugin nodes through pyplugins' execution
+        path (kernels on the GPU, NumPy references without one)."""
 
         def get_name_opt_impl(self) -> Any:
             return "pyplugins", "pyplugins"
@@ -143,14 +155,21 @@ def _classes() -> dict:
                 "--pyplugins-device", choices=("auto", "cpu", "gpu"), default=None,
                 help="auto: kernels when CuPy sees a GPU, else NumPy references; cpu: "
                      "references only; gpu: kernels or fail")
+            self.group.add_argument(
+                "--pyplugins-check-first", action="store_true", default=None,
+                help="drive each plugin node through pyplugins' whole check lifecycle (clones, "
+                     "every format combination, capture, serialize round trip) on its first "
+                     "inference, and fail with the report if it finds anything")
 
         def parse_impl(self, args: Any) -> None:
             self.plugins = args_util.get(args, "pyplugins_plugins")
             self.device = args_util.get(args, "pyplugins_device")
+            self.check_first = args_util.get(args, "pyplugins_check_first")
 
         def add_to_script_impl(self, script: Any) -> None:
             script.add_import(imports=["PyPluginsRunner"], frm="pyplugins.models.polygraphy_run")
             script.add_runner(make_invocable("PyPluginsRunner", self.arg_groups[ModelArgs].path,
-                                             plugins=self.plugins, device=self.device))
+                                             plugins=self.plugins, device=self.device,
+                                             check_first=self.check_first))
 
     return {"PyPluginsRunner": PyPluginsRunner, "PyPluginsRunnerArgs": PyPluginsRunnerArgs}

@@ -1,16 +1,17 @@
 """Run an ONNX model that contains plugin nodes, without TensorRT: ordinary ops in onnxruntime,
-each plugin node through the emulated TensorRT lifecycle.
+each plugin node through the execution path.
 
 The graph is partitioned (:mod:`pyplugins.models.partition`): each run of ordinary nodes is one
 onnxruntime session, built on first use for the input types it sees. Each plugin node is imported
 as TensorRT's ONNX parser imports it (:func:`pyplugins.emulator.onnx_import.import_node`: the
 creator by op type, ``plugin_version``, ``plugin_namespace``; the attributes converted to the
-``fc`` the parser builds), then driven through the build and runtime phases of
-:func:`pyplugins.checker.lifecycle.run` with the node's actual input arrays, every check on.
-``enqueue`` runs the plugin's kernel on the GPU. Without a GPU the lifecycle stops before
-``enqueue`` and the node's outputs come from the plugin's NumPy ``reference(*inputs)`` when it
-defines one (``ModelRunner.node_runs`` says, per node, which happened and why; the Polygraphy
-runner and the demo print it), else a :class:`ModelRunError` says why there is no output.
+``fc`` the parser builds), then run by :class:`pyplugins.runtime.execute.Execution`: the plugin is
+created and configured once per input signature (cached), and each inference is an ``enqueue``
+of the plugin's kernel on the GPU or, without a GPU, the plugin's NumPy ``reference(*inputs)``
+(``ModelRunner.node_runs`` says, per node, which happened and why; the Polygraphy runner and the
+demo print it); a plugin with neither raises :class:`ModelRunError`. ``check="first"`` also drives
+each plugin node through the whole check lifecycle (:func:`pyplugins.checker.lifecycle.run`:
+clones, every format combination, capture, the serialize round trip) on its first inference.
 
 Example:
     >>> import numpy as np, onnx
@@ -28,14 +29,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from pyplugins.echo import echo
-from pyplugins.errors import PyPluginsError
-from pyplugins.errors import require
+from pyplugins.errors import PyPluginsError, require
 from pyplugins.models.model_file import ModelFileError, inline_external_data, load_model
 from pyplugins.models.partition import Segment, split
 from pyplugins.models.validate import node_label, validate_model
@@ -46,8 +47,9 @@ _LOG = logging.getLogger("pyplugins")
 
 
 class ModelRunError(PyPluginsError, RuntimeError):
-    """A model could not be run: a plugin node failed its lifecycle, has no creator, or has no
-    way to produce outputs here. ``report`` holds the lifecycle's report when there is one."""
+    """A model could not be run: a plugin node has no creator, a callback of it failed, it has no
+    way to produce outputs here, or (``check="first"``) it failed the check lifecycle.
+    ``report`` holds the lifecycle's report when there is one."""
 
     def __init__(self, message: str, report: Any = None) -> None:
         super().__init__(message)
@@ -64,6 +66,8 @@ class NodeRun:
         how: ``"kernel"`` (enqueue ran on the GPU) or ``"reference"`` (the NumPy reference).
         why: for ``"reference"``, why enqueue did not run.
         warnings: what TensorRT's ONNX parser would warn about for this node.
+        seconds: wall time of the node's execution in that inference (set-up included on the
+            first call of an input signature; the check of ``check="first"`` excluded).
     """
 
     node: str
@@ -71,6 +75,7 @@ class NodeRun:
     how: str
     why: Optional[str] = None
     warnings: List[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def load_plugin_modules(modules: Sequence[str]) -> None:
@@ -111,6 +116,13 @@ class ModelRunner:
         device: ``"auto"`` (kernels when CuPy sees a GPU, else references), ``"cpu"``
             (references only) or ``"gpu"`` (kernels, or an error).
         providers: onnxruntime execution providers (default: CPU).
+        check: None (only run), or ``"first"``: drive each plugin node through the whole check
+            lifecycle on its first inference, and raise :class:`ModelRunError` with the report
+            when it finds anything.
+
+    Attributes:
+        check_seconds: wall time spent in those checks so far (a caller timing inferences, such
+            as the Polygraphy runner, subtracts it).
 
     Raises:
         ModelFileError: the file or graph is malformed or unsupported (a plugin node inside an
@@ -120,7 +132,10 @@ class ModelRunner:
     """
 
     def __init__(self, model: Any, plugins: Sequence[str] = (), device: str = "auto",
-                 providers: Optional[Sequence[str]] = None) -> None:
+                 providers: Optional[Sequence[str]] = None, check: Optional[str] = None) -> None:
+        if check not in (None, "first"):
+            msg = f"check must be None or 'first' (got {check!r})"
+            raise ValueError(msg)
         onnx = require("onnx", "pyplugins' model runner")
         require("onnxruntime", "pyplugins' model runner")
         load_plugin_modules(plugins)
@@ -141,6 +156,8 @@ class ModelRunner:
         self.initializers = {t.name: _initializer(t, where) for t in self.model.graph.initializer}
         self._sessions: Dict[Tuple[int, tuple], Any] = {}
         self.node_runs: List[NodeRun] = []
+        self.check, self.check_seconds = check, 0.0
+        self._executions: Dict[int, Any] = {}  # id(node) -> [imported, Execution, checked]
 
     @property
     def input_names(self) -> List[str]:
@@ -219,41 +236,68 @@ class ModelRunner:
             raise _refused(step, err) from err
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
-        from pyplugins.checker import lifecycle  # noqa: PLC0415
-        from pyplugins.emulator import onnx_import
-        from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
+        from pyplugins.emulator import onnx_import  # noqa: PLC0415
+        from pyplugins.errors import ExecutionError  # noqa: PLC0415
+        from pyplugins.runtime.execute import Execution  # noqa: PLC0415
 
         label = f"plugin node {node_label(node)} ({node.op_type[:80]})"
+        entry = self._executions.get(id(node))
+        if entry is None:
+            try:
+                imported = onnx_import.import_node(node, model_dir=self.model_dir)
+            except LookupError as err:
+                msg = (f"{label}: {err} Pass the module that registers it with plugins=[...] "
+                       "(--plugins on the command line).")
+                raise ModelRunError(msg) from err
+            except ValueError as err:  # FieldError: an attribute the parser refuses
+                raise ModelRunError(f"{label}: {err}") from err
+            try:
+                execution = Execution(imported.creator, imported.fc, node_name=imported.name,
+                                      device=self.device)
+            except ExecutionError as err:
+                raise ModelRunError(f"{label}: {err}") from err
+            entry = self._executions[id(node)] = [imported, execution, False]
+        imported, execution, checked = entry
+        inputs, shape_arrays = imported.split_inputs(arrays)
+        shape_values = [tuple(int(v) for v in np.asarray(s).reshape(-1)) for s in shape_arrays]
+        if self.check == "first" and not checked:
+            self._check_first(imported, inputs, shape_values, label)
+            entry[2] = True
+        start = time.perf_counter()
         try:
-            imported = onnx_import.import_node(node, model_dir=self.model_dir)
-        except LookupError as err:
-            msg = (f"{label}: {err} Pass the module that registers it with plugins=[...] "
-                   "(--plugins on the command line).")
-            raise ModelRunError(msg) from err
-        except ValueError as err:  # FieldError: an attribute the parser refuses
-            raise ModelRunError(f"{label}: {err}") from err
-        try:
-            specs = [TensorSpec(a.shape, a.dtype, data=a) for a in arrays]
-            report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
-                                   device=self.device)
+            outs = execution(*inputs, shape_inputs=shape_values)
+        except ExecutionError as err:
+            raise ModelRunError(str(err)) from err
         except (TypeError, ValueError) as err:  # an input TensorRT has no type for, too large
             raise ModelRunError(f"{label}: {err}") from err
-        if report.output_shapes and len(node.output) != len(report.output_shapes):
+        if len(node.output) != len(outs):
             msg = (f"{label}: the node has {len(node.output)} output(s) but the plugin gives "
-                   f"{len(report.output_shapes)}; TensorRT's parser cannot bind them")
-            raise ModelRunError(msg, report)
+                   f"{len(outs)}; TensorRT's parser cannot bind them")
+            raise ModelRunError(msg)
+        self.node_runs.append(NodeRun(imported.name, execution.plugin, execution.how,
+                                      execution.why, imported.warnings,
+                                      time.perf_counter() - start))
+        if execution.how == "reference":
+            _LOG.info("%s: ran its NumPy reference, not its kernel (%s)", label, execution.why)
+        return outs
+
+    def _check_first(self, imported: Any, inputs: List[np.ndarray], shape_values: List[tuple],
+                     label: str) -> None:
+        """The check lifecycle on the node's first inputs; ModelRunError with its report."""
+        from pyplugins.checker import lifecycle  # noqa: PLC0415
+        from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
+
+        start = time.perf_counter()
+        specs = [TensorSpec(a.shape, a.dtype, data=a) for a in inputs]
+        extra = {"shape_inputs": shape_values} if shape_values else {}
+        try:
+            report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
+                                   device=self.device, **extra)
+        finally:
+            self.check_seconds += time.perf_counter() - start
         if not report.ok:
             msg = f"{label} failed TensorRT's plugin lifecycle (emulated):\n{report.format()}"
             raise ModelRunError(msg, report)
-        if report.enqueue_ran and report.outputs is not None:
-            self.node_runs.append(NodeRun(imported.name, report.plugin, "kernel",
-                                          warnings=imported.warnings))
-            return list(report.outputs)
-        outs = _reference(imported, arrays, report, label)
-        self.node_runs.append(NodeRun(imported.name, report.plugin, "reference", report.skipped,
-                                      imported.warnings))
-        _LOG.info("%s: ran its NumPy reference, not its kernel (%s)", label, report.skipped)
-        return outs
 
 
 def _initializer(tensor: Any, where: str) -> np.ndarray:
@@ -274,31 +318,6 @@ def _refused(step: Segment, err: BaseException, how: str = "refused") -> ModelRu
     msg = (f"onnxruntime {how} the {len(step.nodes)} ONNX node(s) from node {node_label(first)} "
            f"({first.op_type[:80]}): {type(err).__name__}: {str(err).strip()[:500]}")
     return ModelRunError(msg)
-
-
-def _reference(imported: Any, arrays: List[np.ndarray], report: Any,
-               label: str) -> List[np.ndarray]:
-    """The plugin's ``reference(*inputs)`` on a plugin created from the node's fields, checked
-    against the shapes and types the plugin declared to the (emulated) builder."""
-    from pyplugins import dtypes  # noqa: PLC0415
-
-    plugin = imported.creator.create_plugin(imported.name, imported.fc)
-    ref = getattr(plugin, "reference", None)
-    if not callable(ref):
-        msg = (f"{label}: enqueue did not run ({report.skipped}) and the plugin defines no NumPy "
-               "reference(self, *inputs) to stand in for it; run on a machine with a CUDA GPU "
-               "visible to CuPy, or give the plugin class a reference method.")
-        raise ModelRunError(msg, report)
-    result: Union[Any, Tuple[Any, ...]] = ref(*arrays)
-    outs = list(result) if isinstance(result, (tuple, list)) else [result]
-    want = [(tuple(s), dtypes.numpy_from_trt(t)) for s, t in zip(report.output_shapes,
-                                                               report.output_dtypes)]
-    got = [(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]
-    if got != want:
-        msg = (f"{label}: its reference() returned {got} (shape, dtype per output) but the plugin "
-               f"declared {want} to the builder; the two must agree.")
-        raise ModelRunError(msg, report)
-    return [np.asarray(o) for o in outs]
 
 
 def run_model(model: Any, feeds: Mapping[str, Any], plugins: Sequence[str] = (),

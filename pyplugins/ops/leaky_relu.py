@@ -201,7 +201,8 @@ class LeakyReLUNumba(LeakyReLU):
     """``LReLU_TRT`` in namespace ``"numba"``: the same plugin, launching
     :func:`leaky_relu_kernel` (compiled by numba-cuda per device and type) instead of
     ``kernels_cu/leaky_relu.cu``. Without a GPU the kernel runs in numba's CUDA simulator, so
-    ``pyplugins check`` and ``pp.run`` execute ``enqueue`` on a CPU machine (docs/numba.md).
+    ``pyplugins check`` and ``pp.run(..., check=True)`` execute ``enqueue`` on a CPU machine
+    (docs/numba.md).
     FP32 and FP16.
 
     Example:

@@ -2,7 +2,8 @@
 
 ``pp.Plugin`` (V2) and its V3 adapter, typed fields and their serialization, shape and format
 helpers, ``pp.Kernel`` (NVRTC through CuPy, cached per device), prepacked launches (CuPy and
-numba), the creator and registration. It sits on the ``tensorrt`` stand-in
+numba), the creator and registration, and the execution path (``execute``, ``plugin_setup``,
+``eager``: run a plugin on arrays). It sits on the ``tensorrt`` stand-in
 (:mod:`pyplugins.emulator`) or real TensorRT, and knows nothing of the checker above it.
 
 Example:

@@ -89,6 +89,21 @@ def test_pyplugins_runner_matches_onnxruntime_outputs(flow):
     assert "ran its NumPy reference, not its kernel" in text
 
 
+def test_check_first_runs_the_check_lifecycle_on_each_plugin_node(flow):
+    work, run = flow
+    model = onnx.load(str(work / "replaced.onnx"))
+    norm = next(n for n in model.graph.node if n.op_type == "RMSNorm")
+    next(a for a in norm.attribute if a.name == "eps").f = -1.0
+    onnx.save(model, str(work / "bad_eps.onnx"))
+    proc = run("polygraphy", "run", "bad_eps.onnx", "--pyplugins", "--pyplugins-device", "cpu",
+               "--pyplugins-check-first", ok=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "failed TensorRT's plugin lifecycle (emulated)" in text
+    proc = run("polygraphy", "run", "replaced.onnx", "--pyplugins", "--pyplugins-device", "cpu",
+               "--pyplugins-check-first", "--load-outputs", "ref.json")
+    assert "PASSED | Output: 'block_out'" in proc.stdout + proc.stderr
+
+
 @pytest.mark.gpu
 def test_pyplugins_runner_matches_onnxruntime_outputs_with_kernels(flow):
     _, run = flow

@@ -1,4 +1,4 @@
-"""The model runner: ordinary ops in onnxruntime, plugin nodes through the emulated lifecycle, and
+"""The model runner: ordinary ops in onnxruntime, plugin nodes through the execution path, and
 the replaced block computing what the original does (references on a CPU, kernels on a GPU)."""
 
 from __future__ import annotations
@@ -107,13 +107,76 @@ def test_an_unregistered_plugin_op_names_the_node_and_the_fix():
         runner.infer({"a": _x((3, 4)), "b": _x((3, 4))})
 
 
-def test_a_lifecycle_failure_of_a_plugin_node_is_reported_with_the_report():
+def _bad_eps_block():
     original, replaced = _block_pair()
     norm = next(n for n in replaced.graph.node if n.op_type == "RMSNorm")
     next(a for a in norm.attribute if a.name == "eps").f = -1.0
-    with pytest.raises(ModelRunError, match=r"RMSNorm.*failed TensorRT's plugin lifecycle") as err:
+    return replaced, norm.name
+
+
+def test_a_failing_callback_names_the_node_the_method_and_the_error():
+    replaced, name = _bad_eps_block()
+    with pytest.raises(ModelRunError, match=rf"(?s)plugin node '{name}' \(RMSNorm\): create_plugin"
+                                            r"\(\) failed.*\[ERROR\].*Field 'eps'") as err:
         ModelRunner(replaced, device="cpu").infer({"hidden_states": _x()})
+    assert err.value.report is None  # the execution path has no lifecycle report
+
+
+def test_check_first_reports_a_lifecycle_failure_with_the_report():
+    replaced, _ = _bad_eps_block()
+    runner = ModelRunner(replaced, device="cpu", check="first")
+    with pytest.raises(ModelRunError, match=r"RMSNorm.*failed TensorRT's plugin lifecycle") as err:
+        runner.infer({"hidden_states": _x()})
     assert err.value.report is not None and "eps" in str(err.value)
+    assert runner.check_seconds > 0
+
+
+def test_check_first_checks_each_plugin_node_once_then_only_executes(monkeypatch):
+    from pyplugins.checker import lifecycle
+
+    original, replaced = _block_pair()
+    real, checked = lifecycle.run, []
+
+    def spy(creator, specs, fields, **kwargs):
+        checked.append(kwargs["node_name"])
+        return real(creator, specs, fields, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "run", spy)
+    runner = ModelRunner(replaced, device="cpu", check="first")
+    first = runner.infer({"hidden_states": _x()})["block_out"]
+    assert sorted(checked) == sorted(r.node for r in runner.node_runs) and len(checked) == 5
+    again = runner.infer({"hidden_states": _x()})["block_out"]
+    assert len(checked) == 5  # not again
+    np.testing.assert_array_equal(first, again)
+    plain = ModelRunner(replaced, device="cpu")
+    np.testing.assert_array_equal(plain.infer({"hidden_states": _x()})["block_out"], first)
+    assert len(checked) == 5 and plain.check_seconds == 0.0
+    with pytest.raises(ValueError, match="check must be None or 'first'"):
+        ModelRunner(replaced, check="always")
+
+
+def test_each_node_is_set_up_once_per_input_signature():
+    from pyplugins.emulator import trampoline
+
+    runner = ModelRunner(_axpy_model(), plugins=[AXPY], device="cpu")
+    created = []
+
+    def listen(event):
+        if event.method == "create_plugin":
+            created.append(event.args[0])
+
+    trampoline.listeners.append(listen)
+    try:
+        for seed in (1, 2):
+            runner.infer({"a": _x((3, 4), seed), "b": _x((3, 4))})
+        assert created == ["axpy"]
+        a, bb = _x((5, 4), 1), _x((5, 4), 2)
+        y = runner.infer({"a": a, "b": bb})["y"]
+        assert created == ["axpy", "axpy"]  # a new shape: the node is set up for it
+    finally:
+        trampoline.listeners.remove(listen)
+    np.testing.assert_allclose(y, -(2.0 * np.maximum(a, 0) + bb), rtol=1e-6)
+    assert runner.node_runs[0].seconds > 0
 
 
 def test_missing_inputs_are_named():

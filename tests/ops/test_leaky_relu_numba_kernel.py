@@ -1,6 +1,6 @@
 """LReLU_TRT with a numba kernel: enqueue runs in numba's CUDA simulator on a CPU machine (through
-``pyplugins check`` and ``pp.run`` in fresh processes) and on the GPU; wrong numba kernels and an
-NVIDIA-style numba plugin are checked on both."""
+``pyplugins check`` and ``pp.run(..., check=True)`` in fresh processes) and on the GPU; wrong numba
+kernels and an NVIDIA-style numba plugin are checked on both."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_pp_run_in_the_simulator_returns_the_reference():
             "from pyplugins.testing import assert_close\n"
             "from pyplugins.ops.leaky_relu import LeakyReLUNumba\n"
             "x = np.random.default_rng(0).standard_normal((4, 33)).astype(np.float32)\n"
-            "y = pp.run(LeakyReLUNumba, x, neg_slope=0.3)\n"
+            "y = pp.run(LeakyReLUNumba, x, neg_slope=0.3, check=True)\n"
             "(want,) = LeakyReLUNumba(neg_slope=0.3).reference(x)\n"
             "assert_close(y, want, np.float32)\n"
             "print('ok', y.shape)\n")
