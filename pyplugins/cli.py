@@ -1,10 +1,11 @@
 """The ``pyplugins`` command line: ``pyplugins check`` drives a plugin through TensorRT's
 lifecycle in the emulator and reports protocol violations.
 
-``check`` ends only with its report: exit 0 (clean), 1 (defects, a step past ``--timeout``, or
-``--require-gpu`` without an enqueue run) or 2 (usage or environment); with ``--json`` stdout is
-one JSON object in every case. The time limit is :mod:`pyplugins.checker.supervise`'s. This module parses
-the command line and dispatches; the check's work is :mod:`pyplugins.checker.command`'s.
+``check`` ends only with its report: exit 0 (clean), 1 (defects, a plugin that crashed, ended or
+hung its process or ran past ``--timeout`` or ``--memory-limit``, or ``--require-gpu`` without an
+enqueue run), 2 (usage or environment) or 130 (Ctrl-C); with ``--json`` stdout is one JSON object
+in every case. The check runs in a supervised child process (:mod:`pyplugins.checker.check_runner`,
+:mod:`pyplugins.checker.isolate`). This module parses the command line and dispatches.
 
 Example:
     >>> main(["check", "--help"])  # doctest: +SKIP
@@ -19,10 +20,13 @@ import sys
 import textwrap
 from typing import Any, Callable, List, Optional, Sequence
 
-from pyplugins.checker.command import (ABANDONED, EXIT_USAGE, EnvironmentFailure, UsageError,
-                                       run_check, write)
+from pyplugins.checker.command import EXIT_USAGE, EnvironmentFailure, UsageError, write
+from pyplugins.checker.check_runner import ABANDONED, run_check
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_INTERRUPTED", "build_parser", "main"]
+
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def _fill(text: str) -> str:
@@ -55,9 +59,16 @@ def _add_check(subparsers: Any) -> None:
                   "INTS, 0.5,1 -> FLOATS, anything else (or 'quoted') -> STRING. The plugin "
                   "receives it as TensorRT's ONNX parser passes it (INT32, FLOAT32, "
                   "NUL-terminated CHAR), and only if the creator lists it in field_names."),
-            _fill("exit status: 0 no violation; 1 violations found, a plugin step ran past "
-                  "--timeout, or --require-gpu and enqueue did not run; 2 usage or environment "
-                  "error. With --json, stdout is one JSON object in every case.")]),
+            _fill("The check runs in a child process this command supervises: a plugin that "
+                  "crashes it (SIGSEGV, abort), ends it (os._exit), hangs, or grows its memory "
+                  "past --memory-limit is reported as a defect naming the callback. What the "
+                  "plugin prints goes to stderr. --in-process runs the check in this process "
+                  "instead, for a debugger (pdb, breakpoint()); a crash then ends the command."),
+            _fill("exit status: 0 no violation; 1 violations found, the plugin crashed, ended or "
+                  "hung the check's process, a step ran past --timeout or --memory-limit, or "
+                  "--require-gpu and enqueue did not run; 2 usage or environment error (an "
+                  "--attr or --input the plugin refuses included); 130 interrupted (Ctrl-C). "
+                  "With --json, stdout is one JSON object in every case.")]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="MODULE_OR_FILE",
                    help="dotted module name or path to a .py file that registers the creator; "
@@ -98,6 +109,13 @@ def _add_check(subparsers: Any) -> None:
                    help="the most seconds the module import and each plugin callback may take "
                         "(default: PYPLUGINS_CHECK_TIMEOUT or 60); a step past it is a defect "
                         "naming the method, and the report is still written")
+    p.add_argument("--memory-limit", type=_mebibytes, default=None, metavar="MIB",
+                   help="the most MiB the check's process may grow by after its start-up "
+                        "(default: 1024 plus 16 times the inputs' size); past it, the process "
+                        "is killed and the callback running is reported as a defect")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the check in this process, not in a supervised child: for "
+                        "debuggers; a plugin that crashes or ends the process ends the command")
     p.set_defaults(run=_run_check)
 
 
@@ -107,7 +125,7 @@ def _run_check(args: argparse.Namespace) -> int:
         from pyplugins.models.commands import run_check_model  # noqa: PLC0415
 
         return run_check_model(args)
-    return run_check(args)
+    return run_check(args, isolated=args.isolated and not args.in_process)
 
 
 def _ints(text: str) -> List[int]:
@@ -129,13 +147,24 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _fail(command: str, message: str, as_json: bool) -> int:
-    """Report a usage or environment error: stderr, and a JSON object on stdout for --json."""
+def _mebibytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        msg = f"expected a positive whole number of MiB (got {text!r})"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _fail(command: str, message: str, as_json: bool, code: int = EXIT_USAGE) -> int:
+    """Report an error that has no report: stderr, and a JSON object on stdout for --json."""
     write(sys.stderr, f"pyplugins {command}: error: {message}")
     if as_json:
-        write(sys.stdout, json.dumps({"ok": False, "exit_status": EXIT_USAGE, "error": message,
+        write(sys.stdout, json.dumps({"ok": False, "exit_status": code, "error": message,
                                        "violations": [], "errors": []}, indent=2))
-    return EXIT_USAGE
+    return code
 
 
 # -- entry point -------------------------------------------------------------------------------------
@@ -164,15 +193,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the ``pyplugins`` command; returns the exit status (0, 1 or 2).
+def main(argv: Optional[Sequence[str]] = None, *, isolated: Optional[bool] = None) -> int:
+    """Run the ``pyplugins`` command; returns the exit status (0, 1, 2 or 130).
 
     Args:
-        argv: the arguments after the program name (default: ``sys.argv[1:]``). Without
-            ``argv`` this is the process's command: after a ``--timeout`` it ends the process
-            (``os._exit``) once the report is written, so the abandoned step cannot keep it
-            alive; with ``argv`` the caller gets the status and the step runs on in a daemon
-            thread.
+        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+        isolated: run ``check`` in a supervised child process. The default is the process's
+            command (no ``argv``): isolated, unless ``--in-process`` is given; a caller passing
+            ``argv`` gets the in-process check (its plugin code in the caller's process, where
+            monkeypatches and debuggers apply). In process, after a ``--timeout`` the process's
+            own command ends itself (``os._exit``) once the report is written, so the abandoned
+            step cannot keep it alive; with ``argv`` the step runs on in a daemon thread.
+
+    Ctrl-C kills the check's child process and returns :data:`EXIT_INTERRUPTED` with one line
+    on stderr (and, with ``--json``, a JSON object on stdout).
     """
     parser = build_parser()
     argv = list(argv) if argv is not None else None
@@ -190,10 +224,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     as_json = bool(getattr(args, "json", False))
+    args.isolated = (argv is None) if isolated is None else isolated
     try:
         code = args.run(args)
     except (UsageError, EnvironmentFailure) as err:
         code = _fail(args.command, str(err), as_json)
+    except KeyboardInterrupt:
+        code = _fail(args.command, "interrupted (Ctrl-C); the check was stopped", as_json,
+                     EXIT_INTERRUPTED)
     if argv is None and ABANDONED.is_set():
         # The process's own command and a plugin step is still running in an abandoned thread
         # (pyplugins.checker.supervise): end now, with the report written, rather than wait on it.

@@ -1,4 +1,5 @@
-"""``pyplugins check``: argument parsing, exit codes 0/1/2, JSON, in-process and as a subprocess."""
+"""``pyplugins check``: argument parsing, exit codes 0/1/2, JSON, in-process and as a subprocess
+(what the child process survives: tests/test_isolation.py)."""
 
 from __future__ import annotations
 
@@ -170,14 +171,14 @@ def test_parse_plugin():
 
 
 def test_parse_attrs():
-    assert check_command._parse_attrs(["pads=1,1,2,2", "mode=wrap", "alpha=0.5", "k=3", "s='7'", "e="]) == {
+    assert check_command.parse_attrs(["pads=1,1,2,2", "mode=wrap", "alpha=0.5", "k=3", "s='7'", "e="]) == {
         "pads": [1, 1, 2, 2], "mode": "wrap", "alpha": 0.5, "k": 3, "s": "7", "e": ""}
     with pytest.raises(UsageError, match="expected NAME=VALUE"):
-        check_command._parse_attrs(["pads"])
+        check_command.parse_attrs(["pads"])
     with pytest.raises(UsageError, match="expected NAME=VALUE"):
-        check_command._parse_attrs(["=3"])
+        check_command.parse_attrs(["=3"])
     with pytest.raises(UsageError, match="given twice"):
-        check_command._parse_attrs(["a=1", "a=2"])
+        check_command.parse_attrs(["a=1", "a=2"])
 
 
 # -- help and argparse usage errors -----------------------------------------------------------------
@@ -208,7 +209,8 @@ def test_no_command_is_a_usage_error(capsys):
 
 
 @pytest.mark.parametrize("argv", [["nonsense"], ["check"], ["check", "m", "--device", "gpu"],
-                                  ["check", "m", "--bogus"]])
+                                  ["check", "m", "--bogus"], ["check", "m", "--memory-limit", "0"],
+                                  ["check", "m", "--memory-limit", "1.5"]])
 def test_argparse_errors_exit_2(argv, capsys):
     assert main(argv) == 2
     assert "error:" in capsys.readouterr().err

@@ -1,10 +1,9 @@
-"""The work of ``pyplugins check``: parse its inputs, import the plugin module under the emulator,
-find the creator, run the lifecycle under the supervisor and print the report.
+"""The check of ``pyplugins check``, in the process that runs the plugin: parse the inputs,
+import the plugin module under the emulator, find the creator and run the lifecycle.
 
-Exit statuses: :data:`EXIT_OK` (clean), :data:`EXIT_VIOLATION` (defects, a step past
-``--timeout``, or ``--require-gpu`` without an enqueue run) and :data:`EXIT_USAGE` (a
-:class:`UsageError` or :class:`EnvironmentFailure`). ``pyplugins.cli`` parses the command line and
-calls :func:`run_check`.
+:mod:`pyplugins.checker.check_runner` runs this in a child process (:mod:`pyplugins.checker.check_child`) or,
+with ``--in-process``, in its own. Exit statuses: :data:`EXIT_OK` (clean), :data:`EXIT_VIOLATION`
+(defects) and :data:`EXIT_USAGE` (a :class:`UsageError` or :class:`EnvironmentFailure`).
 
 Example:
     >>> parse_plugin("CircPad:2")
@@ -14,39 +13,34 @@ Example:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import re
 import sys
-import threading
 import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
+from pyplugins.errors import PyPluginsError
 
-from pyplugins.checker import verdicts
-
-__all__ = ["ABANDONED", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "EnvironmentFailure",
-           "UsageError", "parse_input", "parse_plugin", "run_check", "write"]
+__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "EnvironmentFailure", "UsageError",
+           "interface_of", "load_creator", "parse_attrs", "parse_input", "parse_plugin",
+           "printable", "report_for_error", "run_lifecycle", "write"]
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 _INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as "
                "min-opt-max, e.g. 1-2-4x3x8x8:float16")
 _PLUGIN_FORM = "NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns"
-class UsageError(Exception):
-    """A command-line argument is malformed or names something that does not exist (exit 2)."""
 
 
-class EnvironmentFailure(Exception):
+class UsageError(PyPluginsError, ValueError):
+    """A command-line argument is malformed, names something that does not exist, or is refused
+    by the plugin (a ``FieldError`` for an ``--attr``, a ``ShapeError`` for the ``--input``
+    shapes): exit 2."""
+
+
+class EnvironmentFailure(PyPluginsError, RuntimeError):
     """The machine or the environment cannot run the check (exit 2)."""
-
-
-#: Set when a step ran past --timeout and its thread was left running (``pyplugins.cli.main``
-#: then ends the process).
-ABANDONED = threading.Event()
 
 
 # -- argument parsing --------------------------------------------------------------------------------
@@ -132,7 +126,13 @@ def parse_input(text: str) -> Dict[str, Any]:
             "max": tuple(hi)}
 
 
-def _parse_attrs(items: Sequence[str]) -> Dict[str, Any]:
+def parse_attrs(items: Sequence[str]) -> Dict[str, Any]:
+    """``NAME=VALUE`` items -> ``{name: value}``, each value as an ONNX attribute would carry it.
+
+    Example:
+        >>> parse_attrs(["pads=1,1,2,2", "mode=wrap"])
+        {'pads': [1, 1, 2, 2], 'mode': 'wrap'}
+    """
     from pyplugins.emulator.onnx_import import value_from_cli  # noqa: PLC0415
 
     attrs: Dict[str, Any] = {}
@@ -149,15 +149,20 @@ def _parse_attrs(items: Sequence[str]) -> Dict[str, Any]:
         try:
             item.encode("utf-8")
         except UnicodeEncodeError as err:
-            msg = (f"--attr {_printable(item)}: not valid UTF-8 (the command line held a byte "
+            msg = (f"--attr {printable(item)}: not valid UTF-8 (the command line held a byte "
                    "sequence that is not text); ONNX attribute names and strings are UTF-8")
             raise UsageError(msg) from err
         attrs[name] = value_from_cli(value)
     return attrs
 
 
-def _printable(text: str) -> str:
-    """``repr(text)`` with lone surrogates escaped, safe to print on any stream."""
+def printable(text: str) -> str:
+    """``repr(text)`` with lone surrogates escaped, safe to print on any stream.
+
+    Example:
+        >>> print(printable("a" + chr(0xDCFF)))
+        'a\\udcff'
+    """
     return repr(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -263,59 +268,99 @@ def _find_creator(registry: Any, wanted: Optional[str], new: List[Any]) -> Any:
 
 # -- the check ---------------------------------------------------------------------------------------
 
-def run_check(args: argparse.Namespace) -> int:
-    """``pyplugins check MODULE_OR_FILE ...`` for the parsed ``args``: the report is printed and
-    the exit status returned (:data:`EXIT_OK` or :data:`EXIT_VIOLATION`).
+def interface_of(creator: Any) -> str:
+    """The plugin interface a creator's plugins are driven as: ``"IPluginV3"`` for an
+    ``IPluginCreatorV3One``, else ``"IPluginV2DynamicExt"`` (what ``lifecycle.run`` does).
+
+    Example:
+        >>> interface_of(object())
+        'IPluginV2DynamicExt'
+    """
+    from pyplugins.emulator.bases_v3 import IPluginCreatorV3One  # noqa: PLC0415
+
+    return "IPluginV3" if isinstance(creator, IPluginCreatorV3One) else "IPluginV2DynamicExt"
+
+
+def load_creator(args: argparse.Namespace, attrs: Dict[str, Any], watch: Any) -> Tuple[Any, str]:
+    """Import ``args.target`` with the emulator as ``tensorrt`` and find the creator to check.
+
+    The import is a step on ``watch`` (``"import of the plugin module"``), so a time limit and a
+    crash report can name it. Returns ``(creator, module_ref)``, ``module_ref`` being what
+    ``lifecycle.run(plugin_module=...)`` and the fresh process re-import.
 
     Raises:
-        UsageError: a malformed ``--input``/``--attr``/``--plugin``, or a module that cannot be
-            imported or names no such creator (exit 2).
-        EnvironmentFailure: the environment cannot run the check (exit 2).
+        UsageError: the module cannot be imported, or registers no such creator.
     """
-    from pyplugins._config import knobs, override  # noqa: PLC0415
-    from pyplugins.emulator import trampoline  # noqa: PLC0415
-    from pyplugins.checker.supervise import supervise  # noqa: PLC0415
+    _use_emulator()
+    from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
+    from pyplugins.runtime.numba_launch import prefer_simulator  # noqa: PLC0415
 
-    if not args.inputs:
-        msg = (f"give each plugin input with --input {_INPUT_FORM} (repeat it per input, in "
-               "order); a check needs the shapes TensorRT would give the plugin")
-        raise UsageError(msg)
-    specs = [parse_input(text) for text in args.inputs]
-    attrs = _parse_attrs(args.attrs)
-    if args.plugin is not None:
-        parse_plugin(args.plugin)
+    registry = get_plugin_registry()
+    before = {id(c) for c in registry.all_creators}
+    prefer_simulator()  # before the module imports numba: no GPU -> numba's CUDA simulator
+    saved = watch.begin("import of the plugin module")
     try:
-        timeout = args.timeout if args.timeout is not None else knobs.check_timeout
+        module, module_ref = _import_plugin_module(args.target)
+    finally:
+        watch.end(saved)
+    new = ([c for c in registry.all_creators if id(c) not in before]
+           or _module_creators(registry, module))
+    creator = _find_creator(registry, args.plugin, new)
+    _warn_unknown_attrs(creator, attrs)
+    return creator, module_ref
+
+
+def run_lifecycle(args: argparse.Namespace, creator: Any, module_ref: str,
+                  specs: List[Dict[str, Any]], attrs: Dict[str, Any]) -> Any:
+    """``lifecycle.run`` for the command's arguments; the plugin refusing them is a usage error.
+
+    Raises:
+        UsageError: as many ``--input`` as the plugin's ``reference()`` does not take, an
+            ``--attr`` the ONNX parser or the plugin refuses (a ``FieldError``), or ``--input``
+            shapes the plugin refuses (a ``ShapeError``); see :mod:`pyplugins.checker.input_refusals`.
+    """
+    from pyplugins.checker import input_refusals  # noqa: PLC0415
+    from pyplugins.checker import lifecycle  # noqa: PLC0415
+    from pyplugins.emulator import trampoline
+    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
+    from pyplugins.errors import FieldError  # noqa: PLC0415
+
+    wrong_count = input_refusals.input_count_error(creator, len(specs))
+    if wrong_count is not None:
+        raise UsageError(wrong_count)
+    refusals = input_refusals.Refusals(bool(attrs))
+    trampoline.listeners.append(refusals)
+    try:
+        report = lifecycle.run(creator, [TensorSpec(**spec) for spec in specs], attrs or None,
+                               device=args.device, fresh_process=args.fresh_process,
+                               plugin_module=module_ref, trace=args.trace,
+                               shape_inputs=args.shape_inputs, aliased_io=args.aliased_io)
+    except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
+        raise UsageError(f"--attr: {err}") from err
     except ValueError as err:
-        raise EnvironmentFailure(str(err)) from err
-    redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
-                else contextlib.nullcontext())
-    saved_trt = sys.modules.get("tensorrt")
-    try:
-        with override(trt="emulator"), redirect:
-            outcome = supervise(lambda watch: _check(args, specs, attrs, watch),
-                                trampoline.Watch(), timeout)
-    finally:  # in-process callers get their `import tensorrt` back
-        if saved_trt is None:
-            sys.modules.pop("tensorrt", None)
-        else:
-            sys.modules["tensorrt"] = saved_trt
-    name = args.plugin or _printable(args.target).strip("'")
-    if outcome.timed_out is not None:
-        ABANDONED.set()
-        report = verdicts.timeout_report(name, outcome.timed_out, timeout)
-    elif outcome.error is not None:
-        report = _escaped(name, outcome.error)
-    else:
-        report = outcome.value
-    if args.require_gpu:
-        verdicts.require_gpu(report)
-    _print_report(report, as_json=args.json, with_trace=args.trace)
-    return EXIT_OK if report.ok else EXIT_VIOLATION
+        if "PYPLUGINS_MAX_TENSOR_BYTES" in str(err):  # an --input over the size limit
+            raise UsageError(f"--input: {err}") from err
+        raise
+    finally:
+        trampoline.listeners.remove(refusals)
+    if refusals.message is not None:
+        raise UsageError(refusals.message)
+    return report
 
 
-def _escaped(name: str, err: BaseException) -> Any:
-    """An error that left the check: the user's (re-raised), the plugin's (a defect), or ours."""
+def report_for_error(name: str, err: BaseException) -> Any:
+    """The report of an error that left the check: the user's and the environment's are
+    re-raised, plugin code's becomes a defect report, and pyplugins' own an
+    :class:`EnvironmentFailure` asking for a bug report.
+
+    Example:
+        >>> report_for_error("X", UsageError("--input: bad"))
+        Traceback (most recent call last):
+        ...
+        pyplugins.checker.command.UsageError: --input: bad
+    """
+    from pyplugins.checker import verdicts  # noqa: PLC0415 - the emulator, only when needed
+
     if isinstance(err, (UsageError, EnvironmentFailure)):
         raise err
     report = verdicts.escaped_error_report(name, err)
@@ -328,46 +373,6 @@ def _escaped(name: str, err: BaseException) -> Any:
     return report
 
 
-def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[str, Any],
-           watch: Any) -> Any:
-    """Import the module with the emulator in place, find the creator, run the lifecycle."""
-    from pyplugins.errors import FieldError  # noqa: PLC0415
-
-    _use_emulator()
-    from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
-
-    registry = get_plugin_registry()
-    before = {id(c) for c in registry.all_creators}
-    from pyplugins.runtime.numba_launch import prefer_simulator  # noqa: PLC0415
-
-    prefer_simulator()  # before the module imports numba: no GPU -> numba's CUDA simulator
-    saved = watch.begin("import of the plugin module")
-    try:
-        module, module_ref = _import_plugin_module(args.target)
-    finally:
-        watch.end(saved)
-    new = ([c for c in registry.all_creators if id(c) not in before]
-           or _module_creators(registry, module))
-    creator = _find_creator(registry, args.plugin, new)
-    _warn_unknown_attrs(creator, attrs)
-    from pyplugins.checker import lifecycle  # noqa: PLC0415
-    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
-
-    inputs = [TensorSpec(**spec) for spec in specs]
-    try:
-        report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
-                               fresh_process=args.fresh_process, plugin_module=module_ref,
-                               trace=args.trace, shape_inputs=args.shape_inputs,
-                               aliased_io=args.aliased_io)
-    except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
-        raise UsageError(f"--attr: {err}") from err
-    except ValueError as err:
-        if "PYPLUGINS_MAX_TENSOR_BYTES" in str(err):  # an --input over the size limit
-            raise UsageError(f"--input: {err}") from err
-        raise
-    return report
-
-
 def _warn_unknown_attrs(creator: Any, attrs: Dict[str, Any]) -> None:
     names = [getattr(f, "name", f) for f in (creator.field_names or [])]
     for name in attrs:
@@ -377,34 +382,17 @@ def _warn_unknown_attrs(creator: Any, attrs: Dict[str, Any]) -> None:
                   "create_plugin", file=sys.stderr)
 
 
-def _print_report(report: Any, *, as_json: bool, with_trace: bool) -> None:
-    trace = getattr(report, "trace", None)
-    if as_json:
-        data = report.to_dict()
-        if with_trace:
-            data["trace"] = trace.to_json() if trace is not None else []
-        data.setdefault("exit_status", EXIT_OK if report.ok else EXIT_VIOLATION)
-        write(sys.stdout, json.dumps(data, indent=2, default=_json_default))
-        return
-    write(sys.stdout, report.format())
-    if with_trace and trace is not None:
-        write(sys.stdout, "\nCallback timeline:\n" + trace.format_timeline())
-
-
 def write(stream: Any, text: str) -> None:
-    """Print ``text``; characters the stream cannot encode (lone surrogates) are escaped."""
+    """Print ``text`` and flush; characters the stream cannot encode (lone surrogates) are
+    escaped.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> write(out, "done")
+        >>> out.getvalue()
+        'done\\n'
+    """
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")
     stream.flush()
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if hasattr(value, "name") and hasattr(value, "value"):
-        return value.name
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    return repr(value)

@@ -265,6 +265,7 @@ class _Driver:
                     self.violations += fresh_violations(
                         module, self.identity, self.node_name, self.engine, ins, outs, arrays,
                         self.host_outputs)
+                self.report.fresh_process = "ran"
         finally:
             if pc is not None:
                 trampoline.destroy(pc)
@@ -327,6 +328,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     check_input_sizes(specs)
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
+    v3 = isinstance(creator, IPluginCreatorV3One)
+    report.interface = "IPluginV3" if v3 else "IPluginV2DynamicExt"
     fc, report.warnings = field_collection(creator, fields)
     report.warnings += discovery.notes_for(creator)
     cp, reason = pick_device(device)
@@ -337,16 +340,16 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
 
         tracer = report.trace = Trace()
     pybind.idiom_violations()  # forget idioms noted outside this run
-    if (shape_inputs or aliased_io) and not isinstance(creator, IPluginCreatorV3One):
+    if (shape_inputs or aliased_io) and not v3:
         msg = (f"shape_inputs and aliased_io are IPluginV3 features; {type(creator).__name__} "
                f"makes V2 plugins")
         raise ValueError(msg)
-    if isinstance(creator, IPluginCreatorV3One):
+    if v3:
         driver: Any = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
                                check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
-        if fresh_process or keep_on_device:
-            report.warnings.append("fresh_process and keep_on_device are not implemented for "
-                                   "IPluginV3 plugins yet: not checked")
+        if keep_on_device:  # fresh_process says so in report.fresh_process
+            report.warnings.append("keep_on_device is not implemented for IPluginV3 plugins "
+                                   "yet: outputs are NumPy arrays")
     else:
         driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer,
                          check_capture, fresh_process, plugin_module, keep_on_device)
@@ -368,6 +371,10 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         trampoline.listeners.remove(recorder)
     if not report.enqueue_ran and report.skipped is None and cp is None:
         report.skipped = reason
+    if report.fresh_process is None:
+        report.fresh_process = ("not asked for" if not fresh_process else
+                                "not run: not implemented for IPluginV3 yet" if v3 else
+                                "not run: the check stopped before deserialization")
     report.violations = driver.violations + recorder.violations
     if cp is None:  # enqueue never launched a kernel: compile them all without a GPU
         found, warnings = kernel_violations(creator)

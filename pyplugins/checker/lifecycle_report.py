@@ -8,6 +8,16 @@ Example:
     MyPlugin:1:: 1 violation(s) (host checks only: enqueue not run)
       enqueue did not run: it failed (see errors)
       [shape] dim 0 is -1
+
+    An ``[ERROR]`` line several calls printed is one entry naming them:
+
+    >>> line = "[ERROR] Exception caught in clone(): E: x"
+    >>> found = [Violation("callback_error", f"{who} (build): {line}", "clone")
+    ...          for who in ("P1", "P1", "P2")]
+    >>> print(LifecycleReport("Op:1:", violations=found, errors=[line] * 3).format())
+    Op:1:: 3 violation(s) (host checks only: enqueue not run)
+      enqueue did not run: it failed (see errors)
+      [callback_error] in clone() P1 (build) x2, P2 (build): [ERROR] Exception caught in clone(): E: x
 """
 
 from __future__ import annotations
@@ -37,6 +47,10 @@ class LifecycleReport:
         warnings: the ONNX parser's warnings while building ``fc`` (missing attributes).
         notes: how ``enqueue`` ran when not plainly on the GPU (numba's CUDA simulator), and
             what its outputs were compared with.
+        interface: the plugin interface driven, ``"IPluginV2DynamicExt"`` or ``"IPluginV3"``
+            (None: not known, as in a report made without a run).
+        fresh_process: ``"ran"`` when the engine bytes were also run in a fresh process, else
+            why not (``"not asked for"``, ...); None when not known.
     """
 
     plugin: str
@@ -50,6 +64,8 @@ class LifecycleReport:
     trace: Any = None
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    interface: Optional[str] = None
+    fresh_process: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -72,26 +88,69 @@ class LifecycleReport:
             "enqueue_ran": self.enqueue_ran, "skipped": self.skipped,
             "warnings": list(self.warnings), "notes": list(self.notes),
             "trace": self.trace.to_json() if self.trace is not None else None,
+            "interface": self.interface, "fresh_process": self.fresh_process,
         }
 
     def format(self) -> str:
-        """A human-readable summary; the first line says what was and was not checked."""
+        """A human-readable summary; the first line says what was and was not checked.
+
+        Each fact is said once: the reason enqueue did not run is not repeated under the
+        verdict, and an ``[ERROR]`` line that several calls printed is one entry naming them.
+        """
         verdict = "OK" if self.ok else f"{len(self.violations)} violation(s)"
+        why = self.skipped or ""
+        detail: Optional[str] = f"enqueue did not run: {why or 'it failed (see errors)'}"
         if not self.enqueue_ran:
-            why = self.skipped or ""
             if why.startswith("no GPU"):
                 verdict += " (CPU only: enqueue not run, no GPU)"
+                detail = why[len("no GPU"):].strip().removeprefix("(").removesuffix(")") or None
             elif "device='cpu'" in why or "PYPLUGINS_DEVICE=cpu" in why:
                 verdict += " (CPU only: enqueue not run, the CPU was asked for)"
+                detail = None
             else:
                 verdict += " (host checks only: enqueue not run)"
         lines = [f"{self.plugin}: {verdict}"]
+        if self.interface is not None or self.fresh_process is not None:
+            lines.append(f"  interface: {self.interface or 'unknown'}; fresh process: "
+                         f"{self.fresh_process or 'unknown'}")
         for i, (shape, dt) in enumerate(zip(self.output_shapes, self.output_dtypes)):
             lines.append(f"  output {i}: {tuple(shape)} {dt.name}")
-        lines.append("  enqueue ran" if self.enqueue_ran else
-                     f"  enqueue did not run: {self.skipped or 'it failed (see errors)'}")
+        if self.enqueue_ran:
+            lines.append("  enqueue ran")
+        elif detail is not None:  # under "no GPU", only what CUDA said
+            lines.append(f"  {detail}")
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  warning: {w}" for w in self.warnings]
-        lines += [f"  {v}" for v in self.violations]
-        lines += [f"  printed: {e}" for e in self.errors]
+        lines += [f"  {text}" for text in _grouped(self.violations)]
+        shown = {v.message.partition(": ")[2] for v in self.violations
+                 if v.check == "callback_error"}
+        lines += [f"  printed: {e}" for e in dict.fromkeys(self.errors) if e not in shown]
         return "\n".join(lines)
+
+
+def _grouped(violations: List[Violation]) -> List[str]:
+    """Each violation once: a ``callback_error`` per distinct ``[ERROR]`` text, naming every
+    object that printed it; any other repeated violation with a count.
+
+    A ``callback_error`` message is ``"<object> (<step>): <[ERROR] line>"`` (the recorder's).
+    """
+    who: Dict[tuple, List[str]] = {}
+    first: Dict[tuple, Violation] = {}
+    for v in violations:
+        place, sep, line = v.message.partition(": ")
+        key = ((v.check, v.method, line) if v.check == "callback_error" and sep
+               else (v.check, v.method, v.message))
+        first.setdefault(key, v)
+        who.setdefault(key, []).append(place if v.check == "callback_error" and sep else "")
+    out = []
+    for key, v in first.items():
+        places = who[key]
+        if v.check == "callback_error" and any(places):
+            counted = dict.fromkeys(places)
+            names = ", ".join(p if places.count(p) == 1 else f"{p} x{places.count(p)}"
+                              for p in counted)
+            where = f" in {v.method}()" if v.method else ""
+            out.append(f"[{v.check}]{where} {names}: {key[2]}")
+        else:
+            out.append(str(v) + (f" ({len(places)} times)" if len(places) > 1 else ""))
+    return out

@@ -1,18 +1,16 @@
-"""Run one ``pyplugins check`` in a worker thread under a time limit per step.
+"""Run one in-process ``pyplugins check`` in a worker thread under a time limit per step.
 
-Python cannot stop a thread, so the limit works like this: the check runs in a daemon thread that
-installs a :class:`~pyplugins.emulator.trampoline.Watch`; the trampoline marks each plugin
-callback on it (and the CLI marks the module import). The calling thread polls the watch; when
-one step has run longer than the limit, :func:`supervise` returns at once with the step's name
-(a defect to report) and leaves the worker behind, still running. The caller writes the report;
-a command-line process then ends itself with ``os._exit`` (see ``pyplugins.cli.main``), since
-the abandoned thread may never return and an orderly shutdown could wait on it (its ``finally``
-blocks, atexit handlers and non-daemon threads it started never run). Nothing is killed
-half-way silently: the report says which method was stopped, and after how long.
-
-A child process would be the other way (it can be killed), but it would re-import the plugin
-module and could not hand back the live objects the report and trace are made of; the thread
-keeps the run identical to an unsupervised one.
+``pyplugins check`` runs its check in a child process (:mod:`pyplugins.checker.isolate`) that can be
+killed; this supervisor serves the check run in the calling process (``--in-process``, for
+debuggers, and ``pyplugins.cli.main(argv)``). Python cannot stop a thread, so the limit works like
+this: the check runs in a daemon thread that installs a
+:class:`~pyplugins.emulator.trampoline.Watch`; the trampoline marks each plugin callback on it
+(and the CLI marks the module import). The calling thread polls the watch; when one step has run
+longer than the limit, :func:`supervise` returns at once with the step's name (a defect to report)
+and leaves the worker behind, still running. The caller writes the report; a command-line process
+then ends itself with ``os._exit`` (see ``pyplugins.cli.main``), since the abandoned thread may
+never return and an orderly shutdown could wait on it. A callback that holds the GIL (a long
+loop in C) starves the polling thread too: only the child process survives that.
 
 Example:
     >>> from pyplugins.emulator.trampoline import Watch

@@ -42,9 +42,21 @@ def set_size_path(size_path: Callable[[Any], int]) -> None:
 
 
 def cpp_stderr(line: str) -> None:
-    """Write a line the way TensorRT's C++ does: straight to file descriptor 2."""
-    sys.stderr.flush()
-    os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
+    """Write a line the way TensorRT's C++ does: straight to file descriptor 2.
+
+    A closed or broken descriptor 2 (a plugin called ``os.close(2)``) loses the line and nothing
+    else, as a failed ``std::cerr`` write does in C++ (it sets an error flag; it does not
+    throw). The bindings print with ``std::cerr`` (§1.4); that a failed write is silent is the
+    C++ streams' default, inferred, not read in the binding source.
+    """
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):  # Python's own stream over the same closed descriptor
+        pass
+    try:
+        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
 
 
 class _BindingMeta(type):

@@ -52,7 +52,8 @@ def run_check_model(args: Any) -> int:
     runs past the limit stops the check with a report of the nodes checked so far.
     """
     from pyplugins._config import knobs, override  # noqa: PLC0415
-    from pyplugins.checker.command import ABANDONED, EnvironmentFailure, UsageError  # noqa: PLC0415
+    from pyplugins.checker.check_runner import ABANDONED  # noqa: PLC0415
+    from pyplugins.checker.command import EnvironmentFailure, UsageError  # noqa: PLC0415
     from pyplugins.emulator import trampoline  # noqa: PLC0415
     from pyplugins.models.check import check_model  # noqa: PLC0415
     from pyplugins.models.check_report import ModelCheckReport  # noqa: PLC0415
