@@ -48,3 +48,17 @@ def test_unknown_and_unsupported_spellings_list_what_is_accepted():
 def test_tensorrt_module_aliases_come_from_the_table():
     for row in dtypes.rows():
         assert getattr(emulator, row.attr).name == row.trt_name
+
+
+def test_one_input_grammar_serves_the_cli_and_the_library():
+    from pyplugins.emulator.specs import TensorSpec
+
+    for text in ("1-2-4x3:fp16", "7:int32", "2x3:bf16", "1x8x4x4:float32"):
+        spec, cli = TensorSpec.parse(text), parse_input(text)
+        assert (spec.shape, spec.datatype) == (cli["shape"], TensorSpec(**cli).datatype)
+    for bad in ("2x3x:float32", "2x-1:float32", "4-2-1x3:float32", "2x3:floot"):
+        with pytest.raises(ValueError) as lib:
+            TensorSpec.parse(bad)
+        with pytest.raises(UsageError) as cli:
+            parse_input(bad)
+        assert str(lib.value).split(": ", 1)[1] == str(cli.value).split(": ", 1)[1]

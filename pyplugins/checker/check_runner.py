@@ -25,6 +25,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from pyplugins.checker import isolate
+from pyplugins.emulator.specs import INPUT_FORM
 from pyplugins.checker.command import (EXIT_OK, EXIT_VIOLATION, EnvironmentFailure, UsageError,
                                        interface_of, load_creator, parse_attrs, parse_input,
                                        parse_plugin, printable, report_for_error, run_lifecycle,
@@ -33,8 +34,6 @@ from pyplugins.checker.report_output import json_text, report_json, report_text
 
 __all__ = ["ABANDONED", "OWN_WORK_LIMIT_S", "run_check"]
 
-_INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as "
-               "min-opt-max, e.g. 1-2-4x3x8x8:float16")
 
 #: Set when an in-process step ran past --timeout and its thread was left running
 #: (``pyplugins.cli.main`` then ends the process).
@@ -66,7 +65,7 @@ def run_check(args: argparse.Namespace, *, isolated: bool = True) -> int:
     from pyplugins._config import knobs  # noqa: PLC0415
 
     if not args.inputs:
-        msg = (f"give each plugin input with --input {_INPUT_FORM} (repeat it per input, in "
+        msg = (f"give each plugin input with --input {INPUT_FORM} (repeat it per input, in "
                "order); a check needs the shapes TensorRT would give the plugin")
         raise UsageError(msg)
     try:

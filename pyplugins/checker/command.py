@@ -28,8 +28,6 @@ __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "EnvironmentFailure", "Usa
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
-_INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as "
-               "min-opt-max, e.g. 1-2-4x3x8x8:float16")
 _PLUGIN_FORM = "NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns"
 
 
@@ -62,68 +60,32 @@ def parse_plugin(text: str) -> Tuple[str, str, str]:
     return name, version, namespace
 
 
-def _dtype(text: str, spec: str) -> Any:
-    """NumPy's dtype where NumPy has one, else the emulator's ``DataType`` (``bfloat16``)."""
-    from pyplugins import dtypes  # noqa: PLC0415
-    from pyplugins.emulator.specs import datatype_from_text  # noqa: PLC0415
-
-    try:
-        datatype = datatype_from_text(text)
-    except ValueError as err:
-        raise UsageError(f"--input {spec!r}: {err}") from err
-    row = dtypes.info(datatype)
-    return row.numpy if row.numpy is not None else datatype
-
-
 def parse_input(text: str) -> Dict[str, Any]:
-    """``SHAPE:DTYPE`` -> ``dict(shape, dtype, min, opt, max)`` for ``TensorSpec``.
+    """``--input SHAPE:DTYPE`` -> ``dict(shape, dtype, min, opt, max)`` for ``TensorSpec``, through
+    the one grammar of :meth:`pyplugins.emulator.specs.TensorSpec.parse` (the dtype is required
+    on the command line).
 
     A static dim is an int; a dynamic dim is ``min-opt-max`` and becomes -1 in ``shape`` with the
-    profile in ``min``/``opt``/``max`` (which are None when every dim is static).
+    profile in ``min``/``opt``/``max`` (which are None when every dim is static). ``dtype`` is
+    NumPy's dtype where NumPy has one, else the ``DataType`` (``bfloat16``).
+
+    Raises:
+        UsageError: the text is malformed; the message names the ``--input``.
 
     Example:
         >>> spec = parse_input("1-2-4x3:float16")
         >>> spec["shape"], spec["min"], spec["opt"], spec["max"], spec["dtype"].name
         ((-1, 3), (1, 3), (2, 3), (4, 3), 'float16')
     """
-    shape_text, sep, dtype_text = text.rpartition(":")
-    if not sep or not shape_text or not dtype_text:
-        msg = f"--input {text!r}: expected {_INPUT_FORM}"
-        raise UsageError(msg)
-    dtype = _dtype(dtype_text, text)
-    shape, lo, opt, hi = [], [], [], []
-    dynamic = False
-    for dim in shape_text.lower().split("x"):
-        if re.fullmatch(r"\d+", dim):
-            value = int(dim)
-            shape.append(value)
-            lo.append(value)
-            opt.append(value)
-            hi.append(value)
-            continue
-        match = re.fullmatch(r"(\d+)-(\d+)-(\d+)", dim)
-        if not match:
-            hint = (" (a dynamic dim is written min-opt-max, not -1)" if dim in ("-1", "?")
-                    else "")
-            msg = f"--input {text!r}: bad dimension {dim!r}{hint}; expected {_INPUT_FORM}"
-            raise UsageError(msg)
-        a, b, c = (int(g) for g in match.groups())
-        if not a <= b <= c:
-            msg = (f"--input {text!r}: dynamic dim {dim!r} must satisfy min <= opt <= max "
-                   f"(got {a}, {b}, {c})")
-            raise UsageError(msg)
-        dynamic = True
-        shape.append(-1)
-        lo.append(a)
-        opt.append(b)
-        hi.append(c)
-    if len(shape) > 8:
-        msg = f"--input {text!r}: TensorRT tensors have at most 8 dimensions (got {len(shape)})"
-        raise UsageError(msg)
-    if not dynamic:
-        return {"shape": tuple(shape), "dtype": dtype, "min": None, "opt": None, "max": None}
-    return {"shape": tuple(shape), "dtype": dtype, "min": tuple(lo), "opt": tuple(opt),
-            "max": tuple(hi)}
+    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
+
+    try:
+        spec = TensorSpec.parse(text, what="--input", dtype_required=True)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    dynamic = any(d < 0 for d in spec.shape)
+    return {"shape": spec.shape, "dtype": spec.dtype, "min": spec.min if dynamic else None,
+            "opt": spec.opt if dynamic else None, "max": spec.max if dynamic else None}
 
 
 def parse_attrs(items: Sequence[str]) -> Dict[str, Any]:

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
@@ -20,7 +22,12 @@ import numpy as np
 from pyplugins import dtypes
 from pyplugins.emulator.enums import DataType, TensorFormat
 
-__all__ = ["TensorSpec", "datatype_from_text", "host_dtype", "random_data", "spec_from_input"]
+#: The form of :meth:`TensorSpec.parse`, for messages.
+INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as min-opt-max, "
+         "e.g. 1-2-4x3x8x8:float16")
+
+__all__ = ["INPUT_FORM", "TensorSpec", "datatype_from_text", "host_dtype", "random_data",
+           "spec_from_input"]
 
 def datatype_from_text(text: str) -> DataType:
     """A dtype as a user types it -> the emulator's ``DataType``.
@@ -156,32 +163,63 @@ class TensorSpec:
             raise ValueError(msg)
 
     @classmethod
-    def parse(cls, text: str) -> "TensorSpec":
-        """``"2x3x8x8:float32"``; a dynamic dim as ``min-opt-max`` (``"1-2-4x3:fp16"``); an
-        optional third part names the format (``"1x8x4x4:float32:HWC8"``); ``":int32"`` is 0-D.
+    def parse(cls, text: str, *, what: str = "tensor spec", dtype_required: bool = False
+              ) -> "TensorSpec":
+        """The one text form of a tensor (``--input`` on the command line, spec strings in
+        :func:`~pyplugins.checker.lifecycle.run`): ``SHAPE[:DTYPE[:FORMAT]]``.
+
+        ``SHAPE`` is dims joined by ``x``, each an int or ``min-opt-max`` (a dynamic dim); empty
+        (``":int32"``) is 0-D. ``DTYPE`` is any spelling of :func:`pyplugins.dtypes.from_text`
+        (float32 when left out, unless ``dtype_required``); ``FORMAT`` a ``TensorFormat`` name.
+
+        Args:
+            text: the spec.
+            what: how messages name it (``"--input"`` for the command line).
+            dtype_required: refuse a spec without a dtype.
+
+        Raises:
+            ValueError: a malformed spec; the message quotes it and shows the form.
+
+        Example:
+            >>> s = TensorSpec.parse("1-2-4x3:fp16")
+            >>> s.shape, s.min, s.max, s.datatype.name
+            ((-1, 3), (1, 3), (4, 3), 'HALF')
         """
+        where = f"{what} {text!r}"
         parts = text.strip().split(":")
-        if len(parts) > 3:
-            msg = f"tensor spec {text!r}: expected SHAPE[:DTYPE[:FORMAT]] like '2x3x8x8:float32'"
-            raise ValueError(msg)
+        if len(parts) > 3 or (dtype_required and (len(parts) < 2 or not parts[0] or not parts[1])):
+            raise ValueError(f"{where}: expected {INPUT_FORM}")
         shape_text, dtype_text = parts[0], (parts[1] if len(parts) > 1 and parts[1] else "float32")
-        fmt = TensorFormat[parts[2].upper()] if len(parts) > 2 and parts[2] else TensorFormat.LINEAR
+        try:
+            fmt = TensorFormat[parts[2].upper()] if len(parts) > 2 and parts[2] else TensorFormat.LINEAR
+        except KeyError:
+            formats = ", ".join(TensorFormat.__members__)
+            raise ValueError(f"{where}: unknown format {parts[2]!r}; use one of {formats}") from None
+        try:
+            dtype = dtypes.from_text(dtype_text)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         shape, lo, mid, hi = [], [], [], []
-        for item in filter(None, shape_text.lower().replace("scalar", "").split("x")):
-            values = item.split("-")
-            try:
-                nums = [int(v) for v in values]
-            except ValueError:
-                msg = f"tensor spec {text!r}: dimension {item!r} is not an int or MIN-OPT-MAX"
-                raise ValueError(msg) from None
-            if len(nums) == 1:
-                shape.append(nums[0]); lo.append(nums[0]); mid.append(nums[0]); hi.append(nums[0])
-            elif len(nums) == 3:
-                shape.append(-1); lo.append(nums[0]); mid.append(nums[1]); hi.append(nums[2])
-            else:
-                msg = f"tensor spec {text!r}: dynamic dimension {item!r} must be MIN-OPT-MAX"
-                raise ValueError(msg)
-        return cls(tuple(shape), dtype_text, tuple(lo), tuple(mid), tuple(hi), format=fmt)
+        body = shape_text.strip().lower()
+        for item in (body.split("x") if body not in ("", "scalar") else []):  # "" / scalar: 0-D
+            if re.fullmatch(r"\d+", item):
+                for dims in (shape, lo, mid, hi):
+                    dims.append(int(item))
+                continue
+            match = re.fullmatch(r"(\d+)-(\d+)-(\d+)", item)
+            if not match:
+                hint = " (a dynamic dim is written min-opt-max, not -1)" if item in ("-1", "?") else ""
+                raise ValueError(f"{where}: bad dimension {item!r}{hint}; expected {INPUT_FORM}")
+            a, b, c = (int(g) for g in match.groups())
+            if not a <= b <= c:
+                raise ValueError(f"{where}: dynamic dim {item!r} must satisfy min <= opt <= max "
+                                 f"(got {a}, {b}, {c})")
+            shape.append(-1); lo.append(a); mid.append(b); hi.append(c)
+        if len(shape) > 8:
+            raise ValueError(f"{where}: TensorRT tensors have at most 8 dimensions "
+                             f"(got {len(shape)})")
+        host = dtype.numpy if dtype.numpy is not None else DataType[dtype.trt_name]
+        return cls(tuple(shape), host, tuple(lo), tuple(mid), tuple(hi), format=fmt)
 
     @classmethod
     def from_array(cls, array: Any) -> "TensorSpec":
