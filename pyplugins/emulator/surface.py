@@ -27,12 +27,13 @@ from pyplugins import dtypes
 from pyplugins.emulator.dims import Dims
 from pyplugins.emulator.enums import DataType, PybindEnum
 from pyplugins.emulator.surface_table import ENUM_MEMBERS, NAMES
+from pyplugins.errors import PyPluginsError
 
 __all__ = ["V3_NAMES", "NeedsTensorRT", "common_enter", "common_exit", "init_libnvinfer_plugins",
            "names", "resolve", "volume"]
 
 
-class NeedsTensorRT(RuntimeError):
+class NeedsTensorRT(PyPluginsError, RuntimeError):
     """Raised when code uses a part of TensorRT the emulator does not cover (a builder, engine,
     runtime, parser, layer ...)."""
 

@@ -39,6 +39,7 @@ from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType, fresh
 from pyplugins.emulator.plugin_field import PluginFieldCollection_
+from pyplugins.errors import PyPluginsError
 
 #: Frames from files here are the emulator's stand-ins for TensorRT's C++ (left out of ``At:``).
 _EMULATOR_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -171,7 +172,7 @@ def overridden(obj: Any, name: str) -> Optional[Callable[..., Any]]:
     return None
 
 
-class _Missing(Exception):
+class _Missing(PyPluginsError):
     pass
 
 

@@ -19,10 +19,12 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from pyplugins.errors import PyPluginsError
+
 __all__ = ["Refusal", "axis_index", "constant", "ints", "only_consumer", "other_input",
            "producer", "rank", "scalar"]
 
-class Refusal(Exception):
+class Refusal(PyPluginsError):
     """A subgraph looked like a plugin's pattern but differs in something that matters; the
     message says what, so the user sees why it was left alone."""
 

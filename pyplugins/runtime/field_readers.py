@@ -28,6 +28,7 @@ import numpy as np
 
 from pyplugins._config import knobs
 from pyplugins.echo import echo
+from pyplugins.errors import PyPluginsError
 
 _INT_TYPES = {"INT8", "INT16", "INT32", "INT64"}
 _FLOAT_TYPES = {"FLOAT32", "FLOAT64"}
@@ -83,7 +84,7 @@ def list_from_python(value: Any) -> Optional[list]:
     return None
 
 
-class UnreadablePluginField(ValueError):
+class UnreadablePluginField(PyPluginsError, ValueError):
     """A ``PluginField`` whose data cannot become a field value.
 
     Attributes:
