@@ -101,6 +101,16 @@ def _fail(message: str) -> int:
     return 1
 
 
+def _load(path: Path) -> np.ndarray:
+    """``np.load``, or an error that shows what the file starts with (a header NumPy refuses)."""
+    try:
+        return np.load(path)
+    except Exception as err:
+        head = path.read_bytes()[:160] if path.is_file() else b"(missing)"
+        msg = f"{path.name}: {type(err).__name__}: {err}; the file starts {head!r}"
+        raise RuntimeError(msg) from err
+
+
 def _child(work: Path) -> int:
     spec = json.loads((work / "spec.json").read_text())
     import_module(spec["module"])
@@ -129,7 +139,7 @@ def _child(work: Path) -> int:
         from pyplugins import dtypes
         from pyplugins.checker.buffers import DeviceRun
 
-        arrays = [np.load(work / f"in_{i}.npy") for i in range(len(in_descs))]
+        arrays = [_load(work / f"in_{i}.npy") for i in range(len(in_descs))]
         metas = [(tuple(d.dims), dtypes.numpy_from_trt(d.type)) for d in out_descs]
         run = DeviceRun(arrays, metas, workspace)
         status = run.call(lambda i, o, w, s: trampoline.enqueue(context, in_descs, out_descs,

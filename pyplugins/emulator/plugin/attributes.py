@@ -18,7 +18,7 @@ Example:
     >>> from pyplugins.emulator.plugin_field import PluginFieldCollection_
     >>> import numpy.typing as npt
     >>> attrs_from_fields(PluginFieldCollection_(fields),
-    ...                   {"name": str, "flag": bool, "w": npt.NDArray[np.float16]}, "ns::p")
+    ...                   {"name": str, "flag": bool, "w": np.ndarray[Any, np.dtype[np.float16]]}, "ns::p")
     {'name': 'relu', 'flag': True, 'w': array([1., 1.], dtype=float16)}
 """
 
@@ -74,7 +74,7 @@ def data_type_from_str(name: str) -> DataType:
 
 
 def is_npt_ndarray(annotation: Any) -> bool:
-    """Whether ``annotation`` is a parametrized ``np.ndarray`` (``npt.NDArray[np.int32]``)."""
+    """Whether ``annotation`` is a parametrized ``np.ndarray`` (``np.ndarray[Any, np.dtype[np.int32]]``)."""
     return (typing.get_origin(annotation) == np.ndarray
             or getattr(annotation, "__origin__", None) == np.ndarray)
 
@@ -92,7 +92,7 @@ def numpy_dtype_of(annotation: Any) -> Any:
 
     Example:
         >>> import numpy.typing as npt
-        >>> numpy_dtype_of(npt.NDArray[np.int32])
+        >>> numpy_dtype_of(np.ndarray[Any, np.dtype[np.int32]])
         <class 'numpy.int32'>
     """
     args = typing.get_args(annotation) or getattr(annotation, "__args__", ())

@@ -77,9 +77,19 @@ def _is_subclass(annotation: Any, base: type, where: str) -> bool:
     try:
         return issubclass(annotation, base)
     except TypeError:
-        hint = (" (a string: remove `from __future__ import annotations`, TensorRT reads "
-                "annotations as objects)" if isinstance(annotation, str) else
-                " (lists and tuples of attributes are not supported)")
+        if isinstance(annotation, str):
+            hint = (" (a string: remove `from __future__ import annotations`, TensorRT reads "
+                    "annotations as objects)")
+        elif type(getattr(annotation, "__origin__", None)).__name__ == "TypeAliasType":
+            # NumPy 2.5 made numpy.typing.NDArray a PEP 695 alias; TensorRT's own issubclass
+            # test raises on it the same way (inferred from _validate.py, which calls issubclass
+            # on every annotation; not run against real TensorRT here).
+            hint = (" (NumPy >= 2.5 defines numpy.typing.NDArray as a type alias, which "
+                    "TensorRT's annotation check cannot read: write "
+                    "np.ndarray[typing.Any, np.dtype[np.float32]] instead of "
+                    "npt.NDArray[np.float32])")
+        else:
+            hint = " (lists and tuples of attributes are not supported)"
         msg = f"{where}: annotation {annotation!r} is not a class{hint}"
         raise QDPTypeError(msg) from None
 

@@ -9,7 +9,6 @@ import re
 from typing import Any, List, Tuple, Union
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from pyplugins._config import override
@@ -31,7 +30,7 @@ def _bad_register_cases(trtp):
     def reserved_name(inp0: TD, stream: int) -> TD: ...
     def list_attr(inp0: TD, k: list) -> TD: ...
     def bare_array(inp0: TD, k: np.ndarray) -> TD: ...
-    def uint8_array(inp0: TD, k: npt.NDArray[np.uint8]) -> TD: ...
+    def uint8_array(inp0: TD, k: np.ndarray[Any, np.dtype[np.uint8]]) -> TD: ...
     def no_return(inp0: TD): ...
     def int_return(inp0: TD) -> int: ...
     def tuple_return(inp0: TD) -> Tuple[TD, int]: ...
@@ -76,7 +75,7 @@ def test_register_accepts_every_serializable_attribute_and_lazy_bare_arrays(trtp
     TD = trtp.TensorDesc
 
     def ok(inp0: TD, inp1: TD, a: int, b: float, c: bool, d: str, e: bytes,
-           f: npt.NDArray[np.float16], *, g: npt.NDArray[np.bool_]) -> Tuple[TD, TD]:
+           f: np.ndarray[Any, np.dtype[np.float16]], *, g: np.ndarray[Any, np.dtype[np.bool_]]) -> Tuple[TD, TD]:
         return inp0.like(), inp1.like()
 
     def lazy(inp0: TD, k: np.ndarray) -> TD:
@@ -186,3 +185,21 @@ def test_errors_are_pyplugins_errors_of_the_builtin_types():
     assert issubclass(QDPDefinitionError, ValueError) and issubclass(QDPTypeError, TypeError)
     assert issubclass(QDPDefinitionError, PyPluginsError)
     assert Any  # typing names above are used in annotations only
+
+
+def test_numpy_typing_ndarray_is_refused_where_numpy_made_it_a_type_alias(trtp):
+    """NumPy 2.5 turned ``npt.NDArray`` into a PEP 695 alias: TensorRT's ``issubclass`` check of
+    each annotation raises on it, so the emulator does too, and says what to write instead."""
+    import numpy.typing as npt
+
+    TD = trtp.TensorDesc
+
+    def desc(inp0: TD, k: npt.NDArray[np.int32]) -> TD:
+        return inp0.like()
+
+    alias = type(getattr(npt.NDArray, "__value__", None)) is not type(None)
+    if not alias:  # NumPy < 2.5: a parametrized np.ndarray, accepted
+        assert _register(trtp, "qdp_tests::npt_ok", desc) is desc
+        return
+    with pytest.raises(TypeError, match=r"NumPy >= 2.5 .* np.ndarray\[typing.Any, np.dtype"):
+        _register(trtp, "qdp_tests::npt_alias", desc)

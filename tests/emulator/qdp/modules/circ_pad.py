@@ -1,10 +1,9 @@
 """An NVIDIA-style QDP module with both implementations: circular padding as a JIT impl and as an
 AOT kernel (10.9+) whose grid and extra int32 arguments are symbolic in the input shape."""
 
-from typing import List, Tuple, Union
+from typing import Any, List, Tuple, Union
 
 import numpy as np
-import numpy.typing as npt
 import tensorrt as trt
 import tensorrt.plugin as trtp
 
@@ -12,7 +11,7 @@ PTX = ".version 8.0\n.target sm_80\n.address_size 64\n"
 
 
 @trtp.register("qdp_tests::circ_pad")
-def circ_pad_desc(inp0: trtp.TensorDesc, pads: npt.NDArray[np.int32]) -> trtp.TensorDesc:
+def circ_pad_desc(inp0: trtp.TensorDesc, pads: np.ndarray[Any, np.dtype[np.int32]]) -> trtp.TensorDesc:
     ndim = inp0.ndim
     out = inp0.like()
     for i in range(np.size(pads) // 2):
@@ -30,13 +29,13 @@ def circ_pad_autotune(inp0: trtp.TensorDesc, outputs: Tuple[trtp.TensorDesc]
 
 
 @trtp.impl("qdp_tests::circ_pad")
-def circ_pad_impl(inp0: trtp.Tensor, pads: npt.NDArray[np.int32], outputs: Tuple[trtp.Tensor],
+def circ_pad_impl(inp0: trtp.Tensor, pads: np.ndarray[Any, np.dtype[np.int32]], outputs: Tuple[trtp.Tensor],
                   stream: int, tactic: int) -> None:
     pass
 
 
 @trtp.aot_impl("qdp_tests::circ_pad")
-def circ_pad_aot(inp0: trtp.TensorDesc, pads: npt.NDArray[np.int32],
+def circ_pad_aot(inp0: trtp.TensorDesc, pads: np.ndarray[Any, np.dtype[np.int32]],
                  outputs: Tuple[trtp.TensorDesc], tactic: int
                  ) -> Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams,
                             trtp.SymExprs]:

@@ -3,10 +3,9 @@ an element-wise plugin with several attribute kinds, autotune over types and tac
 in-place (aliased) variant. No `from __future__ import annotations`: tensorrt.plugin reads
 annotations as objects."""
 
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
-import numpy.typing as npt
 import tensorrt as trt
 import tensorrt.plugin as trtp
 
@@ -14,7 +13,7 @@ CALLS = []
 
 
 @trtp.register("qdp_tests::scale")
-def scale_desc(inp0: trtp.TensorDesc, mode: str, fast: bool, coeffs: npt.NDArray[np.float32],
+def scale_desc(inp0: trtp.TensorDesc, mode: str, fast: bool, coeffs: np.ndarray[Any, np.dtype[np.float32]],
                blob: bytes) -> trtp.TensorDesc:
     out = inp0.like()
     if mode == "half":
@@ -30,14 +29,14 @@ def scale_autotune(inp0: trtp.TensorDesc, outputs: Tuple[trtp.TensorDesc]
 
 
 @trtp.impl("qdp_tests::scale")
-def scale_impl(inp0: trtp.Tensor, mode: str, coeffs: npt.NDArray[np.float32],
+def scale_impl(inp0: trtp.Tensor, mode: str, coeffs: np.ndarray[Any, np.dtype[np.float32]],
                outputs: Tuple[trtp.Tensor], stream: int, tactic: int) -> None:
     CALLS.append(dict(inp0=inp0, mode=mode, coeffs=coeffs, outputs=outputs, stream=stream,
                       tactic=tactic))
 
 
 @trtp.register("qdp_tests::add_in_place")
-def add_in_place_desc(inp0: trtp.TensorDesc, delta: npt.NDArray[np.int64]) -> trtp.TensorDesc:
+def add_in_place_desc(inp0: trtp.TensorDesc, delta: np.ndarray[Any, np.dtype[np.int64]]) -> trtp.TensorDesc:
     return inp0.aliased()
 
 
