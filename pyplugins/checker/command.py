@@ -311,6 +311,13 @@ def run_check(args: argparse.Namespace) -> int:
     if args.require_gpu:
         verdicts.require_gpu(report)
     _print_report(report, as_json=args.json, with_trace=args.trace)
+    if getattr(args, "trace_html", None):
+        from pyplugins.checker.trace_html import write_page  # noqa: PLC0415
+
+        try:
+            write_page(args.trace_html, getattr(report, "trace", None), report)
+        except OSError as err:
+            raise UsageError(f"--trace-html {args.trace_html!r}: cannot write it: {err}") from err
     return EXIT_OK if report.ok else EXIT_VIOLATION
 
 
@@ -357,7 +364,8 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
     try:
         report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
                                fresh_process=args.fresh_process, plugin_module=module_ref,
-                               trace=args.trace, shape_inputs=args.shape_inputs,
+                               trace=args.trace or bool(getattr(args, "trace_html", None)),
+                               shape_inputs=args.shape_inputs,
                                aliased_io=args.aliased_io)
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
