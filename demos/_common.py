@@ -28,55 +28,26 @@ import numpy as np
 
 os.environ["PYPLUGINS_TRT"] = "emulator"
 
-
-class _DemoParser(argparse.ArgumentParser):
-    """Parses, then registers pyplugins' plugins with the ``--interface`` asked for."""
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed = super().parse_args(args, namespace)
-        if parsed.interface is not None:
-            use_interface(parsed.interface)
-        return parsed
+from demos._interface import InterfaceParser  # noqa: E402 - after the emulator is selected
 
 
 def parser(doc: str, dtypes: Sequence[str] = ("float32", "float16"),
            trace_help: str = "print the callback timeline") -> argparse.ArgumentParser:
     """The options every demo has: ``--device``, ``--dtype`` (the first of ``dtypes`` by
     default), ``--trace`` and ``--interface`` (``v3``: the same plugin class registered as
-    ``IPluginV3``, see :func:`use_interface`); the description is the first paragraph of ``doc``.
+    ``IPluginV3``, see :func:`demos._interface.use_interface`); the description is the first
+    paragraph of ``doc``.
 
     Example:
         >>> parser("Demo.", ("float32", "int8")).parse_args(["--dtype", "int8"]).dtype
         'int8'
     """
-    result = _DemoParser(description=doc.split("\n\n")[0])
+    result = InterfaceParser(description=doc.split("\n\n")[0])
     result.add_argument("--device", choices=("auto", "cpu"), default="auto",
                         help="cpu: never touch the GPU (the run stops before enqueue)")
     result.add_argument("--dtype", choices=tuple(dtypes), default=dtypes[0])
     result.add_argument("--trace", action="store_true", help=trace_help)
-    result.add_argument("--interface", choices=("v2", "v3"), default=None,
-                        help="register the plugins as IPluginV2DynamicExt or IPluginV3 (default: "
-                             "pyplugins' rule, V2 while TensorRT has it); --trace shows the V3 "
-                             "phases (tactics timed, fields, attach_to_context)")
     return result
-
-
-def use_interface(interface: str) -> None:
-    """Register every plugin ``pp.register`` registered again, as ``interface`` (``"v2"`` or
-    ``"v3"``), and make that the default for plugins registered later.
-
-    Example:
-        >>> import pyplugins.ops.circ_pad as circ_pad
-        >>> use_interface("v3"); type(circ_pad.CircPad.creator).__name__
-        'CircPadCreatorV3'
-        >>> use_interface("v2"); type(circ_pad.CircPad.creator).__name__
-        'CircPadCreator'
-    """
-    from pyplugins.runtime import creator
-
-    os.environ["PYPLUGINS_INTERFACE"] = interface
-    for registered in creator.registered().values():
-        creator.register(registered.plugin_class, replace=True, interface=interface)
 
 
 def import_node(node: Any, warning_note: str = "") -> Any:

@@ -281,9 +281,16 @@ def _reference(imported: Any, arrays: List[np.ndarray], report: Any,
     """The plugin's ``reference(*inputs)`` on a plugin created from the node's fields, checked
     against the shapes and types the plugin declared to the (emulated) builder."""
     from pyplugins import dtypes  # noqa: PLC0415
+    from pyplugins.emulator.bases_v3 import IPluginCreatorV3One  # noqa: PLC0415
+    from pyplugins.emulator.enums import TensorRTPhase  # noqa: PLC0415
 
-    plugin = imported.creator.create_plugin(imported.name, imported.fc)
+    args: Tuple[Any, ...] = (imported.name, imported.fc)
+    if isinstance(imported.creator, IPluginCreatorV3One):  # create_plugin(name, fc, phase), §2.5
+        args += (TensorRTPhase.BUILD,)
+    plugin = imported.creator.create_plugin(*args)
     ref = getattr(plugin, "reference", None)
+    if ref is None:  # a pp.Plugin registered as IPluginV3: its adapter holds the plugin
+        ref = getattr(getattr(plugin, "plugin", None), "reference", None)
     if not callable(ref):
         msg = (f"{label}: enqueue did not run ({report.skipped}) and the plugin defines no NumPy "
                "reference(self, *inputs) to stand in for it; run on a machine with a CUDA GPU "
