@@ -26,9 +26,12 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("command,prog", [
-    (["benchmarks", "slowest"], "benchmarks slowest"), (["benchmarks", "profile"], "benchmarks profile"),
-    (["benchmarks", "digest"], "benchmarks digest"), (["benchmarks", "report"], "benchmarks report"),
-    (["benchmarks", "run"], "benchmarks"), (["benchmarks.profile_case"], "benchmarks.profile_case")])
+    (["benchmarks", "slowest"], "benchmarks slowest"),
+    (["benchmarks", "profile"], "benchmarks profile"),
+    (["benchmarks", "digest"], "benchmarks digest"),
+    (["benchmarks", "report"], "benchmarks report"),
+    (["benchmarks", "run"], "benchmarks"),
+    (["benchmarks.profile_case"], "benchmarks.profile_case")])
 def test_every_subcommand_answers_help(command, prog):
     done = _run(*command, "--help")
     assert done.returncode == 0, done.stderr

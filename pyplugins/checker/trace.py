@@ -35,7 +35,8 @@ import numpy as np
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.bases_v3 import IPluginCapability, IPluginCreatorV3One, IPluginV3
+from pyplugins.emulator.bases_v3 import (IPluginCapability, IPluginCreatorV3One,
+                                         IPluginV3)
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import PluginFieldType, PybindEnum

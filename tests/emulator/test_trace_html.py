@@ -154,7 +154,7 @@ def test_trace_html_that_cannot_be_written_is_a_usage_error(tmp_path, capsys):
     assert code == 2 and "--trace-html" in capsys.readouterr().err
 
 
-# -- in a real browser ------------------------------------------------------------------------------
+# -- in a real browser ----------------------------------------------------------------------------
 
 def _browser():
     for name in ("chromium", "chromium-browser", "google-chrome", "headless_shell"):
