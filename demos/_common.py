@@ -50,16 +50,17 @@ def parser(doc: str, dtypes: Sequence[str] = ("float32", "float16"),
     return result
 
 
-def import_node(node: Any, warning_note: str = "") -> Any:
-    """Import one ONNX plugin node as TensorRT's parser does and print what the parser passes.
+def import_node(node: Any) -> Any:
+    """Import one ONNX plugin node as TensorRT's parser does and print what the parser passes,
+    its warnings, and why a missing-attribute warning is harmless where it is.
 
     Args:
         node: an ``onnx.NodeProto`` (``onnx.helper.make_node``).
-        warning_note: printed after "parser warning" (e.g. why the warning is harmless).
 
     Returns:
         The :class:`pyplugins.emulator.onnx_import.ImportedNode` (creator, name, fields).
     """
+    from pyplugins.checker.parser_notes import missing_attribute_note
     from pyplugins.emulator import onnx_import
 
     imported = onnx_import.import_node(node)
@@ -67,7 +68,11 @@ def import_node(node: Any, warning_note: str = "") -> Any:
     print(f"ONNX node {imported.name!r} ({node.op_type}, {len(node.input)} input(s)) -> creator "
           f"{':'.join(imported.key)}; the parser passes {fields or 'no fields'}")
     for warning in imported.warnings:
-        print(f"  parser warning{warning_note}: {warning}")
+        print(f"  parser warning: {warning}")
+    note = missing_attribute_note(imported.creator, imported.warnings,
+                                  [f.name for f in imported.fc])
+    if note:
+        print(f"  pyplugins: {note}")
     return imported
 
 

@@ -62,6 +62,7 @@ def reference(x: np.ndarray) -> np.ndarray:
 def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
     """Import each node as the ONNX parser would and drive it through the emulated lifecycle."""
     from pyplugins.checker import lifecycle
+    from pyplugins.checker.parser_notes import missing_attribute_note
     from pyplugins.emulator import onnx_import
     from pyplugins.emulator.specs import TensorSpec
     from pyplugins.testing import assert_close
@@ -77,6 +78,10 @@ def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
               f"fields {[f.name for f in imported.fc]} -> outputs {report.output_shapes}")
         for warning in imported.warnings:
             print(f"    parser warning: {warning}")
+        note = missing_attribute_note(imported.creator, imported.warnings,
+                                      [f.name for f in imported.fc])
+        if note:
+            print(f"    pyplugins: {note}")
         if trace and report.trace is not None:
             print(report.trace.format_timeline())
         if not report.ok:
