@@ -9,6 +9,7 @@ and a plain copy last, to compare with (``benchmarks/profile_summary.py``).
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import sys
@@ -18,19 +19,22 @@ os.environ.setdefault("PYPLUGINS_TRT", "emulator")
 
 
 def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_case",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("case", help="a case name of benchmarks/cases.py, e.g. Pool-avg-5x5s2")
+    parser.add_argument("dtype", help="e.g. float32, float16, int8")
+    parser.add_argument("bytes", type=int, help="the main input's size in bytes")
+    args = parser.parse_args(list(argv))
     import cupy as cp
 
     from benchmarks import baselines, driver
     from benchmarks.cases import select
     from benchmarks.launch_paths import TrtCall
 
-    if len(argv) != 3:
-        print("usage: python -m benchmarks.profile_case CASE DTYPE BYTES", file=sys.stderr)
-        return 2
-    case = select([argv[0]])[0]
-    prob = case.problem(int(argv[2]), argv[1])
+    case = select([args.case])[0]
+    prob = case.problem(args.bytes, args.dtype)
     if prob is None:
-        print(f"{case.name} has no {argv[1]} problem of {argv[2]} bytes", file=sys.stderr)
+        print(f"{case.name} has no {args.dtype} problem of {args.bytes} bytes", file=sys.stderr)
         return 2
     cfg = driver.configure(case.plugin_class(), case.fields, prob.in_shapes, prob.in_dtypes)
     rng = cp.random.default_rng(0)

@@ -9,10 +9,12 @@ plugins for their output shapes through the emulator, and writes the JSON and th
 temporary directory (CI runs it). A run exits 3 when a fraction of copy bandwidth exceeds 1.02
 (a measurement error; the rows are named), after writing everything. ``report`` regenerates
 ``benchmarks/README.md``'s results block and the speed paragraph of ``README.md`` from the newest
-real result of each device (plots too, with matplotlib). ``digest`` prints the source digest a
+real result of each device (plots too, with matplotlib; without it stderr says the plots were
+skipped, and nothing about it is written into the READMEs). ``digest`` prints the source digest a
 result records; ``slowest`` prints the case, dtype and size of a result's lowest fraction of copy
 bandwidth at >= 64 MiB (what ``benchmarks/ncu_slowest.sh`` profiles); ``profile FILE...``
 prints what limits the kernel of each Nsight Compute capture (``benchmarks/profile_summary.py``).
+Each subcommand answers ``--help``.
 """
 
 from __future__ import annotations
@@ -95,11 +97,47 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _digest_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog="python -m benchmarks digest",
+                                   description="Print the digest of the measured source files "
+                                               "that a result records (env.source_digest).")
+
+
+def _slowest_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks slowest",
+                                description="Print 'CASE DTYPE BYTES' of the kernel record with "
+                                            "the lowest worst-round fraction of copy bandwidth "
+                                            "at >= 64 MiB (what benchmarks/ncu_slowest.sh "
+                                            "profiles).")
+    p.add_argument("results", nargs="*", metavar="RESULT.json",
+                   help="results files (default: the newest real one per device in "
+                        "benchmarks/results/)")
+    return p
+
+
+def _profile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks profile",
+                                description="Print what limits the kernel of each Nsight Compute "
+                                            "text capture (ncu --page details, as "
+                                            "benchmarks/ncu_slowest.sh writes it).")
+    p.add_argument("captures", nargs="+", metavar="NCU_TEXT", help="capture files")
+    return p
+
+
+def _existing(paths: Sequence[str], what: str) -> Optional[str]:
+    """None when every path is a file, else the message naming the first that is not."""
+    for name in paths:
+        if not Path(name).is_file():
+            return f"{what} {name!r}: no such file"
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "report":
         return report_main(args[1:])
     if args and args[0] == "digest":
+        _digest_parser().parse_args(args[1:])
         print(envinfo.source_digest())
         return 0
     if args and args[0] == "slowest":
@@ -107,7 +145,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args and args[0] == "profile":
         from benchmarks import profile_summary
 
-        return profile_summary.main(args[1:])
+        captures = _profile_parser().parse_args(args[1:]).captures
+        missing = _existing(captures, "NCU_TEXT")
+        if missing:
+            print(f"python -m benchmarks profile: {missing}", file=sys.stderr)
+            return 2
+        return profile_summary.main(captures)
     if args and args[0] == "run":
         args = args[1:]
     return run_main(_parser().parse_args(args))
@@ -121,10 +164,16 @@ def report_main(argv: Sequence[str]) -> int:
     if not args.no_plots:
         from benchmarks import plots as plotting
 
-        for path in paths:
-            plotting.write_all(report.load(path), path, notes)
+        if plotting.available():
+            for path in paths:
+                plotting.write_all(report.load(path), path, notes)
+        else:  # said here, not written into the READMEs: they are tracked files
+            notes.append("plots skipped: matplotlib is not installed (pip install matplotlib, "
+                         "then run this again); the READMEs keep linking the PNGs already in "
+                         f"{RESULTS.name}/")
+    for note in dict.fromkeys(notes):
+        print(f"python -m benchmarks report: {note}", file=sys.stderr)
     block, speed = report.readme_blocks(paths, readme.parent)
-    block += "".join(f"\n_{n}_\n" for n in notes)
     report.update_block(readme, block)
     if top.exists():
         report.update_block(top, speed, report.SPEED_BEGIN, report.SPEED_END)
@@ -134,7 +183,12 @@ def report_main(argv: Sequence[str]) -> int:
 
 def slowest_main(argv: Sequence[str]) -> int:
     """Print "CASE DTYPE BYTES" of the lowest worst-round fraction at >= 64 MiB."""
-    paths = [Path(a) for a in argv] or report.latest_per_device(RESULTS)
+    results = _slowest_parser().parse_args(list(argv)).results
+    missing = _existing(results, "RESULT.json")
+    if missing:
+        print(f"python -m benchmarks slowest: {missing}", file=sys.stderr)
+        return 2
+    paths = [Path(a) for a in results] or report.latest_per_device(RESULTS)
     recs = [r for r in (claims.slowest(report.load(p)) for p in paths) if r is not None]
     if not recs:
         print("no kernel record at >= 64 MiB", file=sys.stderr)

@@ -28,67 +28,39 @@ import numpy as np
 
 os.environ["PYPLUGINS_TRT"] = "emulator"
 
-
-class _DemoParser(argparse.ArgumentParser):
-    """Parses, then registers pyplugins' plugins with the ``--interface`` asked for."""
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed = super().parse_args(args, namespace)
-        if parsed.interface is not None:
-            use_interface(parsed.interface)
-        return parsed
+from demos._interface import InterfaceParser  # noqa: E402 - after the emulator is selected
 
 
 def parser(doc: str, dtypes: Sequence[str] = ("float32", "float16"),
            trace_help: str = "print the callback timeline") -> argparse.ArgumentParser:
     """The options every demo has: ``--device``, ``--dtype`` (the first of ``dtypes`` by
     default), ``--trace`` and ``--interface`` (``v3``: the same plugin class registered as
-    ``IPluginV3``, see :func:`use_interface`); the description is the first paragraph of ``doc``.
+    ``IPluginV3``, see :func:`demos._interface.use_interface`); the description is the first
+    paragraph of ``doc``.
 
     Example:
         >>> parser("Demo.", ("float32", "int8")).parse_args(["--dtype", "int8"]).dtype
         'int8'
     """
-    result = _DemoParser(description=doc.split("\n\n")[0])
+    result = InterfaceParser(description=doc.split("\n\n")[0])
     result.add_argument("--device", choices=("auto", "cpu"), default="auto",
                         help="cpu: never touch the GPU (the run stops before enqueue)")
     result.add_argument("--dtype", choices=tuple(dtypes), default=dtypes[0])
     result.add_argument("--trace", action="store_true", help=trace_help)
-    result.add_argument("--interface", choices=("v2", "v3"), default=None,
-                        help="register the plugins as IPluginV2DynamicExt or IPluginV3 (default: "
-                             "pyplugins' rule, V2 while TensorRT has it); --trace shows the V3 "
-                             "phases (tactics timed, fields, attach_to_context)")
     return result
 
 
-def use_interface(interface: str) -> None:
-    """Register every plugin ``pp.register`` registered again, as ``interface`` (``"v2"`` or
-    ``"v3"``), and make that the default for plugins registered later.
-
-    Example:
-        >>> import pyplugins.ops.circ_pad as circ_pad
-        >>> use_interface("v3"); type(circ_pad.CircPad.creator).__name__
-        'CircPadCreatorV3'
-        >>> use_interface("v2"); type(circ_pad.CircPad.creator).__name__
-        'CircPadCreator'
-    """
-    from pyplugins.runtime import creator
-
-    os.environ["PYPLUGINS_INTERFACE"] = interface
-    for registered in creator.registered().values():
-        creator.register(registered.plugin_class, replace=True, interface=interface)
-
-
-def import_node(node: Any, warning_note: str = "") -> Any:
-    """Import one ONNX plugin node as TensorRT's parser does and print what the parser passes.
+def import_node(node: Any) -> Any:
+    """Import one ONNX plugin node as TensorRT's parser does and print what the parser passes,
+    its warnings, and why a missing-attribute warning is harmless where it is.
 
     Args:
         node: an ``onnx.NodeProto`` (``onnx.helper.make_node``).
-        warning_note: printed after "parser warning" (e.g. why the warning is harmless).
 
     Returns:
         The :class:`pyplugins.emulator.onnx_import.ImportedNode` (creator, name, fields).
     """
+    from pyplugins.checker.parser_notes import missing_attribute_note
     from pyplugins.emulator import onnx_import
 
     imported = onnx_import.import_node(node)
@@ -96,7 +68,11 @@ def import_node(node: Any, warning_note: str = "") -> Any:
     print(f"ONNX node {imported.name!r} ({node.op_type}, {len(node.input)} input(s)) -> creator "
           f"{':'.join(imported.key)}; the parser passes {fields or 'no fields'}")
     for warning in imported.warnings:
-        print(f"  parser warning{warning_note}: {warning}")
+        print(f"  parser warning: {warning}")
+    note = missing_attribute_note(imported.creator, imported.warnings,
+                                  [f.name for f in imported.fc])
+    if note:
+        print(f"  pyplugins: {note}")
     return imported
 
 

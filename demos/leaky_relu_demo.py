@@ -42,9 +42,7 @@ def main(argv: Any = None) -> int:
     x = np.random.default_rng(0).standard_normal(SHAPE).astype(args.dtype)
     checked, skipped = 0, ""
     for i, (name, attribute, slope) in enumerate(NODES):
-        imported = _common.import_node(
-            make_node(name, attribute, slope),
-            warning_note=" (harmless: the slope has two accepted names)")
+        imported = _common.import_node(make_node(name, attribute, slope))
         report = _common.run(imported, [TensorSpec(SHAPE, x.dtype, data=x)],
                    device=args.device, trace=args.trace and i == 0)
         if not report.ok:

@@ -15,13 +15,13 @@ proof that the replaced model still computes what the original does.
 4. The outputs are compared within ``pyplugins.testing.TOLERANCES``.
 
 Run: ``python demos/model_demo.py`` (``--device cpu`` to use the references even on a GPU,
-``--save DIR`` to keep both models for ``polygraphy run``). Exit status 0 when the outputs match
+``--save DIR`` to keep both models for ``polygraphy run``, ``--interface v3`` to register the
+plugins as ``IPluginV3``). Exit status 0 when the outputs match
 and every expected replacement happened, 1 otherwise.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -32,6 +32,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["PYPLUGINS_TRT"] = "emulator"  # the runner drives plugins through the emulator
+from demos._interface import InterfaceParser, registered_as  # noqa: E402
 
 BATCH, SEQ, HEADS, HEAD_DIM = 2, 8, 2, 16
 HIDDEN = HEADS * HEAD_DIM
@@ -121,7 +122,7 @@ def export(graph: Any) -> Any:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Build, replace, run both, compare; 0 when they match."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = InterfaceParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cpu"), default="auto",
                         help="auto: kernels on a GPU when CuPy sees one; cpu: NumPy references")
     parser.add_argument("--save", metavar="DIR", help="write block.onnx and replaced.onnx here")
@@ -139,6 +140,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     counts = apply(graph)
     replaced = gs.export_onnx(graph)
     print("replaced:", ", ".join(f"{n} x{c}" for n, c in counts.items()))
+    import pyplugins.ops  # noqa: F401 - registers the plugins (the runner would, later)
+
+    print(f"The plugins are registered as {registered_as()}.")
     if args.save:
         import onnx
 

@@ -8,12 +8,12 @@ pyplugins' emulator. On a GPU the kernels run and the result is checked against 
 machine without one, everything but the kernels runs and the demo says so. With real TensorRT
 installed it builds and runs an engine instead.
 
-Run: ``python demos/onnx_demo.py`` (``--device cpu`` to skip the GPU, ``--trace`` for the timeline).
+Run: ``python demos/onnx_demo.py`` (``--device cpu`` to skip the GPU, ``--trace`` for the timeline,
+``--interface v3`` to register the plugins as ``IPluginV3``, in the emulator and in TensorRT alike).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Tuple
@@ -22,6 +22,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from demos._interface import InterfaceParser, registered_as  # noqa: E402 - no side effect
 
 PADS = (1, 2, 2, 1)          # (before, after) of the last dim, then of the one before it
 NEG_SLOPE = 0.1
@@ -61,6 +62,7 @@ def reference(x: np.ndarray) -> np.ndarray:
 def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
     """Import each node as the ONNX parser would and drive it through the emulated lifecycle."""
     from pyplugins.checker import lifecycle
+    from pyplugins.checker.parser_notes import missing_attribute_note
     from pyplugins.emulator import onnx_import
     from pyplugins.emulator.specs import TensorSpec
     from pyplugins.testing import assert_close
@@ -76,6 +78,10 @@ def run_emulated(model, x: np.ndarray, *, device: str, trace: bool) -> int:
               f"fields {[f.name for f in imported.fc]} -> outputs {report.output_shapes}")
         for warning in imported.warnings:
             print(f"    parser warning: {warning}")
+        note = missing_attribute_note(imported.creator, imported.warnings,
+                                      [f.name for f in imported.fc])
+        if note:
+            print(f"    pyplugins: {note}")
         if trace and report.trace is not None:
             print(report.trace.format_timeline())
         if not report.ok:
@@ -112,7 +118,7 @@ def run_tensorrt(model, x: np.ndarray) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = InterfaceParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cpu"), default="auto")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     parser.add_argument("--trace", action="store_true", help="print each node's callback timeline")
@@ -124,6 +130,8 @@ def main(argv=None) -> int:
 
     model, x = make_model(np.dtype(args.dtype))
     trt = _trt.load()
+    if args.interface is not None:
+        print(f"--interface {args.interface}: the plugins are registered as {registered_as()}.")
     if not is_emulator(trt) and args.device == "auto":
         print(f"TensorRT {trt.__version__}: building an engine.")
         return run_tensorrt(model, x)

@@ -98,6 +98,9 @@ def _add_check(subparsers: Any) -> None:
                         "loading a saved engine does")
     p.add_argument("--trace", action="store_true",
                    help="print the timeline of every callback TensorRT made")
+    p.add_argument("--trace-html", metavar="FILE", default=None,
+                   help="also write the timeline as a self-contained web page (one lane per "
+                        "object, phases, violations marked; opens offline in any browser)")
     p.add_argument("--json", action="store_true",
                    help="print the report (and trace) as JSON on stdout")
     p.add_argument("--device", choices=("auto", "cpu"), default="auto",

@@ -45,7 +45,7 @@ OWN_WORK_LIMIT_S = 300.0
 
 #: The command-line arguments the child needs (``argparse.Namespace`` attributes).
 _CHILD_ARGS = ("target", "plugin", "inputs", "attrs", "device", "fresh_process", "trace",
-               "shape_inputs", "aliased_io", "require_gpu", "memory_limit")
+               "shape_inputs", "aliased_io", "require_gpu", "memory_limit", "trace_html")
 
 
 def run_check(args: argparse.Namespace, *, isolated: bool = True) -> int:
@@ -85,6 +85,8 @@ def run_check(args: argparse.Namespace, *, isolated: bool = True) -> int:
 
 def _isolated(args: argparse.Namespace, timeout: float) -> int:
     request = {"args": {k: getattr(args, k, None) for k in _CHILD_ARGS}, "parent": os.getpid()}
+    if request["args"]["trace_html"]:  # the child writes the page; its path must not depend on cwd
+        request["args"]["trace_html"] = os.path.abspath(request["args"]["trace_html"])
     own_limit = max(timeout, OWN_WORK_LIMIT_S)
     try:
         outcome = isolate.run_child("pyplugins.checker.check_child", request, timeout=timeout,

@@ -295,7 +295,8 @@ def run_lifecycle(args: argparse.Namespace, creator: Any, module_ref: str,
     try:
         report = lifecycle.run(creator, [TensorSpec(**spec) for spec in specs], attrs or None,
                                device=args.device, fresh_process=args.fresh_process,
-                               plugin_module=module_ref, trace=args.trace,
+                               plugin_module=module_ref,
+                               trace=args.trace or bool(getattr(args, "trace_html", None)),
                                shape_inputs=args.shape_inputs, aliased_io=args.aliased_io)
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
@@ -307,6 +308,13 @@ def run_lifecycle(args: argparse.Namespace, creator: Any, module_ref: str,
         trampoline.listeners.remove(refusals)
     if refusals.message is not None:
         raise UsageError(refusals.message)
+    if getattr(args, "trace_html", None):
+        from pyplugins.checker.trace_html import write_page  # noqa: PLC0415
+
+        try:
+            write_page(args.trace_html, getattr(report, "trace", None), report)
+        except OSError as err:
+            raise UsageError(f"--trace-html {args.trace_html!r}: cannot write it: {err}") from err
     return report
 
 

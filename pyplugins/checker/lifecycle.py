@@ -47,6 +47,7 @@ from pyplugins.emulator.dims import IExprBuilder
 from pyplugins.checker.format_search import choose_formats, search_formats
 from pyplugins.checker.lifecycle_report import LifecycleReport
 from pyplugins.checker.lifecycle_v3 import DriverV3
+from pyplugins.checker.parser_notes import missing_attribute_note
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.checker.run_setup import (check_input_sizes, field_collection, labelled_step,
                                          oversized_outputs, pick_device, resolve_creator,
@@ -384,4 +385,6 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     report.violations += discovery.unbound_global_violations(creator)
     report.errors = [line for _, line, _, _ in recorder.errors]
     report.violations += recorder.error_violations()
+    note = missing_attribute_note(creator, report.warnings, [f.name for f in fc])
+    report.notes += [note] if note else []
     return report

@@ -35,7 +35,8 @@ import numpy as np
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.bases_v3 import IPluginCapability, IPluginV3
+from pyplugins.emulator.bases_v3 import (IPluginCapability, IPluginCreatorV3One,
+                                         IPluginV3)
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import PluginFieldType, PybindEnum
@@ -66,16 +67,22 @@ PARAMS: Dict[str, Tuple[str, ...]] = {
 _PLUGIN_CLASSES = (IPluginV2DynamicExt, IPluginV3, IPluginCapability)
 #: Argument positions that carry device pointers or streams (shown in hex).
 _POINTER_ARGS = {"enqueue": (2, 3, 4, 5)}
-#: What a clone is for, by the phase it was made in (the lifecycle driver's phase names).
+#: What a clone is for, by the phase it was made in (the lifecycle driver's phase names;
+#: ``{v}`` is the interface, 2 or 3: ``add_plugin_v2``/``add_plugin_v3``, protocol §2.3, §2.5).
 _CLONE_ROLES = {
-    "parse": "the network's copy, made when add_plugin_v2 adds the layer",
+    "parse": "the network's copy, made when add_plugin_v{v} adds the layer",
     "build": "the builder's copy: format search, configure_plugin, serialize",
     "runtime": "the execution context's copy: configure_plugin, then enqueue",
 }
-#: What a plugin made by a creator is, by the creator method that made it.
+#: What a plugin made by a creator or a plugin is, by the method and the phase that made it
+#: (``None``: any phase). V3 creators make the runtime plugin with ``create_plugin`` from the
+#: fields ``get_fields_to_serialize`` gave, and each execution context gets the plugin
+#: ``attach_to_context`` returns (protocol §2.5).
 _MADE_BY = {
-    "create_plugin": "from the ONNX node's attributes",
-    "deserialize_plugin": "from the engine's serialized bytes",
+    ("create_plugin", "runtime"): "from the engine's serialized fields",
+    ("create_plugin", None): "from the ONNX node's attributes",
+    ("deserialize_plugin", None): "from the engine's serialized bytes",
+    ("attach_to_context", None): "for one execution context: configure, then enqueue",
 }
 #: Callbacks whose C++ result is a status (0, or -1 when the Python call raised).
 _STATUS_METHODS = ("enqueue", "initialize", "set_tactic", "on_shape_change")
@@ -127,6 +134,7 @@ class Trace:
         self._phase: Optional[str] = None
         self._labels: Dict[int, Tuple[Any, str]] = {}
         self._counters = {"P": 0, "C": 0, "O": 0}
+        self._v3: set = set()  # labels of IPluginV3 objects and their creators
         self._active = False
 
     # -- recording -------------------------------------------------------------------------------
@@ -196,6 +204,8 @@ class Trace:
             prefix = "O"
         text = f"{prefix}{self._counters[prefix]} {type(obj).__name__}"
         self._counters[prefix] += 1
+        if isinstance(obj, (IPluginV3, IPluginCapability, IPluginCreatorV3One)):
+            self._v3.add(text)
         try:
             ref: Any = weakref.ref(obj)
         except TypeError:
@@ -234,22 +244,40 @@ class Trace:
         roles: Dict[str, str] = {}
         for e in self.entries:
             made = e.result_summary
-            if e.method in _MADE_BY and made in self._label_texts() and made not in roles:
-                roles[made] = (f"made by {e.obj_label.split()[0]} {e.method} {_MADE_BY[e.method]}"
+            how = self.made_how(e)
+            if how is not None and made in self._label_texts() and made not in roles:
+                roles[made] = (f"made by {e.obj_label.split()[0]} {e.method} {how}"
                                f" ({e.phase or '-'})")
             elif e.method == "clone" and made in self._label_texts() and made not in roles:
-                why = _CLONE_ROLES.get(e.phase or "", "a copy TensorRT made")
+                version = 3 if e.obj_label in self._v3 else 2
+                why = _CLONE_ROLES.get(e.phase or "", "a copy TensorRT made").format(v=version)
                 roles[made] = f"clone of {e.obj_label.split()[0]}: {why} ({e.phase or '-'})"
             if e.obj_label not in roles:
+                asked = ("create_plugin at build and at runtime" if e.obj_label in self._v3
+                         else "create_plugin, deserialize_plugin")
                 roles[e.obj_label] = (
-                    "plugin creator: TensorRT asks it for plugins (create_plugin, "
-                    "deserialize_plugin)" if e.obj_label.startswith("C")
+                    f"plugin creator: TensorRT asks it for plugins ({asked})"
+                    if e.obj_label.startswith("C")
                     else f"first seen in {e.method} ({e.phase or '-'})")
         order = [text for _, text in self._labels.values()]
         return {label: roles[label] for label in order if label in roles}
 
     def _label_texts(self) -> set:
         return {text for _, text in self._labels.values()}
+
+    @staticmethod
+    def made_how(entry: TraceEntry) -> Optional[str]:
+        """How the object ``entry``'s call returned was made (``"from the ONNX node's
+        attributes"``), when the call is one that makes a plugin other than a clone; else None.
+
+        Example:
+            >>> e = TraceEntry(0, 0.0, 1, "C0 PadCreator", "deserialize_plugin", "", "P3 Pad",
+            ...                None, 0.0, "runtime", False)
+            >>> Trace.made_how(e)
+            "from the engine's serialized bytes"
+        """
+        phase = (entry.phase or "").split(":")[0]
+        return _MADE_BY.get((entry.method, phase), _MADE_BY.get((entry.method, None)))
 
     def format_legend(self) -> str:
         """The legend that opens :meth:`format_timeline`: one line per object label and its role.
@@ -294,7 +322,7 @@ class Trace:
                 hidden = 0
 
         for i, e in enumerate(self.entries):
-            if collapse and self._collapsible(i):
+            if collapse and self.collapsible(i):
                 hidden += 1
                 continue
             flush()
@@ -312,8 +340,14 @@ class Trace:
         flush()
         return "\n".join(lines)
 
-    def _collapsible(self, i: int) -> bool:
-        """A rejected, error-free format query inside a run of at least 8 on the same object."""
+    def collapsible(self, i: int) -> bool:
+        """Whether entry ``i`` is a rejected, error-free format query inside a run of at least 8
+        on the same object: what :meth:`format_timeline` folds (and the HTML page too).
+
+        Example:
+            >>> Trace().entries == [] and Trace.collapsible.__name__ == "collapsible"
+            True
+        """
         e = self.entries[i]
         if e.method != "supports_format_combination" or e.error or e.result_summary != "False":
             return False

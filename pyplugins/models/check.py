@@ -181,6 +181,7 @@ class _Checker:
     def node(self, node: Any, entry: NodeCheck) -> None:
         from pyplugins.checker import verdicts  # noqa: PLC0415
         from pyplugins.checker import lifecycle  # noqa: PLC0415
+        from pyplugins.checker.parser_notes import missing_attribute_note  # noqa: PLC0415
         from pyplugins.emulator import onnx_import
 
         try:
@@ -201,8 +202,11 @@ class _Checker:
                 raise
             entry.report = escaped
         else:
+            note = missing_attribute_note(imported.creator, imported.warnings,
+                                          [f.name for f in imported.fc])
             entry.report = dataclasses.replace(report,
-                                               warnings=imported.warnings + report.warnings)
+                                               warnings=imported.warnings + report.warnings,
+                                               notes=report.notes + ([note] if note else []))
             entry.mismatches = _compare(node, entry.report, self.flow)
             self.flow.set_plugin_outputs(node, report.output_shapes, _elem_types(report))
             if report.ok:

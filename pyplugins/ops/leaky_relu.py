@@ -142,6 +142,22 @@ class LeakyReLU(Plugin):
                 trt.PluginField(NVIDIA_FIELD_NAME, np.array([], dtype=np.float32),
                                 trt.PluginFieldType.FLOAT32)]
 
+    @classmethod
+    def missing_field_note(cls, name: str, given: Sequence[str]) -> Optional[str]:
+        """``negSlope`` and ``neg_slope`` name one slope: a node gives one of them (or neither:
+        the default applies).
+
+        Example:
+            >>> LeakyReLU.missing_field_note("negSlope", ["neg_slope"])
+            "negSlope is TensorRT's name for neg_slope, which the node gives"
+        """
+        if name == NVIDIA_FIELD_NAME:
+            gives = ", which the node gives" if "neg_slope" in given else ""
+            return f"{name} is TensorRT's name for neg_slope{gives}"
+        if name == "neg_slope" and NVIDIA_FIELD_NAME in given:
+            return f"the node gives the slope as {NVIDIA_FIELD_NAME}"
+        return super().missing_field_note(name, given)
+
     def get_output_dimensions(self, output_index: int, inputs: Sequence[Any],
                               expr_builder: Any) -> Any:
         """The input's dims."""

@@ -204,6 +204,23 @@ class Plugin(trt.IPluginV2DynamicExt):
         return [spec.plugin_field() for spec in cls.__pp_fields__.values()]
 
     @classmethod
+    def missing_field_note(cls, name: str, given: Sequence[str]) -> Optional[str]:
+        """Why an ONNX node may leave out ``name`` of the creator's ``field_names`` (``given``:
+        the names it carries), for the line pyplugins adds under TensorRT's "Attribute ... not
+        found in plugin node!" warning; None when it may not. Default: a field with a default.
+        A plugin that accepts other names in :meth:`from_fields` explains them by extending this.
+
+        Example:
+            >>> from pyplugins.ops.rope import RoPE
+            >>> RoPE.missing_field_note("theta", []), RoPE.missing_field_note("nope", [])
+            ("theta's default 10000.0 applies", None)
+        """
+        spec = cls.__pp_fields__.get(name)
+        if spec is None or spec.default is _fields.MISSING:
+            return None
+        return f"{name}'s default {spec.default!r} applies"
+
+    @classmethod
     def from_fields(cls, fc: Any, layer_name: str = "") -> "Plugin":
         """A plugin from the ``PluginFieldCollection_`` given to ``create_plugin``."""
         obj = cls(**_fields.values_from_fc(cls.__pp_fields__, fc, cls.name))
