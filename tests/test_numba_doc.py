@@ -46,8 +46,9 @@ def test_the_example_passes_the_pages_check_command(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Traceback" not in out
-    assert proc.stdout.splitlines()[:3] == ["NumbaScale:1:: OK", "  output 0: (2, 3, 8) FLOAT",
-                                            "  enqueue ran"], out
+    assert proc.stdout.splitlines()[:4] == [
+        "NumbaScale:1:: OK", "  interface: IPluginV2DynamicExt; fresh process: not asked for",
+        "  output 0: (2, 3, 8) FLOAT", "  enqueue ran"], out
     if "numba's CUDA simulator" in proc.stdout:  # no GPU: the page's output, line for line
         (shown,) = [b for b in _blocks("") if b.startswith("NumbaScale")]
         assert proc.stdout.rstrip("\n").splitlines() == shown.splitlines(), out
