@@ -7,8 +7,8 @@ and is the contract that refactoring keeps: run ``python3 tests/ops/test_variant
 to record it again only when a choice is meant to change, and say so in the commit. The grid's
 resident block count is GPU-dependent, so every case is planned at two fake counts, each also
 depending on the kernel (a grid rule that reads the wrong kernel's count shows). Options are
-recorded without the shared constants each op now passes as ``-D`` options (the values the .cu
-files then defaulted to): the test prepends them.
+recorded without the shared constants each op now passes as ``-D`` options first (the values the
+.cu files then defaulted to): the test expects them before the recorded ones.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def choices(monkeypatch: Any, cases: Sequence[Any]) -> Dict[str, str]:
     for i, case in enumerate(cases):
         (name, options, block, g1, shared, digest), rest = per_r[0][i], per_r[1][i]
         assert rest[:3] == (name, options, block) and rest[4:] == (shared, digest), case
-        out[case_key(case)] = (f"{name} {' '.join(options) or '-'} b{block} g{g1},{rest[3]} "
+        out[case_key(case)] = (f"{name} ; {' '.join(options) or '-'} ; b{block} g{g1},{rest[3]} "
                                f"s{shared} {digest}")
     return out
 
@@ -206,19 +206,27 @@ def runnable_cases() -> List[Any]:
 # -- the test --------------------------------------------------------------------------------------
 
 def _shared_options(op: str) -> Tuple[str, ...]:
-    """The ``-D`` options of the constants ``op`` shares with its .cu (none recorded)."""
+    """The ``-D`` options of the constants ``op`` shares with its .cu (none recorded): the
+    ``DEFINES`` of its variant table's module, or of the op's module."""
     import importlib
 
-    module = importlib.import_module(f"pyplugins.ops.{op}")
-    return getattr(module, "DEFINE_OPTIONS", ())
+    from pyplugins.ops.variants import define_options
+
+    for name in (f"pyplugins.ops.{op}_variants", f"pyplugins.ops.{op}"):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        if hasattr(module, "DEFINES"):
+            return define_options(module.DEFINES)
+    return ()
 
 
-def strip_shared(line: str, op: str) -> str:
-    """``line`` with the op's shared-constant options taken out of its options field."""
-    shared = set(_shared_options(op))
-    name, options, rest = line.split(" ", 2)
-    kept = [o for o in options.split(" ") if o not in shared] if options != "-" else []
-    return " ".join([name, " ".join(kept) or "-", rest])
+def with_shared(line: str, op: str) -> str:
+    """The recorded ``line`` as the op now launches it: its shared options first."""
+    name, options, rest = line.split(" ; ")
+    both = list(_shared_options(op)) + ([] if options == "-" else options.split(" "))
+    return " ; ".join([name, " ".join(both) or "-", rest])
 
 
 def test_every_op_chooses_as_recorded(monkeypatch):
@@ -227,12 +235,12 @@ def test_every_op_chooses_as_recorded(monkeypatch):
     got = choices(monkeypatch, cases)
     assert set(got) == set(want), "the case grid changed: record the file again"
     wrong = [f"{k}: want {want[k]!r}, got {v!r}" for k, v in got.items()
-             if strip_shared(v, k.split(" ", 1)[0]) != want[k]]
+             if v != with_shared(want[k], k.split(" ", 1)[0])]
     assert not wrong, f"{len(wrong)} of {len(got)} choices changed, e.g.\n" + "\n".join(wrong[:8])
 
 
 def test_the_record_covers_every_kernel_the_plans_take():
-    kernels = {line.split(" ", 1)[0].split("<")[0] for line in recorded().values()}
+    kernels = {line.split("<", 1)[0] for line in recorded().values()}
     assert {"circ_pad", "circ_pad_narrow", "circ_pad_flat", "circ_pad_warp",
             "circ_pad_warp_narrow", "pool2d", "pool2d_wide", "pool2d_i8", "pool2d_cols",
             "rope", "rope_table", "rmsnorm"} <= kernels
@@ -244,7 +252,7 @@ def _record() -> None:
         got = choices(mp, runnable_cases())
     finally:
         mp.undo()
-    head = ("# case (op shape extra type) | kernel expression, options, block, grid at "
+    head = ("# case (op shape extra type) | kernel expression ; options ; block, grid at "
             f"resident {RESIDENT[0]},{RESIDENT[1]}, shared bytes, sha256[:8] of the arguments\n")
     RECORD.write_text(head + "".join(f"{k} | {v}\n" for k, v in got.items()))
     print(f"recorded {len(got)} choices in {RECORD}")
