@@ -2,7 +2,10 @@
 //
 // Computes y[o_0, ..., o_7] = x[(o_0 - before_0) mod in_0, ..., (o_7 - before_7) mod in_7]
 // with a non-negative modulo, which is numpy.pad(x, pads, mode="wrap") exactly, pads larger
-// than the input dim included (the input repeats as often as needed). Negative pads crop.
+// than the input dim included (the input repeats as often as needed). The plugin's pads are
+// never negative (its field refuses them). The kernels see dims and shifts, not pads, and the GPU
+// tests also launch circ_pad_narrow directly on output dims smaller than the input's (a crop);
+// nothing else relies on that.
 // The element type only sets the element size: elements move as raw bytes.
 //
 // Launch contract
@@ -60,16 +63,16 @@
 //              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
 //              once per row (an odometer over the 7 outer dims).
 //
-// A second kernel for narrow rows (circ_pad.py picks it; same parameters):
+// A second kernel for narrow rows (circ_pad_variants.py's table picks it; same parameters):
 //   kernel     circ_pad_narrow<T>(const T* x, T* y, CircPadParams p), p as above (rows,
 //              strips, strip_vecs and group unused).
 //   needs      with S = sizeof(T), planes = prod(out_dims[0..5]), one input plane of
 //              in_dims[6] * in_dims[7] * S bytes: (plane bytes + 30) rounded down to 16
-//              <= CIRC_PAD_NARROW_DATA (20480); out_dims[6] * out_dims[7] <= 2^24. The host
-//              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
+//              <= CIRC_PAD_NARROW_DATA (a -D option); out_dims[6] * out_dims[7] <= 2^24. The host
+//              picks it for output rows of at most 128 bytes (circ_pad_variants.NARROW_ROW_BYTES).
 //   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
-//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks)
-//              (circ_pad.NARROW_GRID_WAVES).
+//   grid       any number of blocks >= 1; recommended min(planes, resident blocks)
+//              (its row's waves in circ_pad_variants.py).
 //   shared     0 dynamic; 45,664 bytes static: two stages (42,592) and the table path's
 //              column table (CIRC_PAD_NARROW_TABLE * 4 bytes) and phases (1,024 bytes).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
@@ -177,6 +180,27 @@
 // @instantiate circ_pad_warp<long long>
 #include "common.cuh"
 
+// Constants the host shares: pyplugins.ops.circ_pad_variants.DEFINES passes each as a -D option
+// to every compile, and the host sizes work by them, so there is no default here.
+#ifndef CIRC_PAD_NARROW_DATA
+#error "circ_pad.cu needs -DCIRC_PAD_NARROW_DATA (circ_pad_narrow: source plane bytes a stage holds)"
+#endif
+#ifndef CIRC_PAD_WN_CHUNKS
+#error "circ_pad.cu needs -DCIRC_PAD_WN_CHUNKS (circ_pad_warp_narrow: 16-byte chunks per lane)"
+#endif
+#ifndef CIRC_PAD_WN_TABLE
+#error "circ_pad.cu needs -DCIRC_PAD_WN_TABLE (circ_pad_warp_narrow: offset-table entries, G * wo)"
+#endif
+#ifndef CIRC_PAD_WN_BLOCK
+#error "circ_pad.cu needs -DCIRC_PAD_WN_BLOCK (circ_pad_warp_narrow: most threads a block)"
+#endif
+#ifndef CIRC_PAD_WARP_ROW
+#error "circ_pad.cu needs -DCIRC_PAD_WARP_ROW (circ_pad_warp: most input row bytes, a slot's size)"
+#endif
+#ifndef CIRC_PAD_WARP_BLOCK
+#error "circ_pad.cu needs -DCIRC_PAD_WARP_BLOCK (circ_pad_warp: most threads a block)"
+#endif
+
 #ifndef CIRC_PAD_UNROLL
 #define CIRC_PAD_UNROLL 2  // strips path: output vectors in flight per lane
 #endif
@@ -188,9 +212,6 @@
 #endif
 #ifndef CIRC_PAD_TILE_OUT
 #define CIRC_PAD_TILE_OUT 16384  // staged path: output bytes per tile to aim for
-#endif
-#ifndef CIRC_PAD_NARROW_DATA
-#define CIRC_PAD_NARROW_DATA 20480  // circ_pad_narrow: plane bytes per stage (circ_pad.py knows)
 #endif
 #ifndef CIRC_PAD_NARROW_TABLE
 #define CIRC_PAD_NARROW_TABLE 512  // circ_pad_narrow: column table entries (G * wo); 0: odometer only
@@ -1215,7 +1236,7 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 
 // ==== circ_pad_warp_narrow: narrow rows, each warp stages its own groups of rows. =============
 //
-// A fourth kernel, for narrow rows (circ_pad.py: takes_warp_narrow), without block barriers in
+// A fourth kernel, for narrow rows (circ_pad_variants.py: its row), without block barriers in
 // its loop:
 //   kernel     circ_pad_warp_narrow<T>(const T* x, T* y, CircPadFlatParams p), p as for
 //              circ_pad_flat (total, plane_in, wi, wo, hi, ho, sw, sh are read; the magic
@@ -1226,13 +1247,13 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              lead <= V - 1: y's misalignment in elements) of 16-byte input chunks fitting
 //              32 * CIRC_PAD_WN_CHUNKS chunks, and P * wo <= CIRC_PAD_WN_TABLE (the host checks
 //              both for lead = V - 1; the kernel traps where they fail). Every output row of at
-//              most 128 bytes (circ_pad.NARROW_ROW_BYTES) with pads >= 0 fits.
+//              most 128 bytes (circ_pad_variants.NARROW_ROW_BYTES) with pads >= 0 fits.
 //   args       x: any alignment (16-byte aligned is the fast case: aligned loads); y: any
 //              alignment (a multiple of sizeof(T)). No overlap.
-//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (256; a larger launch
-//              fails: the launch bounds say so).
-//   grid       any number of blocks >= 1; recommended min(blocks needed, 2 * resident blocks)
-//              (circ_pad.WARP_NARROW_WAVES); warps take groups round-robin, grid-stride.
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (the host's BLOCK; a
+//              larger launch fails: the launch bounds say so).
+//   grid       any number of blocks >= 1; recommended min(blocks needed, 4 * resident blocks)
+//              (its row's waves); warps take groups round-robin, grid-stride.
 //   shared     0 dynamic; static: CIRC_PAD_WN_TABLE * 2 bytes of offset table and, per warp of
 //              CIRC_PAD_WN_BLOCK / 32, 32 * CIRC_PAD_WN_CHUNKS * (16 + pad) bytes (pad:
 //              CIRC_PAD_WN_PAD rounded up to sizeof(T)): 24,576 bytes for 2- and 4-byte
@@ -1257,17 +1278,8 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              y, store element by element.
 //
 // Knobs (-D options):
-#ifndef CIRC_PAD_WN_CHUNKS
-#define CIRC_PAD_WN_CHUNKS 4  // 16-byte input chunks per lane per group: sets the group's rows
-#endif
 #ifndef CIRC_PAD_WN_PAD
 #define CIRC_PAD_WN_PAD 4  // bytes after each staged row (a multiple of 4; 0: none)
-#endif
-#ifndef CIRC_PAD_WN_TABLE
-#define CIRC_PAD_WN_TABLE 2048  // offset table entries, G * wo (circ_pad.py knows)
-#endif
-#ifndef CIRC_PAD_WN_BLOCK
-#define CIRC_PAD_WN_BLOCK 256  // most threads per block: sizes the warps' static buffers
 #endif
 #ifndef CIRC_PAD_WN_MINB
 #define CIRC_PAD_WN_MINB 0  // > 0: __launch_bounds__ asks for this many blocks per SM
@@ -1584,14 +1596,14 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 //              sh, magic_plane and shift_plane only.
 //   needs      every dim before the last two unpadded; input rows of wi * sizeof(T) bytes, a
 //              multiple of 16 and at most CIRC_PAD_WARP_ROW (a launch with longer rows writes
-//              nothing: the host checks, circ_pad.takes_warp); ho * wo < 2^31 and hi, sw, sh
+//              nothing: the host checks, circ_pad_variants.py); ho * wo < 2^31 and hi, sw, sh
 //              < 2^31 (circ_pad_flat's ranges).
-//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (256; the kernel's
-//              __launch_bounds__, so a larger block fails to launch).
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (the host's BLOCK;
+//              the kernel's __launch_bounds__, so a larger block fails to launch).
 //   grid       any number of blocks >= 1; recommended min(ceil(rows / warps a block),
-//              circ_pad.WARP_GRID_WAVES * resident blocks), rows = total / wo.
+//              4 * resident blocks: its row's waves), rows = total / wo.
 //   shared     0 dynamic; (CIRC_PAD_WARP_BLOCK / 32) * (CIRC_PAD_WARP_DEPTH + 1) *
-//              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the defaults).
+//              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the host's values).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
 //   how        warp w of the grid writes output rows w, w + warps, ... (all planes' rows in
 //              one sequence); output row (q, h) is source row (q, (h + sh) mod hi) shifted by
@@ -1616,14 +1628,8 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 // Its instantiations are listed at the top of the file, with the other kernels'.
 
 // circ_pad_warp's knobs (-D options; kernel_variants.py times them):
-#ifndef CIRC_PAD_WARP_ROW
-#define CIRC_PAD_WARP_ROW 2048  // most input row bytes, a slot's size (circ_pad.WARP_ROW_BYTES)
-#endif
 #ifndef CIRC_PAD_WARP_DEPTH
 #define CIRC_PAD_WARP_DEPTH 1  // rows whose copies are in flight while one is written
-#endif
-#ifndef CIRC_PAD_WARP_BLOCK
-#define CIRC_PAD_WARP_BLOCK 256  // most threads a block (static shared memory is sized for it)
 #endif
 #ifndef CIRC_PAD_WARP_MINB
 // > 0: __launch_bounds__ asks for this many blocks an SM (6 on sm_90: 40 registers, no spill,

@@ -13,6 +13,7 @@ recorded without the shared constants each op now passes as ``-D`` options first
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from pathlib import Path
@@ -166,14 +167,24 @@ def plan_choice(case: Tuple[str, Tuple[int, ...], Tuple[int, ...], str], fakes: 
 
 
 def _patched(monkeypatch: Any, fakes: _Fakes) -> None:
-    import pyplugins.ops as ops_pkg
-
     def function(kernel: Kernel, ctype: str, device: Any = None) -> int:
         return fakes.function(kernel, ctype, device)
 
     monkeypatch.setattr(Kernel, "function", function)
-    for name in ("circ_pad", "pool", "rope", "rmsnorm", "variants"):
-        module = sys.modules.get(f"{ops_pkg.__name__}.{name}")
+    # Kernel objects other tests patched keep a bound method of their own (monkeypatch's undo
+    # sets the attribute back): patch each one the ops hold too.
+    for module in list(sys.modules.values()):
+        if not getattr(module, "__name__", "").startswith("pyplugins.ops."):
+            continue
+        for value in list(vars(module).values()):
+            held = list(vars(value).values()) if isinstance(value, type) else (
+                [getattr(r, "kernel", None) for r in value] if isinstance(value, tuple) else [])
+            for kernel in held:
+                if isinstance(kernel, Kernel):
+                    monkeypatch.setattr(kernel, "function", functools.partial(function, kernel))
+    for name in ("pyplugins.ops.circ_pad", "pyplugins.ops.pool", "pyplugins.ops.rope",
+                 "pyplugins.ops.rmsnorm", "pyplugins.runtime.tactics"):
+        module = sys.modules.get(name)
         if module is not None and hasattr(module, "resident_blocks"):
             monkeypatch.setattr(module, "resident_blocks", fakes.resident_blocks)
 
@@ -210,7 +221,7 @@ def _shared_options(op: str) -> Tuple[str, ...]:
     ``DEFINES`` of its variant table's module, or of the op's module."""
     import importlib
 
-    from pyplugins.ops.variants import define_options
+    from pyplugins.runtime.tactics import define_options
 
     for name in (f"pyplugins.ops.{op}_variants", f"pyplugins.ops.{op}"):
         try:
