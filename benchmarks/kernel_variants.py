@@ -38,16 +38,16 @@ from pyplugins.ops import rmsnorm as rmsnorm_op  # noqa: E402
 from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
-from pyplugins.ops.circ_pad_variants import VARIANTS as CIRC_PAD_VARIANTS  # noqa: E402
-from pyplugins.ops.circ_pad_variants import WARP_ROW_BYTES  # noqa: E402
+from pyplugins.ops.circ_pad import VARIANTS as CIRC_PAD_VARIANTS  # noqa: E402
+from pyplugins.ops.circ_pad import WARP_ROW_BYTES  # noqa: E402
 from pyplugins.runtime.tactics import choose, find, with_options  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
 from pyplugins.ops.pool import Pool, output_size  # noqa: E402
-from pyplugins.ops.pool_variants import VARIANTS as POOL_VARIANTS  # noqa: E402
-from pyplugins.ops.pool_variants import PoolFacts  # noqa: E402
+from pyplugins.ops.pool import VARIANTS as POOL_VARIANTS  # noqa: E402
+from pyplugins.ops.pool import PoolFacts  # noqa: E402
 from pyplugins.ops.rope import LAYOUTS, RoPE  # noqa: E402
-from pyplugins.ops.rope_variants import VARIANTS as ROPE_VARIANTS  # noqa: E402
-from pyplugins.ops.rope_variants import RopeFacts, table_tiles  # noqa: E402
+from pyplugins.ops.rope import VARIANTS as ROPE_VARIANTS  # noqa: E402
+from pyplugins.ops.rope import RopeFacts, table_tiles  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
 CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}

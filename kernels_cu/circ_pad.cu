@@ -63,16 +63,16 @@
 //              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
 //              once per row (an odometer over the 7 outer dims).
 //
-// A second kernel for narrow rows (circ_pad_variants.py's table picks it; same parameters):
+// A second kernel for narrow rows (circ_pad.py's variant table picks it; same parameters):
 //   kernel     circ_pad_narrow<T>(const T* x, T* y, CircPadParams p), p as above (rows,
 //              strips, strip_vecs and group unused).
 //   needs      with S = sizeof(T), planes = prod(out_dims[0..5]), one input plane of
 //              in_dims[6] * in_dims[7] * S bytes: (plane bytes + 30) rounded down to 16
 //              <= CIRC_PAD_NARROW_DATA (a -D option); out_dims[6] * out_dims[7] <= 2^24. The host
-//              picks it for output rows of at most 128 bytes (circ_pad_variants.NARROW_ROW_BYTES).
+//              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
 //   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
 //   grid       any number of blocks >= 1; recommended min(planes, resident blocks)
-//              (its row's waves in circ_pad_variants.py).
+//              (its row's waves in circ_pad.py).
 //   shared     0 dynamic; 45,664 bytes static: two stages (42,592) and the table path's
 //              column table (CIRC_PAD_NARROW_TABLE * 4 bytes) and phases (1,024 bytes).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
@@ -180,10 +180,10 @@
 // @instantiate circ_pad_warp<long long>
 #include "common.cuh"
 
-// Constants the host shares: pyplugins.ops.circ_pad_variants.DEFINES passes each as a -D option
+// Constants the host shares: pyplugins.ops.circ_pad.DEFINES passes each as a -D option
 // to every compile, and the host sizes work by them, so there is no default here.
 #ifndef CIRC_PAD_NARROW_DATA
-#error "circ_pad.cu needs -DCIRC_PAD_NARROW_DATA (circ_pad_narrow: source plane bytes a stage holds)"
+#error "circ_pad.cu needs -DCIRC_PAD_NARROW_DATA (circ_pad_narrow: plane bytes a stage holds)"
 #endif
 #ifndef CIRC_PAD_WN_CHUNKS
 #error "circ_pad.cu needs -DCIRC_PAD_WN_CHUNKS (circ_pad_warp_narrow: 16-byte chunks per lane)"
@@ -1236,7 +1236,7 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 
 // ==== circ_pad_warp_narrow: narrow rows, each warp stages its own groups of rows. =============
 //
-// A fourth kernel, for narrow rows (circ_pad_variants.py: its row), without block barriers in
+// A fourth kernel, for narrow rows (circ_pad.py: its row), without block barriers in
 // its loop:
 //   kernel     circ_pad_warp_narrow<T>(const T* x, T* y, CircPadFlatParams p), p as for
 //              circ_pad_flat (total, plane_in, wi, wo, hi, ho, sw, sh are read; the magic
@@ -1247,7 +1247,7 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              lead <= V - 1: y's misalignment in elements) of 16-byte input chunks fitting
 //              32 * CIRC_PAD_WN_CHUNKS chunks, and P * wo <= CIRC_PAD_WN_TABLE (the host checks
 //              both for lead = V - 1; the kernel traps where they fail). Every output row of at
-//              most 128 bytes (circ_pad_variants.NARROW_ROW_BYTES) with pads >= 0 fits.
+//              most 128 bytes (circ_pad.NARROW_ROW_BYTES) with pads >= 0 fits.
 //   args       x: any alignment (16-byte aligned is the fast case: aligned loads); y: any
 //              alignment (a multiple of sizeof(T)). No overlap.
 //   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (the host's BLOCK; a
@@ -1596,7 +1596,7 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 //              sh, magic_plane and shift_plane only.
 //   needs      every dim before the last two unpadded; input rows of wi * sizeof(T) bytes, a
 //              multiple of 16 and at most CIRC_PAD_WARP_ROW (a launch with longer rows writes
-//              nothing: the host checks, circ_pad_variants.py); ho * wo < 2^31 and hi, sw, sh
+//              nothing: the host checks, circ_pad.py); ho * wo < 2^31 and hi, sw, sh
 //              < 2^31 (circ_pad_flat's ranges).
 //   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (the host's BLOCK;
 //              the kernel's __launch_bounds__, so a larger block fails to launch).

@@ -79,13 +79,13 @@
 // PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_COLS_AHEAD / _S / _SMAX
 // / _MINB (pool2d_cols's prefetch distance, segment rows and launch bounds, described where they
 // are defined). PP_POOL_COLS_SMIN and PP_POOL_COLS_THREADS have no default: the host sizes its
-// grid by them and passes them (pyplugins.ops.pool_variants.DEFINES). pool2d_band, a kernel
+// grid by them and passes them (pyplugins.ops.pool.DEFINES). pool2d_band, a kernel
 // that staged bands of rows in shared memory for the same windows as pool2d_cols, lost to it
 // and was removed (docs/ops/pool.md has the figures).
 
 #include "common.cuh"
 
-// Constants the host sizes its grids by: pyplugins.ops.pool_variants.DEFINES passes each as a -D
+// Constants the host sizes its grids by: pyplugins.ops.pool.DEFINES passes each as a -D
 // option to every compile, so there is no default here.
 #ifndef PP_POOL_OUTPUTS
 #error "pool.cu needs -DPP_POOL_OUTPUTS (the generic path's outputs per thread per trip)"

@@ -39,7 +39,7 @@
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
 //
-// A second kernel, rope_table (rope_variants.py's table picks it for half; it applies where
+// A second kernel, rope_table (rope.py's variant table picks it for half; it applies where
 // rotary_dim / 2 <= PP_ROPE_TABLE_PAIRS):
 // the same y, to the bit (same angle, inv_freq and rotation code), with the angle math taken
 // out of the data stream. A block works on tiles of consecutive tokens; per tile it first
@@ -300,7 +300,7 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
 
 // -- rope_table ---------------------------------------------------------------------------------
 
-// rope_table's constants the host sizes its tiles by: pyplugins.ops.rope_variants.DEFINES
+// rope_table's constants the host sizes its tiles by: pyplugins.ops.rope.DEFINES
 // passes each as a -D option to every compile, so there is no default here.
 #ifndef PP_ROPE_TABLE_PAIRS
 #error "rope.cu needs -DPP_ROPE_TABLE_PAIRS ((token, pair) entries of a table buffer)"

@@ -26,7 +26,7 @@ from pyplugins.runtime.kernels import (Kernel, instantiations, kernel_sources, k
                                        source_digest)
 from pyplugins.runtime.launch import MAX_GRID, POINTER, ByValue, Launch
 from pyplugins.ops.circ_pad import PARAMS_DTYPE, launch_plan, pad_widths
-from pyplugins.ops.circ_pad_variants import VARIANTS
+from pyplugins.ops.circ_pad import VARIANTS
 from pyplugins.runtime.tactics import find
 
 REPO = Path(__file__).resolve().parent.parent

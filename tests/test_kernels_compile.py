@@ -153,7 +153,7 @@ def test_source_compiles_for_sm80_and_sm90(compiled, source):
 
 
 def test_circ_pad_kernels_share_the_defines_of_their_table():
-    from pyplugins.ops.circ_pad_variants import DEFINES
+    from pyplugins.ops.circ_pad import DEFINES
     from pyplugins.runtime.tactics import define_options
 
     assert shared_options("circ_pad.cu") == define_options(DEFINES)

@@ -2,8 +2,7 @@
 op with TensorRT's registry, and exports each module's :class:`pyplugins.Plugin` subclasses.
 
 Adding an op is adding a module here (see ``docs/adding-an-op.md``); nothing in this file lists
-them. An op with several launch variants keeps their table beside it in ``<op>_variants.py``
-(:mod:`pyplugins.runtime.tactics`). All shipped ops are version ``"1"`` in namespace ``""``.
+them. All shipped ops are version ``"1"`` in namespace ``""``.
 
 Example:
     >>> import pyplugins.ops

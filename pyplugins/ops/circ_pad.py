@@ -35,7 +35,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -45,13 +45,15 @@ from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.runtime.fields import Field
-from pyplugins.ops.circ_pad_variants import NARROW_DATA, TACTICS, VARIANTS
-from pyplugins.runtime.tactics import choose, find, launch
-from pyplugins.runtime.launch import Launch
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch, tactics
 from pyplugins.runtime.plugin import Plugin
 
-__all__ = ["FLAT_PARAMS_DTYPE", "PARAMS_DTYPE", "CircPad", "LaunchPlan", "flat_magic31",
-           "flat_magic64", "launch_plan", "pad_widths"]
+__all__ = ["BLOCK", "DEFINES", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
+           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "TACTICS", "VARIANTS", "WARP_NARROW_CHUNKS",
+           "WARP_NARROW_TABLE", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
+           "flat_magic64", "launch_plan", "pad_widths", "warp_narrow_groups"]
 
 #: ``struct CircPadParams`` of ``kernels_cu/circ_pad.cu``: 288 bytes, all int64, C layout.
 PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
@@ -63,6 +65,29 @@ FLAT_PARAMS_DTYPE = np.dtype([("total", "<i8"), ("plane_in", "<i8"), ("plane_out
                               ("sw", "<i8"), ("sh", "<i8"), ("magic_plane", "<u8"),
                               ("shift_plane", "<i8"), ("magic_wo", "<i8"), ("shift_wo", "<i8")],
                              align=True)
+#: Threads per block of every row (a multiple of 32; the warp kernels' launch bounds and static
+#: buffers are sized for it: ``CIRC_PAD_WN_BLOCK``, ``CIRC_PAD_WARP_BLOCK``).
+BLOCK = 256
+#: ``CIRC_PAD_NARROW_DATA``: bytes of source planes one ``circ_pad_narrow`` stage holds.
+NARROW_DATA = 20480
+#: ``CIRC_PAD_WN_CHUNKS``: 16-byte input chunks a ``circ_pad_warp_narrow`` lane stages per group.
+WARP_NARROW_CHUNKS = 4
+#: ``CIRC_PAD_WN_TABLE``: ``circ_pad_warp_narrow``'s offset-table entries (a group's elements).
+WARP_NARROW_TABLE = 2048
+#: ``CIRC_PAD_WARP_ROW``: the most input row bytes ``circ_pad_warp`` stages (a slot's size).
+WARP_ROW_BYTES = 2048
+#: Every ``circ_pad.cu`` kernel is compiled with these ``-D`` options, the constants it shares
+#: with this module (it stops with an ``#error`` when one is missing).
+DEFINES: Dict[str, int] = {
+    "CIRC_PAD_NARROW_DATA": NARROW_DATA, "CIRC_PAD_WN_CHUNKS": WARP_NARROW_CHUNKS,
+    "CIRC_PAD_WN_TABLE": WARP_NARROW_TABLE, "CIRC_PAD_WN_BLOCK": BLOCK,
+    "CIRC_PAD_WARP_ROW": WARP_ROW_BYTES, "CIRC_PAD_WARP_BLOCK": BLOCK,
+}
+#: Output rows of at most this many bytes are narrow: the narrow kernels' rows.
+NARROW_ROW_BYTES = 128
+#: Smallest element size ``circ_pad_flat`` wins for: on both GPUs measured (benchmarks/results/),
+#: 2-byte elements and narrow rows ran faster on the older kernels.
+FLAT_MIN_ITEMSIZE = 4
 _MAX_RANK = 8
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
@@ -101,7 +126,7 @@ def pad_widths(rank: int, pads: Sequence[int]) -> List[Tuple[int, int]]:
 
 class LaunchPlan(NamedTuple):
     """What :func:`launch_plan` computes for one input shape and element size: the facts the
-    rows of :data:`pyplugins.ops.circ_pad_variants.VARIANTS` read.
+    rows of :data:`pyplugins.ops.circ_pad.VARIANTS` read.
 
     Attributes:
         out_shape: the output shape.
@@ -252,6 +277,118 @@ def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int,
             raise ShapeError(msg)
 
 
+# -- the variant table: each row reads a LaunchPlan and says whether its kernel can pad it (fits),
+# whether the op prefers it there (wins: the measured choices of docs/ops/circ_pad.md), its grid
+# rule and its arguments; "strips" is the IPluginV3 tactic of that name.
+
+def _warp_narrow_rows(wi: int, wo: int, itemsize: int, lead: int) -> int:
+    """Output rows per group of ``circ_pad_warp_narrow`` (``warp_narrow_geom``), 0 if none fit."""
+    rv = wi * itemsize // 16
+    row_out = wo * itemsize
+    period = 16 // min(16, row_out & -row_out)  # rows whose output is whole 16-byte vectors
+    pre = -(-lead // wo)  # rows the y misalignment pulls in before a group
+    staged = 32 * WARP_NARROW_CHUNKS // rv if rv else 0
+    rows = (staged - pre) // period * period if staged > pre else 0
+    return min(rows, WARP_NARROW_TABLE // wo // period * period)
+
+
+def warp_narrow_groups(plan: Any) -> int:
+    """Groups of rows ``circ_pad_warp_narrow`` writes for ``plan`` (a ``LaunchPlan``; one warp
+    each, round-robin), counted for the worst alignment of y (an upper bound); needs that row
+    to fit.
+
+    Example:
+        >>> from pyplugins.ops.circ_pad import launch_plan
+        >>> warp_narrow_groups(launch_plan((1, 2, 512, 8), [1, 1, 1, 1], 2))  # 124-row groups
+        9
+    """
+    f, itemsize = plan.flat_params, plan.itemsize
+    wi, wo, total = int(f["wi"]), int(f["wo"]), int(f["total"])
+    v = 16 // itemsize
+    lead = v - 1
+    vectors = -(-(total + lead) // v)
+    per_group = _warp_narrow_rows(wi, wo, itemsize, lead) * wo // v
+    return -(-vectors // per_group)
+
+
+def _narrow_rows(p: Any) -> bool:
+    return p.out_row_bytes <= NARROW_ROW_BYTES
+
+
+def _warp_narrow_fits(p: Any) -> bool:
+    f = p.flat_params
+    if f is None or p.itemsize not in (1, 2, 4, 8) or p.in_row_bytes % 16:
+        return False
+    wi, wo = int(f["wi"]), int(f["wo"])
+    return (int(f["total"]) // wo < _DIM_LIMIT
+            and _warp_narrow_rows(wi, wo, p.itemsize, 16 // p.itemsize - 1) > 0)
+
+
+def _warp_fits(p: Any) -> bool:
+    return (p.flat_params is not None and p.in_row_bytes % 16 == 0
+            and p.in_row_bytes <= WARP_ROW_BYTES)
+
+
+def _flat_wins(p: Any) -> bool:
+    return p.itemsize >= FLAT_MIN_ITEMSIZE and not (p.stage_planes and _narrow_rows(p))
+
+
+def _flat_args(p: Any) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, p.flat_params)
+
+
+def _row_args(p: Any) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, p.params)
+
+
+def _rows_blocks(p: Any, block: int) -> int:
+    return shapes.cdiv(p.threads, block)
+
+
+def _kernel(expression: str, *extra: str) -> Kernel:
+    return Kernel("circ_pad.cu", expression, options=define_options(DEFINES) + extra)
+
+
+#: The rows, in the order ``CircPad.plan`` tries them (the first that fits and wins).
+VARIANTS: Tuple[Variant, ...] = (
+    # Narrow rows: each warp stages its own groups of rows (4 resident grids beat 1 and 2).
+    Variant("circ_pad_warp_narrow", _kernel("circ_pad_warp_narrow<{T}>"),
+            needs="pads on the last two dims only, input rows of 16n bytes, fewer than 2**31 "
+                  "output rows and a group of rows that fits its chunks and table",
+            fits=_warp_narrow_fits, wins=_narrow_rows, waves=4, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(warp_narrow_groups(p), block // 32)),
+    # Wider rows of 16n bytes: a warp per output row, the source row staged by cp.async. H200,
+    # rows of 512 at 64 / 256 MiB: 4 grids half 0.91 / 0.89 and float 0.91 / 0.91 of copy, 1
+    # grid 0.84 / 0.83 and 0.87 / 0.87.
+    Variant("circ_pad_warp", _kernel("circ_pad_warp<{T}>"),
+            needs=f"pads on the last two dims only and input rows of 16n bytes, at most "
+                  f"{WARP_ROW_BYTES}",
+            fits=_warp_fits, wins=lambda p: not _narrow_rows(p), waves=4, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(
+                int(p.flat_params["total"]) // int(p.flat_params["wo"]), block // 32)),
+    # One 16-byte output vector a thread, the full grid.
+    Variant("circ_pad_flat", _kernel("circ_pad_flat<{T}>"),
+            needs="pads on the last two dims only and planes of fewer than 2**31 elements",
+            fits=lambda p: p.flat_params is not None, wins=_flat_wins, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(p.flat_threads, block)),
+    # Narrow rows, whole planes staged in shared memory. One resident grid measured 0.66 / 0.78
+    # of copy for narrow half rows on the H200 / H100, two 0.62 / 0.76.
+    Variant("circ_pad_narrow", _kernel("circ_pad_narrow<{T}>"),
+            needs=f"planes whose input fits a stage ({NARROW_DATA} bytes)",
+            fits=lambda p: p.stage_planes > 0, wins=_narrow_rows, waves=1, args=_row_args,
+            blocks=lambda p, block: p.stage_planes),
+    # Every shape: rows that fit 16 KB staged, longer rows in strips.
+    Variant("circ_pad", _kernel("circ_pad<{T}>"), needs="nothing", fits=lambda p: True,
+            waves=1, args=_row_args, blocks=_rows_blocks),
+    # The IPluginV3 tactic "strips": circ_pad compiled without its staged path.
+    Variant("circ_pad_strips", _kernel("circ_pad<{T}>", "-DCIRC_PAD_STAGE_BYTES=0"),
+            needs="nothing", fits=lambda p: True, waves=1, args=_row_args, blocks=_rows_blocks,
+            tactic="strips"),
+)
+#: CircPad's IPluginV3 tactics: "staged" (the table's own choice, as V2) and each tagged row.
+TACTICS = tactics(VARIANTS, "staged")
+
+
 @register
 class CircPad(Plugin):
     """Circular padding; the callbacks are walked through in ``docs/ops/``.
@@ -273,7 +410,7 @@ class CircPad(Plugin):
 
     pads = Field.ints(min=0, max=_DIM_LIMIT - 1, max_len=2 * _MAX_RANK, validate=_pairs,
                       doc="(before, after) pairs, the last dim first")
-    # The kernels of the variant table (pyplugins.ops.circ_pad_variants), by role; plan
+    # The kernels of the variant table (pyplugins.ops.circ_pad), by role; plan
     # launches the row the table chooses.
     kernel = find(VARIANTS, "circ_pad").kernel
     #: ``circ_pad`` with its staged (shared-memory) path off: every row takes the strips path.
@@ -317,7 +454,7 @@ class CircPad(Plugin):
 
     def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int, *,
              variant: Optional[str] = None) -> Launch:
-        """The launch of the row of :data:`~pyplugins.ops.circ_pad_variants.VARIANTS` that
+        """The launch of the row of :data:`~pyplugins.ops.circ_pad.VARIANTS` that
         takes this shape (the first that fits and wins; the ``strips`` tactic's row under that
         tactic), or of the row named ``variant`` (tests and benchmarks: it must fit): its kernel
         ``(x, y, CircPadParams or CircPadFlatParams)``, its grid and block.

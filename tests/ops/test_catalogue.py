@@ -13,10 +13,8 @@ import pyplugins.trt as trt
 from pyplugins.runtime.plugin import Plugin
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The op modules; ``<op>_variants.py`` beside one is that op's variant table, not an op.
 MODULES = sorted(p.stem for p in (ROOT / "pyplugins" / "ops").glob("*.py")
-                 if not p.stem.startswith("_") and not p.stem.endswith("_variants"))
-TABLES = sorted(p.stem for p in (ROOT / "pyplugins" / "ops").glob("*_variants.py"))
+                 if not p.stem.startswith("_"))
 
 
 def _plugin_classes_in_source(module: str):
@@ -52,12 +50,6 @@ def test_every_op_has_its_kernel_tests_and_demo(module):
     for path in (f"kernels_cu/{module}.cu", f"tests/ops/test_{module}.py",
                  f"demos/{module}_demo.py"):
         assert (ROOT / path).is_file(), f"{module}: {path} is missing (docs/adding-an-op.md)"
-
-
-@pytest.mark.parametrize("table", TABLES)
-def test_every_variant_table_module_sits_beside_its_op_and_defines_no_plugin(table):
-    assert table[:-len("_variants")] in MODULES
-    assert _plugin_classes_in_source(table) == []
 
 
 def test_exports_are_exactly_the_plugin_classes_of_the_modules():

@@ -22,7 +22,7 @@ from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.runtime.kernels import Kernel, instantiations
 from pyplugins.ops.circ_pad import PARAMS_DTYPE, CircPad, launch_plan, pad_widths
-from pyplugins.ops.circ_pad_variants import BLOCK, DEFINES, VARIANTS
+from pyplugins.ops.circ_pad import BLOCK, DEFINES, VARIANTS
 from pyplugins.runtime.tactics import VariantError, choose, find, with_options
 
 from .support import check_cli, dyn, run_demo

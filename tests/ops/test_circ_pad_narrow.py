@@ -19,7 +19,7 @@ from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime.kernels import instantiations
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.circ_pad import CircPad, launch_plan
-from pyplugins.ops.circ_pad_variants import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES,
+from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES,
                                              VARIANTS)
 
 from .test_circ_pad import (OFFERED, check_direct_launch, check_variant, cp,  # noqa: F401 (cp)

@@ -16,7 +16,7 @@ import pyplugins.trt as trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.circ_pad import CircPad, launch_plan
-from pyplugins.ops.circ_pad_variants import BLOCK, VARIANTS, WARP_ROW_BYTES
+from pyplugins.ops.circ_pad import BLOCK, VARIANTS, WARP_ROW_BYTES
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp,  # noqa: F401 (cp)
                             ctype_of, gpu_check, padded, random_array, row_name, variant_kernel)

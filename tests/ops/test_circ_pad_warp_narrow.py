@@ -17,7 +17,7 @@ from pyplugins.dtypes import trt_from_numpy
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.circ_pad import CircPad, launch_plan
-from pyplugins.ops.circ_pad_variants import (BLOCK, NARROW_ROW_BYTES, VARIANTS, WARP_NARROW_CHUNKS,
+from pyplugins.ops.circ_pad import (BLOCK, NARROW_ROW_BYTES, VARIANTS, WARP_NARROW_CHUNKS,
                                              WARP_NARROW_TABLE, warp_narrow_groups)
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp, ctype_of,  # noqa: F401

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pyplugins.ops.pool import output_size
-from pyplugins.ops.pool_variants import (COLS_BLOCK, COLS_MIN_ROWS, DEFINES, VARIANTS,
+from pyplugins.ops.pool import (COLS_BLOCK, COLS_MIN_ROWS, DEFINES, VARIANTS,
                                          OUTPUTS_PER_THREAD, PoolFacts)
 from pyplugins.runtime.tactics import choose, find, with_options
 from pyplugins.runtime.kernels import Kernel, instantiations

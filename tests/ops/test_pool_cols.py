@@ -12,7 +12,7 @@ import pytest
 
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.pool import output_size
-from pyplugins.ops.pool_variants import COLS_MIN_ROWS, VARIANTS, PoolFacts, cols_blocks
+from pyplugins.ops.pool import COLS_MIN_ROWS, VARIANTS, PoolFacts, cols_blocks
 from pyplugins.runtime.kernels import kernels_dir
 
 from .test_pool import data, ref, run_gpu

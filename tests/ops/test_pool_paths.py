@@ -9,7 +9,7 @@ import pytest
 
 from pyplugins.runtime.kernels import Kernel
 from pyplugins.ops.pool import Pool, output_size
-from pyplugins.ops.pool_variants import VARIANTS, WIDE_WINDOWS
+from pyplugins.ops.pool import VARIANTS, WIDE_WINDOWS
 from pyplugins.runtime.tactics import find, with_options
 from pyplugins.testing import assert_close
 

@@ -13,7 +13,7 @@ import pytest
 import pyplugins.trt as trt
 from pyplugins.runtime.kernels import Kernel, kernels_dir
 from pyplugins.ops.rope import LAYOUTS, RoPE
-from pyplugins.ops.rope_variants import (BLOCK, DEFINES, TABLE_PAIRS, TABLE_UNITS, TILE_UNITS,
+from pyplugins.ops.rope import (BLOCK, DEFINES, TABLE_PAIRS, TABLE_UNITS, TILE_UNITS,
                                          VARIANTS, RopeFacts, table_tiles)
 from pyplugins.runtime.tactics import VariantError, choose, find, with_options
 from pyplugins.testing import assert_close

@@ -217,20 +217,13 @@ def runnable_cases() -> List[Any]:
 # -- the test --------------------------------------------------------------------------------------
 
 def _shared_options(op: str) -> Tuple[str, ...]:
-    """The ``-D`` options of the constants ``op`` shares with its .cu (none recorded): the
-    ``DEFINES`` of its variant table's module, or of the op's module."""
+    """The ``-D`` options of the constants ``op`` shares with its .cu (none recorded): its
+    module's ``DEFINES``."""
     import importlib
 
     from pyplugins.runtime.tactics import define_options
 
-    for name in (f"pyplugins.ops.{op}_variants", f"pyplugins.ops.{op}"):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError:
-            continue
-        if hasattr(module, "DEFINES"):
-            return define_options(module.DEFINES)
-    return ()
+    return define_options(getattr(importlib.import_module(f"pyplugins.ops.{op}"), "DEFINES", {}))
 
 
 def with_shared(line: str, op: str) -> str:
