@@ -14,7 +14,11 @@ Run on the device machine from the repository root (needs CuPy; torch optional):
     python3 benchmarks/kernel_variants.py                 # every case at 64 MiB
     python3 benchmarks/kernel_variants.py --only pool --sizes 64M,256M --out $OUT/variants.txt
 
-A variant whose check fails is reported ``FAIL`` with its error and not timed.
+A variant whose check fails is reported ``FAIL`` with its error and not timed. For the ops with
+a variant table (CircPad, Pool, RoPE, RMSNorm: ``VARIANTS`` in their modules) a variant names a
+row, whose kernel, ``-D`` options, arguments and grid rule ("default") it starts from, as the
+op's ``plan(..., variant=name)`` does; its own options replace the row's defines of the same
+name.
 """
 
 from __future__ import annotations

@@ -289,23 +289,9 @@ __device__ __forceinline__ uint4 gather16(const B* src, unsigned int c, unsigned
 
 // The source element offset of output row `row` (its outer-dim index, found from scratch).
 __device__ __forceinline__ pp::index_t source_row(pp::uindex_t row, const CircPadParams& p) {
-    pp::index_t in_off = 0;
-    pp::uindex_t quot, rem;
-#pragma unroll
-    for (int d = pp::kMaxRank - 2; d >= 0; --d) {
-        pp::uindex_t od = 0;
-        if (p.out_dims.d[d] > 1) {
-            pp::divmod(row, p.out_dims.d[d], quot, od);
-            row = quot;
-        }
-        pp::uindex_t sd = od + p.shift.d[d];
-        if (sd >= static_cast<pp::uindex_t>(p.in_dims.d[d])) {
-            pp::divmod(sd, p.in_dims.d[d], quot, rem);
-            sd = rem;
-        }
-        in_off += static_cast<pp::index_t>(sd) * p.in_strides.d[d];
-    }
-    return in_off;
+    auto offset_only = [](int, pp::uindex_t, pp::uindex_t) {};
+    return pp::WrapOdometer<pp::kMaxRank - 1>::split(row, p.out_dims, p.in_dims, p.shift,
+                                                     p.in_strides, offset_only);
 }
 
 // 16 bytes at byte offset `off` of shared memory `base` (16-byte aligned), as one or two
@@ -432,15 +418,8 @@ __device__ __forceinline__ void stage_emit(const StageBuf& buf, B* tile_out, uns
             const int e = rel + static_cast<int>(t);
             if (e >= 0 && static_cast<unsigned int>(e) < ne) {
                 v.v[t] = *reinterpret_cast<const B*>(buf.data + at + c * S);
-                if (++c == g.wi) {
-                    c = 0;
-                }
-                if (++col == g.wo) {
-                    col = 0;
-                    c = g.s;
-                    if (++i < nr) {
-                        at = buf.at[i];
-                    }
+                if (pp::wrap_step(col, c, g.wo, g.wi, g.s) && ++i < nr) {
+                    at = buf.at[i];
                 }
             }
         }
@@ -681,23 +660,11 @@ __device__ __forceinline__ pp::Vec16<B> narrow_gather(const unsigned char* data,
     for (unsigned int t = 0; t < V; ++t) {
         if (!Guard || (rel + static_cast<int>(t) >= 0 && static_cast<unsigned int>(rel) + t < ne)) {
             v.v[t] = *reinterpret_cast<const B*>(rowp + c * S);
-            if (t + 1 < V) {
-                if (++c == g.wi) {
-                    c = 0;
+            if (t + 1 < V && pp::wrap_step(w, c, g.wo, g.wi, g.sw)) {
+                if (pp::wrap_step(h, r, g.ho, g.hi, g.sh)) {
+                    ++j;  // <= pk <= 64: at[] has 72 entries
                 }
-                if (++w == g.wo) {
-                    w = 0;
-                    c = g.sw;
-                    if (++r == g.hi) {
-                        r = 0;
-                    }
-                    if (++h == g.ho) {
-                        h = 0;
-                        r = g.sh;
-                        ++j;  // <= pk <= 64: at[] has 72 entries
-                    }
-                    rowp = data + at[j] + r * g.row_bytes;
-                }
+                rowp = data + at[j] + r * g.row_bytes;
             }
         }
     }
@@ -940,20 +907,8 @@ __device__ __forceinline__ void flat_gather_any(const B* __restrict__ x, pp::ind
         const pp::index_t et = e + t;
         if (et >= 0 && et < g.total) {
             v.v[t] = __ldg(plane + static_cast<pp::index_t>(r) * g.wi + c);
-            if (++c == g.wi) {
-                c = 0;
-            }
-            if (++w == g.wo) {
-                w = 0;
-                c = g.sw;
-                if (++r == g.hi) {
-                    r = 0;
-                }
-                if (++h == g.ho) {
-                    h = 0;
-                    r = g.sh;
-                    plane += g.plane_in;
-                }
+            if (pp::wrap_step(w, c, g.wo, g.wi, g.sw) && pp::wrap_step(h, r, g.ho, g.hi, g.sh)) {
+                plane += g.plane_in;
             }
         }
     }
@@ -1055,35 +1010,15 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
     const int strip_vecs = static_cast<int>(p.strip_vecs);
     const unsigned int step = static_cast<unsigned int>(G * V) % wi;  // column advance per vector
 
-    pp::uindex_t row, strip, quot, rem;
+    pp::uindex_t row, strip;
     pp::divmod(unit, p.strips, row, strip);
 
-    // Odometer over the outer dims: o = output index, si = source index, in_off = source row.
-    int o[R];
-    int si[R];
-    pp::index_t in_off = 0;
-    {
-        pp::uindex_t rest = row;
-#pragma unroll
-        for (int d = R - 1; d >= 0; --d) {
-            pp::uindex_t od = 0;
-            if (p.out_dims.d[d] > 1) {
-                pp::divmod(rest, p.out_dims.d[d], quot, od);
-                rest = quot;
-            }
-            pp::uindex_t sd = od + p.shift.d[d];
-            if (sd >= static_cast<pp::uindex_t>(p.in_dims.d[d])) {
-                pp::divmod(sd, p.in_dims.d[d], quot, rem);
-                sd = rem;
-            }
-            o[d] = static_cast<int>(od);
-            si[d] = static_cast<int>(sd);
-            in_off += static_cast<pp::index_t>(sd) * p.in_strides.d[d];
-        }
-    }
+    // The outer dims' odometer: the source row of output row `row` (outer.off), moved on per row.
+    pp::WrapOdometer<R> outer;
+    outer.start(row, p.out_dims, p.in_dims, p.shift, p.in_strides);
 
     for (;;) {
-        const B* __restrict__ src = xb + in_off;
+        const B* __restrict__ src = xb + outer.off;
         B* __restrict__ dst = yb + static_cast<pp::index_t>(row) * wo;
         // Elements before the row's first 16-byte boundary, then whole vectors, then a tail.
         const int mis = static_cast<int>((reinterpret_cast<pp::uindex_t>(dst) & 15u) / sizeof(B));
@@ -1131,27 +1066,7 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
         // Next row: advance the odometer, carrying into outer dims.
         strip = 0;
         ++row;
-        bool carry = true;
-#pragma unroll
-        for (int d = R - 1; d >= 0; --d) {
-            if (carry) {
-                const int in_d = static_cast<int>(p.in_dims.d[d]);
-                const pp::index_t stride = p.in_strides.d[d];
-                carry = ++o[d] == p.out_dims.d[d];
-                if (!carry) {
-                    in_off += stride;
-                    if (++si[d] == in_d) {
-                        si[d] = 0;
-                        in_off -= static_cast<pp::index_t>(in_d) * stride;
-                    }
-                } else {
-                    const int sh = static_cast<int>(p.shift.d[d]);
-                    in_off += static_cast<pp::index_t>(sh - si[d]) * stride;
-                    si[d] = sh;
-                    o[d] = 0;
-                }
-            }
-        }
+        outer.next(p.out_dims, p.in_dims, p.shift, p.in_strides);
     }
 }
 

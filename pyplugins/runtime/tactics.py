@@ -13,12 +13,12 @@ default tactic 0, ``self.tactic`` is ``None``: the plugin's own default choice.
 ids that must not move. The ids are stored in built engines: renaming is free, but reordering a
 tuple changes what an old engine's id means, so bump the plugin's ``version`` when you do.
 
-Example (a plugin with two kernels; ``self.tactic`` picks one)::
+Example (CircPad: its variant table, below, tags one row "strips"; ``self.tactic`` picks it)::
 
     class CircPad(pp.Plugin):
-        tactics = ("staged", "strips")         # ids 1 and 2; None = the op's default
-        def plan(self, inputs, outputs, device):
-            kernel = STRIPS if self.tactic == "strips" else STAGED
+        tactics = tactics(VARIANTS, "staged")  # ("staged", "strips"): ids 1 and 2
+        def plan(self, inputs, outputs, device, *, variant=None):
+            row = choose(VARIANTS, facts, variant=variant, tactic=self.tactic)
             ...
 
     >>> from pyplugins.runtime.tactics import declared, tactic_name

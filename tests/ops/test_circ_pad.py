@@ -86,6 +86,17 @@ def kernel_define(name):
     return int(re.search(rf"^#define {name} (\d+)", source, re.M).group(1))
 
 
+def test_the_kernels_walk_indices_with_the_shared_odometer():
+    """circ_pad.cu's index odometers (a flat row split into per-dim indices; element and row
+    steps that wrap the source index and carry) are common.cuh's, not copies of their own."""
+    kernels = Path(__file__).resolve().parents[2] / "kernels_cu"
+    source, common = (kernels / "circ_pad.cu").read_text(), (kernels / "common.cuh").read_text()
+    assert "struct WrapOdometer" in common and "bool wrap_step(" in common
+    assert source.count("pp::wrap_step(") >= 5 and source.count("pp::WrapOdometer<") >= 2
+    assert not re.search(r"if \(\+\+\w+ == g\.w[io]\)", source)   # a column step of its own
+    assert not re.search(r"\+\+o\[d\] ==|divmod\(rest, p\.out_dims", source)  # an outer-dim one
+
+
 def row_name(shape, pads, itemsize, variant=None, tactic=None):
     """The name of the row of CircPad's variant table that launches ``shape``."""
     return choose(VARIANTS, launch_plan(shape, pads, itemsize), variant=variant,
