@@ -14,7 +14,11 @@ Run on the device machine from the repository root (needs CuPy; torch optional):
     python3 benchmarks/kernel_variants.py                 # every case at 64 MiB
     python3 benchmarks/kernel_variants.py --only pool --sizes 64M,256M --out $OUT/variants.txt
 
-A variant whose check fails is reported ``FAIL`` with its error and not timed.
+A variant whose check fails is reported ``FAIL`` with its error and not timed. For the ops with
+a variant table (CircPad, Pool, RoPE, RMSNorm: ``VARIANTS`` in their modules) a variant names a
+row, whose kernel, ``-D`` options, arguments and grid rule ("default") it starts from, as the
+op's ``plan(..., variant=name)`` does; its own options replace the row's defines of the same
+name.
 """
 
 from __future__ import annotations
@@ -38,10 +42,16 @@ from pyplugins.ops import rmsnorm as rmsnorm_op  # noqa: E402
 from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
 from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
 from pyplugins.ops.circ_pad import CircPad  # noqa: E402
+from pyplugins.ops.circ_pad import VARIANTS as CIRC_PAD_VARIANTS  # noqa: E402
+from pyplugins.ops.circ_pad import WARP_ROW_BYTES  # noqa: E402
+from pyplugins.runtime.tactics import choose, find, with_options  # noqa: E402
 from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import (COLS_SEGMENT_ROWS, Pool, block_size, blocks_needed, kernel_name,  # noqa: E402
-                                output_size)
-from pyplugins.ops.rope import GRID_WAVES, LAYOUTS, TABLE_WAVES, RoPE, table_tiles  # noqa: E402
+from pyplugins.ops.pool import Pool, output_size  # noqa: E402
+from pyplugins.ops.pool import VARIANTS as POOL_VARIANTS  # noqa: E402
+from pyplugins.ops.pool import PoolFacts  # noqa: E402
+from pyplugins.ops.rope import LAYOUTS, RoPE  # noqa: E402
+from pyplugins.ops.rope import VARIANTS as ROPE_VARIANTS  # noqa: E402
+from pyplugins.ops.rope import RopeFacts, table_tiles  # noqa: E402
 from pyplugins.testing import assert_close  # noqa: E402
 
 CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}
@@ -73,7 +83,13 @@ class Case(NamedTuple):
     build: Callable[[Variant, Tuple[int, ...]], Built]
     variants: Tuple[Variant, ...]
     torch: Optional[Callable[[Any], Any]] = None    # torch tensor -> torch result
-    kernel: Tuple[str, str] = ("", "")              # (source, expression) the variants compile
+    kernel_of: Optional[Callable[[Variant], Kernel]] = None  # a variant's kernel, its options
+
+
+def _plain(source: str, expression: str) -> Callable[[Variant], Kernel]:
+    """The kernel of a case without a variant table: ``expression`` (or the variant's own)
+    compiled with the variant's options only."""
+    return lambda v: Kernel(source, v.kernel or expression, options=v.options)
 
 
 def _grid(rule: str, needed_blocks: int, default: int, fn: Any, block: int) -> int:
@@ -132,7 +148,13 @@ def leaky_case(dtype: str) -> Case:
         return F.leaky_relu(t, 0.01)
 
     return Case(f"LeakyReLU {dtype}", dtype, plugin, lambda b: (b // itemsize // 1024, 1024),
-                (257, 1024), build, variants, torch_fn, ("leaky_relu.cu", "leaky_relu<{T}>"))
+                (257, 1024), build, variants, torch_fn, _plain("leaky_relu.cu", "leaky_relu<{T}>"))
+
+
+def _row_kernel(row: Any, options: Sequence[str]) -> Kernel:
+    """A variant table row's kernel with a variant's compile options over the row's own."""
+    return Kernel(row.kernel.source, row.kernel.expression,
+                  options=with_options(row.kernel.options, options))
 
 
 def circ_pad_case(dtype: str, narrow: bool) -> Case:
@@ -140,39 +162,21 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
     plugin = CircPad(pads=pads)
     itemsize = np.dtype(dtype).itemsize
 
+    def kernel_of(v: Variant) -> Kernel:
+        return _row_kernel(find(CIRC_PAD_VARIANTS, v.kernel or "circ_pad_flat"), v.options)
+
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        expr = v.kernel or "circ_pad_flat<{T}>"
-        fn = Kernel("circ_pad.cu", expr, options=v.options).function(CTYPES[dtype])
         plan = circ_pad_op.launch_plan(shape, pads, itemsize)
-        params = plan.params
-        if expr.startswith("circ_pad_flat"):  # as CircPad.plan: one thread a vector
+        # the table's row by name, as CircPad.plan(..., variant=...): refused where it cannot pad
+        row = choose(CIRC_PAD_VARIANTS, plan, variant=v.kernel or "circ_pad_flat")
+        fn = kernel_of(v).function(CTYPES[dtype])
+        needed = row.blocks(plan, v.block)
+        if row.name == "circ_pad_flat":  # one thread a vector, FLAT_VECS vectors a thread
             vecs = int(next((o.split("=")[1] for o in v.options if "FLAT_VECS" in o), 1))
-            needed = -(-plan.flat_threads // (v.block * vecs))
-            default = needed
-            params = plan.flat_params
-        elif expr.startswith("circ_pad_warp_narrow"):  # as CircPad.plan: a warp per group
-            if not circ_pad_op.takes_warp_narrow(plan, itemsize):
-                raise AssertionError(f"circ_pad_warp_narrow does not apply to {shape}")
-            needed = -(-circ_pad_op.warp_narrow_groups(plan, itemsize) // (v.block // 32))
-            default = min(needed, circ_pad_op.WARP_NARROW_WAVES * resident_blocks(fn, v.block))
-        elif expr.startswith("circ_pad_warp"):  # as CircPad.plan: a warp per output row at most
-            if not circ_pad_op.takes_warp(plan, itemsize) and "WARP_ROW" not in str(v.options):
-                raise AssertionError(f"circ_pad_warp does not apply to {shape}")
-            rows = math.prod(plan.out_shape[:-1])
-            needed = -(-rows // (v.block // 32))
-            default = min(needed, circ_pad_op.WARP_GRID_WAVES * resident_blocks(fn, v.block))
-            params = plan.flat_params
-        elif expr.startswith("circ_pad_narrow"):  # one block per plane at most
-            if not plan.narrow_planes:
-                raise AssertionError(f"circ_pad_narrow does not apply to {shape}")
-            needed = plan.narrow_planes
-            default = min(needed, circ_pad_op.NARROW_GRID_WAVES * resident_blocks(fn, v.block))
-        else:
-            needed = -(-plan.threads // v.block)
-            default = min(needed, 4 * resident_blocks(fn, v.block))
+            needed = -(-needed // vecs)
+        default = row.grid(plan, lambda: resident_blocks(fn, v.block), v.block)
         grid = _grid(v.grid, needed, default, fn, v.block)
-        return Built(Launch(fn, grid=grid, block=v.block, args=(POINTER, POINTER, params)),
-                     plan.out_shape)
+        return Built(Launch(fn, grid=grid, block=v.block, args=row.args(plan)), plan.out_shape)
 
     # circ_pad_flat (CircPad's default where pads touch the last two dims only): the full grid
     # of one vector a thread, then grid-stride grids, vectors a thread, register caps, blocks.
@@ -188,16 +192,15 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
         Variant("flat block 128", (), 128), Variant("flat block 512", (), 512),
         Variant("flat no table", ("-DCIRC_PAD_FLAT_TABLE=0",)),
     )
-    old = "circ_pad<{T}>"
+    old = "circ_pad"
 
     def torch_fn(t: Any) -> Any:
         import torch.nn.functional as F
         return F.pad(t, pads, mode="circular")
 
-    kernel = ("circ_pad.cu", "circ_pad_flat<{T}>")
-    if narrow:  # CircPad.plan takes circ_pad_warp_narrow here, on WARP_NARROW_WAVES grids
-        nk = "circ_pad_narrow<{T}>"
-        wk = "circ_pad_warp_narrow<{T}>"
+    if narrow:  # CircPad.plan takes circ_pad_warp_narrow here, on its row's grids
+        nk = "circ_pad_narrow"
+        wk = "circ_pad_warp_narrow"
         odometer = ("-DCIRC_PAD_NARROW_TABLE=0",)  # the narrow kernel before its table path
         big = ("-DCIRC_PAD_WN_BLOCK=512",)  # static buffers for 16 warps a block
         variants += (
@@ -224,19 +227,20 @@ def circ_pad_case(dtype: str, narrow: bool) -> Case:
             Variant("narrow b128 1x", (), 128, "1x", kernel=nk),
             Variant("narrow b512", (), 512, kernel=nk),
             Variant("narrow no pipeline", ("-DCIRC_PAD_PIPELINE=0",), kernel=nk),
-            Variant("old narrow odometer (2x)", odometer, kernel=nk),
+            Variant("old narrow odometer 2x", odometer, grid="2x", kernel=nk),
             Variant("old narrow odometer 1x", odometer, grid="1x", kernel=nk),
-            Variant("old circ_pad (4x)", kernel=old),
+            Variant("old circ_pad (4x)", grid="4x", kernel=old),
         )
         return Case(f"CircPad-narrow {dtype}", dtype, plugin, lambda b: _narrow(b, itemsize),
-                    (1, 7, 512, 8), build, variants, torch_fn, kernel)
+                    (1, 7, 512, 8), build, variants, torch_fn, kernel_of)
     variants += (
-        Variant("old circ_pad (4x)", kernel=old), Variant("old grid 1x", grid="1x", kernel=old),
-        Variant("old strips only", ("-DCIRC_PAD_STAGE_BYTES=0",), kernel=old),
+        Variant("old circ_pad (4x)", grid="4x", kernel=old),
+        Variant("old grid 1x", grid="1x", kernel=old),
+        Variant("old strips only (4x)", grid="4x", kernel="circ_pad_strips"),
     )
     variants += _warp_variants(512 * itemsize)
     return Case(f"CircPad {dtype}", dtype, plugin, lambda b: _nchw(b, itemsize),
-                (1, 3, 512, 512), build, variants, torch_fn, kernel)
+                (1, 3, 512, 512), build, variants, torch_fn, kernel_of)
 
 
 def _warp_variants(row_bytes: int) -> Tuple[Variant, ...]:
@@ -246,7 +250,7 @@ def _warp_variants(row_bytes: int) -> Tuple[Variant, ...]:
     most 48 KiB: BLOCK / 32 * (DEPTH + 1) * (ROW + 32) bytes), register caps (MINB: 0, no cap,
     unless named, where these knobs are set) and plain loads (ASYNC=0); only those whose slots
     hold the row."""
-    wk = "circ_pad_warp<{T}>"
+    wk = "circ_pad_warp"
 
     def fits(block: int, depth: int, row: int) -> bool:
         return row >= row_bytes and block // 32 * (depth + 1) * (row + 32) <= 49152
@@ -257,7 +261,7 @@ def _warp_variants(row_bytes: int) -> Tuple[Variant, ...]:
                 f"-DCIRC_PAD_WARP_ROW={row}", minb)
 
     out: List[Variant] = []
-    if row_bytes <= circ_pad_op.WARP_ROW_BYTES:  # the kernel as compiled for the plugin
+    if row_bytes <= WARP_ROW_BYTES:  # the kernel as compiled for the plugin
         out += [Variant("warp (plugin)", kernel=wk)]
         out += [Variant(f"warp {g}", grid=g, kernel=wk) for g in ("2x", "4x", "full")]
         out += [Variant("warp minb0", ("-DCIRC_PAD_WARP_MINB=0",), kernel=wk),
@@ -280,30 +284,34 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
                   padding=[pad, pad], in_scale=1.0, out_scale=1.0)
     plugin = Pool(**fields)
     itemsize = np.dtype(dtype).itemsize
-    chosen = kernel_name(plugin.window(), CTYPES[dtype], True)  # the op's kernel at ratio 1
-    block = block_size(chosen, itemsize)                          # and block
-    expr = chosen + "<{T}>"
 
-    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        fn = Kernel("pool.cu", v.kernel or expr, options=v.options).function(CTYPES[dtype])
+    def facts(shape: Tuple[int, ...]) -> PoolFacts:
         n, c, h, w = shape
         ho, wo = output_size(h, kernel, stride, pad), output_size(w, kernel, stride, pad)
-        name = (v.kernel or expr).split("<")[0]  # as Pool.plan
-        needed = blocks_needed(name, n * c, ho, wo, w, itemsize, v.block)
-        default = min(needed, resident_blocks(fn, v.block))
+        return PoolFacts(plugin.window(), n * c, h, w, ho, wo, itemsize, int(mode == "avg"),
+                         1.0, 1.0)
+
+    chosen = choose(POOL_VARIANTS, facts(_nchw(64 << 20, itemsize)))  # the op's row at ratio 1
+    block = chosen.block
+
+    def kernel_of(v: Variant) -> Kernel:
+        return _row_kernel(find(POOL_VARIANTS, v.kernel or chosen.name), v.options)
+
+    def build(v: Variant, shape: Tuple[int, ...]) -> Built:
+        row = find(POOL_VARIANTS, v.kernel or chosen.name)  # as Pool.plan(..., variant=...)
+        fn = kernel_of(v).function(CTYPES[dtype])
+        f = facts(shape)
+        needed = row.blocks(f, v.block)
+        default = row.grid(f, lambda: resident_blocks(fn, v.block), v.block)
         grid = _grid(v.grid, needed, default, fn, v.block)
-        args = (POINTER, POINTER, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
-                np.int32(wo), np.int32(kernel), np.int32(kernel), np.int32(stride),
-                np.int32(stride), np.int32(pad), np.int32(pad), np.int32(mode == "avg"),
-                np.float32(1.0), np.float32(1.0))
-        return Built(Launch(fn, grid=grid, block=v.block, args=args), (n, c, ho, wo))
+        return Built(Launch(fn, grid=grid, block=v.block, args=row.args(f)),
+                     shape[:2] + (f.ho, f.wo))
 
     other = 256 if block == 128 else 128
-    if kernel == 5:  # pool2d_band (shared-memory bands), pool2d_cols, pool2d_wide's vector path
-        wide, band, cols = "pool2d_wide<{T}>", "pool2d_band<{T}>", "pool2d_cols<{T}>"
-        one, rs = ("-DPP_POOL_BAND_STAGES=1",), "-DPP_POOL_BAND_RS="
+    if kernel == 5:  # pool2d_cols (the plugin's rows), pool2d_wide's vector path
+        wide, cols = "pool2d_wide", "pool2d_cols"
         ahead, seg, minb = "-DPP_POOL_COLS_AHEAD=", "-DPP_POOL_COLS_S=", "-DPP_POOL_COLS_MINB="
-        # pool2d_cols: the kernel the plugin takes when BAND_KERNEL is flipped to it
+        # pool2d_cols on its own segment rule (INT8's row), then its knobs
         cols_variants = (Variant("cols b256", (), 256, kernel=cols),
                          Variant("cols b128", (), 128, kernel=cols),
                          Variant("cols 2x", (), 256, "2x", kernel=cols),
@@ -316,28 +324,13 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
                          Variant("cols S16", (seg + "16",), 256, kernel=cols),
                          Variant("cols S32", (seg + "32",), 256, kernel=cols),
                          Variant("cols S64", (seg + "64",), 256, kernel=cols))
-        band_variants = tuple(Variant(name, opts, b, g, kernel=band) for name, opts, b, g in (
-            (f"band b{block}", (), block, "default"), ("band 2x", (), block, "2x"),
-            ("band 1 stage", one, block, "default"), ("band 1 stage full", one, block, "full"),
-            ("band plain loads", ("-DPP_POOL_BAND_ASYNC=0",), block, "default"),
-            ("band rs1", (rs + "1",), block, "default"),
-            ("band rs4 b128", (rs + "4",), 128, "default"),
-            ("band b128", (), 128, "default"),
-            ("band tc32", ("-DPP_POOL_BAND_TC=32",), block, "default"),
-            ("band 10K stages", ("-DPP_POOL_BAND_CHUNKS=640",), block, "default"),
-            ("band 24K stages", ("-DPP_POOL_BAND_CHUNKS=1536",), block, "default"),
-            ("band 1 stage 40K", one + ("-DPP_POOL_BAND_CHUNKS=2560",), block, "default"),
-            ("band minb3 (85 regs)", ("-DPP_POOL_BAND_MINB=3",), block, "default")))
-        s4 = chosen == "pool2d_cols" and COLS_SEGMENT_ROWS[itemsize] == 4  # as Pool.plan
-        default_v = (Variant(f"default (cols S4 full b{block})", (seg + "4",), block, "full")
-                     if s4 else Variant(f"default ({chosen} b{block})", (), block))
-        variants = ((default_v,
+        variants = ((Variant(f"default ({chosen.name} b{block})", (), block),
                      Variant("old default (wide b128)", (), 128, kernel=wide))
-                    + band_variants + cols_variants
+                    + cols_variants
                     + (Variant("old wide rows1 u2", ("-DPP_POOL_ROWS_5=1", "-DPP_POOL_UNITS_5=2"),
                                128, kernel=wide),))
-    elif chosen == "pool2d_i8":
-        old = "pool2d<{T}>"
+    elif chosen.name == "pool2d_i8":
+        old = "pool2d"
         variants = (Variant(f"default (simd u2 b{block})", (), block),
                     Variant("simd u1", ("-DPP_POOL_UNITS_I8=1",), block),
                     Variant("simd u4", ("-DPP_POOL_UNITS_I8=4",), block),
@@ -365,48 +358,49 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
     # row (lane-edge halos loaded) and ragged last groups; an odd height (a partial segment)
     check_shape = (1, 3, 131, 720) if kernel == 5 else (1, 5, 128, 512)
     return Case(label, dtype, plugin, lambda b: _nchw(b, itemsize), check_shape, build, variants,
-                None if dtype == "int8" else torch_fn, ("pool.cu", expr))
+                None if dtype == "int8" else torch_fn, kernel_of)
 
 
 def rope_case(dtype: str) -> Case:
     plugin = RoPE(rotary_dim=128, theta=10000.0, layout="neox", position_offset=0)
     itemsize = np.dtype(dtype).itemsize
+    rope_row = "rope" if itemsize == 4 else "rope_1x"  # the rows rope runs on for this type
+
+    def kernel_of(v: Variant) -> Kernel:
+        return _row_kernel(find(ROPE_VARIANTS, v.kernel or rope_row), v.options)
 
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        if v.kernel.startswith("rope_table"):
+        if v.kernel == "rope_table":
             return build_table(v, shape)
-        fn = Kernel("rope.cu", "rope<{T}>", options=v.options).function(CTYPES[dtype])
+        row = find(ROPE_VARIANTS, v.kernel or rope_row)
+        fn = kernel_of(v).function(CTYPES[dtype])
         b, s, heads, head_dim = shape
         hp = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_HEADS" in o),
                       16 if itemsize == 4 else 8))
         items = b * s * -(-heads // hp) * -(-head_dim * itemsize // 16)
         needed = -(-items // v.block)
-        default = min(needed, GRID_WAVES[itemsize] * resident_blocks(fn, v.block))
+        default = min(needed, row.waves * resident_blocks(fn, v.block))
         grid = _grid(v.grid, needed, default, fn, v.block)
-        args = (POINTER, POINTER, POINTER, np.int64(b * s), np.int32(s), np.int32(heads),
-                np.int32(head_dim), np.int32(128), np.int32(LAYOUTS["neox"]), np.int32(0),
-                np.float32(10000.0))
-        return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
+        f = RopeFacts(b * s, s, heads, head_dim, 128, LAYOUTS["neox"], 0, 10000.0, itemsize)
+        return Built(Launch(fn, grid=grid, block=v.block, args=row.args(f)), shape)
 
     def build_table(v: Variant, shape: Tuple[int, ...]) -> Built:  # as RoPE.plan
-        fn = Kernel("rope.cu", v.kernel, options=v.options).function(CTYPES[dtype])
+        fn = kernel_of(v).function(CTYPES[dtype])
         b, s, heads, head_dim = shape
         units = int(next((o.split("=")[1] for o in v.options if "PP_ROPE_TABLE_UNITS" in o), 2))
-        tile_units = table_tile_units.get(v.name, 2 * v.block * units)  # as rope.TILE_UNITS
+        tile_units = table_tile_units.get(v.name, 2 * v.block * units)  # as TILE_UNITS
         tt, th, tiles = table_tiles(b * s, heads, head_dim, 128, itemsize, LAYOUTS["neox"],
                                     units=tile_units)
-        waves = TABLE_WAVES[itemsize]
-        default = tiles if waves is None else min(tiles, waves * resident_blocks(fn, v.block))
-        grid = _grid(v.grid, tiles, default, fn, v.block)
+        grid = _grid(v.grid, tiles, tiles, fn, v.block)  # its row: one block per tile
         args = (POINTER, POINTER, POINTER, np.int64(b * s), np.int32(s), np.int32(heads),
                 np.int32(head_dim), np.int32(128), np.int32(LAYOUTS["neox"]), np.int32(0),
                 np.float32(10000.0), np.int32(tt), np.int32(th))
         return Built(Launch(fn, grid=grid, block=v.block, args=args), shape)
 
-    # rope_table (RoPE's kernel where it applies): "table" = its defaults (2 units a thread,
-    # 5 blocks/SM bounds, first loads before the table, a tile of block x units, TABLE_WAVES),
-    # then one change each.
-    tk = "rope_table<{T}>"
+    # rope_table (RoPE's kernel for half): "table" = its row (2 units a thread, 5 blocks/SM
+    # bounds, first loads before the table, a tile of block x units, one block per tile), then
+    # one change each.
+    tk = "rope_table"
     table_tile_units = {"table tile 256": 256, "table tile 1024": 1024, "table tile 2048": 2048}
     table_variants = (
         Variant("table", kernel=tk),
@@ -454,7 +448,7 @@ def rope_case(dtype: str) -> Case:
     per_pos = 8 * 128
     return Case(f"RoPE {dtype}", dtype, plugin,
                 lambda nb: (1, nb // itemsize // per_pos, 8, 128), (2, 100, 8, 128), build,
-                variants, None, ("rope.cu", "rope<{T}>"))
+                variants, None, kernel_of)
 
 
 class _Fixed(NamedTuple):
@@ -503,6 +497,10 @@ def _stream_grid(rule: str, needed: int, fn: Any, block: int) -> int:
 
 def rmsnorm_case(dtype: str) -> Case:
     d = 4096
+
+    def kernel_of(v: Variant) -> Kernel:  # the op's kernel, the variant's options over its own
+        return _row_kernel(find(rmsnorm_op.VARIANTS, "rmsnorm"), v.options)
+
     plugin = rmsnorm_op.RMSNorm(eps=1e-6)
     itemsize = np.dtype(dtype).itemsize
     w_host = (np.random.default_rng(5).standard_normal(d) * 0.5 + 1.0).astype(dtype)
@@ -512,7 +510,7 @@ def rmsnorm_case(dtype: str) -> Case:
         import cupy as cp
         if "w" not in w_dev:
             w_dev["w"] = cp.asarray(w_host)
-        fn = Kernel("rmsnorm.cu", "rmsnorm<{T}>", options=v.options).function(CTYPES[dtype])
+        fn = kernel_of(v).function(CTYPES[dtype])
         rows = math.prod(shape[:-1])
         needed = rmsnorm_op.grid_size(rows, d, itemsize, v.block)
         grid = _stream_grid(v.grid, needed, fn, v.block)
@@ -536,7 +534,7 @@ def rmsnorm_case(dtype: str) -> Case:
 
     return Case(f"RMSNorm {dtype}", dtype, _Fixed(plugin, (w_host,)),
                 lambda b: (b // itemsize // d, d), (37, d), build, variants, torch_fn,
-                ("rmsnorm.cu", "rmsnorm<{T}>"))
+                kernel_of)
 
 
 def seq_repeat_case(dtype: str) -> Case:
@@ -544,8 +542,13 @@ def seq_repeat_case(dtype: str) -> Case:
     plugin = seq_repeat_op.SeqRepeat(factor=factor)
     itemsize = np.dtype(dtype).itemsize
 
+    def kernel_of(v: Variant) -> Kernel:  # the op's kernel, the variant's options over its own
+        kernel = seq_repeat_op.SeqRepeat.kernel
+        return Kernel(kernel.source, kernel.expression,
+                      options=with_options(kernel.options, v.options))
+
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        fn = Kernel("seq_repeat.cu", "seq_repeat<{T}>", options=v.options).function(CTYPES[dtype])
+        fn = kernel_of(v).function(CTYPES[dtype])
         d0, length, inner = shape
         unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), 1))
         needed = -(-d0 * length * inner // (16 // itemsize * v.block * unroll))
@@ -566,7 +569,7 @@ def seq_repeat_case(dtype: str) -> Case:
 
     return Case(f"SeqRepeat {dtype}", dtype, plugin,
                 lambda b: (1, b // itemsize // width, width), (2, 100, width), build, variants,
-                torch_fn, ("seq_repeat.cu", "seq_repeat<{T}>"))
+                torch_fn, kernel_of)
 
 
 def bar_case(dtype: str) -> Case:
@@ -576,8 +579,13 @@ def bar_case(dtype: str) -> Case:
     plugin = bar_op.BarPlugin()
     itemsize = np.dtype(dtype).itemsize
 
+    def kernel_of(v: Variant) -> Kernel:  # the op's kernel, the variant's options over its own
+        kernel = bar_op.BarPlugin.kernel
+        return Kernel(kernel.source, kernel.expression,
+                      options=with_options(kernel.options, v.options))
+
     def build(v: Variant, shape: Tuple[int, ...]) -> Built:
-        fn = Kernel("bar.cu", "bar<{T}>", options=v.options).function(CTYPES[dtype])
+        fn = kernel_of(v).function(CTYPES[dtype])
         half = math.prod(shape[1:])
         unroll = int(next((o.split("=")[1] for o in v.options if "UNROLL" in o), bar_op.UNROLL))
         needed = -(-2 * half // (16 // itemsize * v.block * unroll))
@@ -602,7 +610,7 @@ def bar_case(dtype: str) -> Case:
 
     return Case(f"BarPlugin {dtype}", dtype, _BarStacked(plugin),
                 lambda b: (2, b // itemsize // 2 // width, width), (2, 100, width), build,
-                variants, torch_fn, ("bar.cu", "bar<{T}>"))
+                variants, torch_fn, kernel_of)
 
 
 def all_cases() -> List[Case]:
@@ -635,8 +643,8 @@ def precompile(cases: Sequence[Case], workers: int) -> None:
     the timing process only loads them (NVRTC takes seconds per pool.cu variant)."""
     import concurrent.futures
     import multiprocessing
-    jobs = sorted({(c.kernel[0], v.kernel or c.kernel[1], v.options, CTYPES[c.dtype])
-                   for c in cases for v in c.variants})
+    kernels = [(c.kernel_of(v), CTYPES[c.dtype]) for c in cases for v in c.variants]
+    jobs = sorted({(k.source, k.expression, k.options, ctype) for k, ctype in kernels})
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         for err in pool.map(_compile_one, jobs):

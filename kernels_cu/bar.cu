@@ -32,9 +32,10 @@
 namespace pp_bar {
 
 // Independent 16-byte loads each thread issues before its stores, per loop trip (tuning knob;
-// 1 with a full grid is the fastest copy structure measured).
+// 1 with a full grid is the fastest copy structure measured). The host sizes its grid by it:
+// pyplugins.ops.bar.DEFINES passes it, so there is no default here.
 #ifndef PP_BAR_UNROLL
-#define PP_BAR_UNROLL 2
+#error "bar.cu needs -DPP_BAR_UNROLL (16-byte vectors a thread loads per trip)"
 #endif
 constexpr int kUnroll = PP_BAR_UNROLL;
 

@@ -2,7 +2,10 @@
 //
 // Computes y[o_0, ..., o_7] = x[(o_0 - before_0) mod in_0, ..., (o_7 - before_7) mod in_7]
 // with a non-negative modulo, which is numpy.pad(x, pads, mode="wrap") exactly, pads larger
-// than the input dim included (the input repeats as often as needed). Negative pads crop.
+// than the input dim included (the input repeats as often as needed). The plugin's pads are
+// never negative (its field refuses them). The kernels see dims and shifts, not pads, and the GPU
+// tests also launch circ_pad_narrow directly on output dims smaller than the input's (a crop);
+// nothing else relies on that.
 // The element type only sets the element size: elements move as raw bytes.
 //
 // Launch contract
@@ -60,16 +63,16 @@
 //              each lane keeps CIRC_PAD_UNROLL (2) vectors in flight. The source row is found
 //              once per row (an odometer over the 7 outer dims).
 //
-// A second kernel for narrow rows (circ_pad.py picks it; same parameters):
+// A second kernel for narrow rows (circ_pad.py's variant table picks it; same parameters):
 //   kernel     circ_pad_narrow<T>(const T* x, T* y, CircPadParams p), p as above (rows,
 //              strips, strip_vecs and group unused).
 //   needs      with S = sizeof(T), planes = prod(out_dims[0..5]), one input plane of
 //              in_dims[6] * in_dims[7] * S bytes: (plane bytes + 30) rounded down to 16
-//              <= CIRC_PAD_NARROW_DATA (20480); out_dims[6] * out_dims[7] <= 2^24. The host
+//              <= CIRC_PAD_NARROW_DATA (a -D option); out_dims[6] * out_dims[7] <= 2^24. The host
 //              picks it for output rows of at most 128 bytes (circ_pad.NARROW_ROW_BYTES).
 //   block      1-D, a multiple of 32 threads, at most 1024 (256 recommended).
-//   grid       any number of blocks >= 1; recommended min(planes, 2 * resident blocks)
-//              (circ_pad.NARROW_GRID_WAVES).
+//   grid       any number of blocks >= 1; recommended min(planes, resident blocks)
+//              (its row's waves in circ_pad.py).
 //   shared     0 dynamic; 45,664 bytes static: two stages (42,592) and the table path's
 //              column table (CIRC_PAD_NARROW_TABLE * 4 bytes) and phases (1,024 bytes).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
@@ -177,6 +180,27 @@
 // @instantiate circ_pad_warp<long long>
 #include "common.cuh"
 
+// Constants the host shares: pyplugins.ops.circ_pad.DEFINES passes each as a -D option
+// to every compile, and the host sizes work by them, so there is no default here.
+#ifndef CIRC_PAD_NARROW_DATA
+#error "circ_pad.cu needs -DCIRC_PAD_NARROW_DATA (circ_pad_narrow: plane bytes a stage holds)"
+#endif
+#ifndef CIRC_PAD_WN_CHUNKS
+#error "circ_pad.cu needs -DCIRC_PAD_WN_CHUNKS (circ_pad_warp_narrow: 16-byte chunks per lane)"
+#endif
+#ifndef CIRC_PAD_WN_TABLE
+#error "circ_pad.cu needs -DCIRC_PAD_WN_TABLE (circ_pad_warp_narrow: offset-table entries, G * wo)"
+#endif
+#ifndef CIRC_PAD_WN_BLOCK
+#error "circ_pad.cu needs -DCIRC_PAD_WN_BLOCK (circ_pad_warp_narrow: most threads a block)"
+#endif
+#ifndef CIRC_PAD_WARP_ROW
+#error "circ_pad.cu needs -DCIRC_PAD_WARP_ROW (circ_pad_warp: most input row bytes, a slot's size)"
+#endif
+#ifndef CIRC_PAD_WARP_BLOCK
+#error "circ_pad.cu needs -DCIRC_PAD_WARP_BLOCK (circ_pad_warp: most threads a block)"
+#endif
+
 #ifndef CIRC_PAD_UNROLL
 #define CIRC_PAD_UNROLL 2  // strips path: output vectors in flight per lane
 #endif
@@ -188,9 +212,6 @@
 #endif
 #ifndef CIRC_PAD_TILE_OUT
 #define CIRC_PAD_TILE_OUT 16384  // staged path: output bytes per tile to aim for
-#endif
-#ifndef CIRC_PAD_NARROW_DATA
-#define CIRC_PAD_NARROW_DATA 20480  // circ_pad_narrow: plane bytes per stage (circ_pad.py knows)
 #endif
 #ifndef CIRC_PAD_NARROW_TABLE
 #define CIRC_PAD_NARROW_TABLE 512  // circ_pad_narrow: column table entries (G * wo); 0: odometer only
@@ -268,23 +289,9 @@ __device__ __forceinline__ uint4 gather16(const B* src, unsigned int c, unsigned
 
 // The source element offset of output row `row` (its outer-dim index, found from scratch).
 __device__ __forceinline__ pp::index_t source_row(pp::uindex_t row, const CircPadParams& p) {
-    pp::index_t in_off = 0;
-    pp::uindex_t quot, rem;
-#pragma unroll
-    for (int d = pp::kMaxRank - 2; d >= 0; --d) {
-        pp::uindex_t od = 0;
-        if (p.out_dims.d[d] > 1) {
-            pp::divmod(row, p.out_dims.d[d], quot, od);
-            row = quot;
-        }
-        pp::uindex_t sd = od + p.shift.d[d];
-        if (sd >= static_cast<pp::uindex_t>(p.in_dims.d[d])) {
-            pp::divmod(sd, p.in_dims.d[d], quot, rem);
-            sd = rem;
-        }
-        in_off += static_cast<pp::index_t>(sd) * p.in_strides.d[d];
-    }
-    return in_off;
+    auto offset_only = [](int, pp::uindex_t, pp::uindex_t) {};
+    return pp::WrapOdometer<pp::kMaxRank - 1>::split(row, p.out_dims, p.in_dims, p.shift,
+                                                     p.in_strides, offset_only);
 }
 
 // 16 bytes at byte offset `off` of shared memory `base` (16-byte aligned), as one or two
@@ -411,15 +418,8 @@ __device__ __forceinline__ void stage_emit(const StageBuf& buf, B* tile_out, uns
             const int e = rel + static_cast<int>(t);
             if (e >= 0 && static_cast<unsigned int>(e) < ne) {
                 v.v[t] = *reinterpret_cast<const B*>(buf.data + at + c * S);
-                if (++c == g.wi) {
-                    c = 0;
-                }
-                if (++col == g.wo) {
-                    col = 0;
-                    c = g.s;
-                    if (++i < nr) {
-                        at = buf.at[i];
-                    }
+                if (pp::wrap_step(col, c, g.wo, g.wi, g.s) && ++i < nr) {
+                    at = buf.at[i];
                 }
             }
         }
@@ -660,23 +660,11 @@ __device__ __forceinline__ pp::Vec16<B> narrow_gather(const unsigned char* data,
     for (unsigned int t = 0; t < V; ++t) {
         if (!Guard || (rel + static_cast<int>(t) >= 0 && static_cast<unsigned int>(rel) + t < ne)) {
             v.v[t] = *reinterpret_cast<const B*>(rowp + c * S);
-            if (t + 1 < V) {
-                if (++c == g.wi) {
-                    c = 0;
+            if (t + 1 < V && pp::wrap_step(w, c, g.wo, g.wi, g.sw)) {
+                if (pp::wrap_step(h, r, g.ho, g.hi, g.sh)) {
+                    ++j;  // <= pk <= 64: at[] has 72 entries
                 }
-                if (++w == g.wo) {
-                    w = 0;
-                    c = g.sw;
-                    if (++r == g.hi) {
-                        r = 0;
-                    }
-                    if (++h == g.ho) {
-                        h = 0;
-                        r = g.sh;
-                        ++j;  // <= pk <= 64: at[] has 72 entries
-                    }
-                    rowp = data + at[j] + r * g.row_bytes;
-                }
+                rowp = data + at[j] + r * g.row_bytes;
             }
         }
     }
@@ -919,20 +907,8 @@ __device__ __forceinline__ void flat_gather_any(const B* __restrict__ x, pp::ind
         const pp::index_t et = e + t;
         if (et >= 0 && et < g.total) {
             v.v[t] = __ldg(plane + static_cast<pp::index_t>(r) * g.wi + c);
-            if (++c == g.wi) {
-                c = 0;
-            }
-            if (++w == g.wo) {
-                w = 0;
-                c = g.sw;
-                if (++r == g.hi) {
-                    r = 0;
-                }
-                if (++h == g.ho) {
-                    h = 0;
-                    r = g.sh;
-                    plane += g.plane_in;
-                }
+            if (pp::wrap_step(w, c, g.wo, g.wi, g.sw) && pp::wrap_step(h, r, g.ho, g.hi, g.sh)) {
+                plane += g.plane_in;
             }
         }
     }
@@ -1034,35 +1010,15 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
     const int strip_vecs = static_cast<int>(p.strip_vecs);
     const unsigned int step = static_cast<unsigned int>(G * V) % wi;  // column advance per vector
 
-    pp::uindex_t row, strip, quot, rem;
+    pp::uindex_t row, strip;
     pp::divmod(unit, p.strips, row, strip);
 
-    // Odometer over the outer dims: o = output index, si = source index, in_off = source row.
-    int o[R];
-    int si[R];
-    pp::index_t in_off = 0;
-    {
-        pp::uindex_t rest = row;
-#pragma unroll
-        for (int d = R - 1; d >= 0; --d) {
-            pp::uindex_t od = 0;
-            if (p.out_dims.d[d] > 1) {
-                pp::divmod(rest, p.out_dims.d[d], quot, od);
-                rest = quot;
-            }
-            pp::uindex_t sd = od + p.shift.d[d];
-            if (sd >= static_cast<pp::uindex_t>(p.in_dims.d[d])) {
-                pp::divmod(sd, p.in_dims.d[d], quot, rem);
-                sd = rem;
-            }
-            o[d] = static_cast<int>(od);
-            si[d] = static_cast<int>(sd);
-            in_off += static_cast<pp::index_t>(sd) * p.in_strides.d[d];
-        }
-    }
+    // The outer dims' odometer: the source row of output row `row` (outer.off), moved on per row.
+    pp::WrapOdometer<R> outer;
+    outer.start(row, p.out_dims, p.in_dims, p.shift, p.in_strides);
 
     for (;;) {
-        const B* __restrict__ src = xb + in_off;
+        const B* __restrict__ src = xb + outer.off;
         B* __restrict__ dst = yb + static_cast<pp::index_t>(row) * wo;
         // Elements before the row's first 16-byte boundary, then whole vectors, then a tail.
         const int mis = static_cast<int>((reinterpret_cast<pp::uindex_t>(dst) & 15u) / sizeof(B));
@@ -1110,27 +1066,7 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
         // Next row: advance the odometer, carrying into outer dims.
         strip = 0;
         ++row;
-        bool carry = true;
-#pragma unroll
-        for (int d = R - 1; d >= 0; --d) {
-            if (carry) {
-                const int in_d = static_cast<int>(p.in_dims.d[d]);
-                const pp::index_t stride = p.in_strides.d[d];
-                carry = ++o[d] == p.out_dims.d[d];
-                if (!carry) {
-                    in_off += stride;
-                    if (++si[d] == in_d) {
-                        si[d] = 0;
-                        in_off -= static_cast<pp::index_t>(in_d) * stride;
-                    }
-                } else {
-                    const int sh = static_cast<int>(p.shift.d[d]);
-                    in_off += static_cast<pp::index_t>(sh - si[d]) * stride;
-                    si[d] = sh;
-                    o[d] = 0;
-                }
-            }
-        }
+        outer.next(p.out_dims, p.in_dims, p.shift, p.in_strides);
     }
 }
 
@@ -1215,7 +1151,7 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 
 // ==== circ_pad_warp_narrow: narrow rows, each warp stages its own groups of rows. =============
 //
-// A fourth kernel, for narrow rows (circ_pad.py: takes_warp_narrow), without block barriers in
+// A fourth kernel, for narrow rows (circ_pad.py: its row), without block barriers in
 // its loop:
 //   kernel     circ_pad_warp_narrow<T>(const T* x, T* y, CircPadFlatParams p), p as for
 //              circ_pad_flat (total, plane_in, wi, wo, hi, ho, sw, sh are read; the magic
@@ -1229,10 +1165,10 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              most 128 bytes (circ_pad.NARROW_ROW_BYTES) with pads >= 0 fits.
 //   args       x: any alignment (16-byte aligned is the fast case: aligned loads); y: any
 //              alignment (a multiple of sizeof(T)). No overlap.
-//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (256; a larger launch
-//              fails: the launch bounds say so).
-//   grid       any number of blocks >= 1; recommended min(blocks needed, 2 * resident blocks)
-//              (circ_pad.WARP_NARROW_WAVES); warps take groups round-robin, grid-stride.
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WN_BLOCK (the host's BLOCK; a
+//              larger launch fails: the launch bounds say so).
+//   grid       any number of blocks >= 1; recommended min(blocks needed, 4 * resident blocks)
+//              (its row's waves); warps take groups round-robin, grid-stride.
 //   shared     0 dynamic; static: CIRC_PAD_WN_TABLE * 2 bytes of offset table and, per warp of
 //              CIRC_PAD_WN_BLOCK / 32, 32 * CIRC_PAD_WN_CHUNKS * (16 + pad) bytes (pad:
 //              CIRC_PAD_WN_PAD rounded up to sizeof(T)): 24,576 bytes for 2- and 4-byte
@@ -1257,17 +1193,8 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
 //              y, store element by element.
 //
 // Knobs (-D options):
-#ifndef CIRC_PAD_WN_CHUNKS
-#define CIRC_PAD_WN_CHUNKS 4  // 16-byte input chunks per lane per group: sets the group's rows
-#endif
 #ifndef CIRC_PAD_WN_PAD
 #define CIRC_PAD_WN_PAD 4  // bytes after each staged row (a multiple of 4; 0: none)
-#endif
-#ifndef CIRC_PAD_WN_TABLE
-#define CIRC_PAD_WN_TABLE 2048  // offset table entries, G * wo (circ_pad.py knows)
-#endif
-#ifndef CIRC_PAD_WN_BLOCK
-#define CIRC_PAD_WN_BLOCK 256  // most threads per block: sizes the warps' static buffers
 #endif
 #ifndef CIRC_PAD_WN_MINB
 #define CIRC_PAD_WN_MINB 0  // > 0: __launch_bounds__ asks for this many blocks per SM
@@ -1584,14 +1511,14 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 //              sh, magic_plane and shift_plane only.
 //   needs      every dim before the last two unpadded; input rows of wi * sizeof(T) bytes, a
 //              multiple of 16 and at most CIRC_PAD_WARP_ROW (a launch with longer rows writes
-//              nothing: the host checks, circ_pad.takes_warp); ho * wo < 2^31 and hi, sw, sh
+//              nothing: the host checks, circ_pad.py); ho * wo < 2^31 and hi, sw, sh
 //              < 2^31 (circ_pad_flat's ranges).
-//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (256; the kernel's
-//              __launch_bounds__, so a larger block fails to launch).
+//   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (the host's BLOCK;
+//              the kernel's __launch_bounds__, so a larger block fails to launch).
 //   grid       any number of blocks >= 1; recommended min(ceil(rows / warps a block),
-//              circ_pad.WARP_GRID_WAVES * resident blocks), rows = total / wo.
+//              4 * resident blocks: its row's waves), rows = total / wo.
 //   shared     0 dynamic; (CIRC_PAD_WARP_BLOCK / 32) * (CIRC_PAD_WARP_DEPTH + 1) *
-//              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the defaults).
+//              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the host's values).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.
 //   how        warp w of the grid writes output rows w, w + warps, ... (all planes' rows in
 //              one sequence); output row (q, h) is source row (q, (h + sh) mod hi) shifted by
@@ -1616,14 +1543,8 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 // Its instantiations are listed at the top of the file, with the other kernels'.
 
 // circ_pad_warp's knobs (-D options; kernel_variants.py times them):
-#ifndef CIRC_PAD_WARP_ROW
-#define CIRC_PAD_WARP_ROW 2048  // most input row bytes, a slot's size (circ_pad.WARP_ROW_BYTES)
-#endif
 #ifndef CIRC_PAD_WARP_DEPTH
 #define CIRC_PAD_WARP_DEPTH 1  // rows whose copies are in flight while one is written
-#endif
-#ifndef CIRC_PAD_WARP_BLOCK
-#define CIRC_PAD_WARP_BLOCK 256  // most threads a block (static shared memory is sized for it)
 #endif
 #ifndef CIRC_PAD_WARP_MINB
 // > 0: __launch_bounds__ asks for this many blocks an SM (6 on sm_90: 40 registers, no spill,

@@ -17,6 +17,11 @@
 //   divmod                 an unsigned division that takes the 32-bit path when it can
 //   copy16_async, async_commit, async_wait<N>   16-byte global -> shared copies through
 //                          cp.async (sm_80+) when the template flag is on, else plain loads
+//   wrap_step              one step of a wrapping index odometer: an output index and the
+//                          source index it reads, (o + shift) mod n, moved on together
+//   WrapOdometer<R>        the outer dims of a wrap-padded tensor as such odometers: a flat
+//                          row index split into per-dim output and source indices, the source
+//                          row's element offset, and next() moving one row on, carrying
 #pragma once
 
 #include <cuda_fp16.h>
@@ -164,5 +169,93 @@ __device__ __forceinline__ void async_wait() {
     if (Async) asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+
+// One step of a wrapping odometer digit: output index o of a dim of `out` and the source index
+// s = (o + shift) mod `in` it reads move on by one; at the dim's end both restart (o = 0,
+// s = shift) and it returns true: carry into the next digit. The padding kernels walk rows
+// (o: output column, s: source column) and planes (o: output row, s: source row) with it.
+__device__ __forceinline__ bool wrap_step(unsigned int& o, unsigned int& s, unsigned int out,
+                                          unsigned int in, unsigned int shift) {
+    if (++s == in) {
+        s = 0;
+    }
+    if (++o == out) {
+        o = 0;
+        s = shift;
+        return true;
+    }
+    return false;
+}
+
+// The outer dims 0..R-1 of a wrap-padded tensor (every dim but the last, right-aligned in arrays
+// of kMaxRank as Dims8 holds them) as one odometer: o[d] the output index, s[d] = (o[d] +
+// shift[d]) mod in[d] the source index, off the source row's element offset, sum s[d] * stride[d].
+// start(row) splits a flat output row index (dims of 1 cost nothing); next() moves one row on,
+// carrying, with additions only; split() is start's arithmetic for a caller that needs only the
+// offset.
+template <int R>
+struct WrapOdometer {
+    int o[R];
+    int s[R];
+    index_t off;
+
+    __device__ __forceinline__ void start(uindex_t row, const Dims8& out, const Dims8& in,
+                                          const Dims8& shift, const Dims8& stride) {
+        off = split(row, out, in, shift, stride, [&](int d, uindex_t od, uindex_t sd) {
+            o[d] = static_cast<int>(od);
+            s[d] = static_cast<int>(sd);
+        });
+    }
+
+    // The source row offset of flat output row `row`, handing each dim's (d, o, s) to `digit`
+    // (start() keeps them; a caller that needs only the offset passes a no-op).
+    template <typename Digit>
+    static __device__ __forceinline__ index_t split(uindex_t row, const Dims8& out,
+                                                    const Dims8& in, const Dims8& shift,
+                                                    const Dims8& stride, Digit digit) {
+        index_t offset = 0;
+        uindex_t quot, rem;
+#pragma unroll
+        for (int d = R - 1; d >= 0; --d) {
+            uindex_t od = 0;
+            if (out.d[d] > 1) {
+                divmod(row, out.d[d], quot, od);
+                row = quot;
+            }
+            uindex_t sd = od + shift.d[d];
+            if (sd >= static_cast<uindex_t>(in.d[d])) {
+                divmod(sd, in.d[d], quot, rem);
+                sd = rem;
+            }
+            digit(d, od, sd);
+            offset += static_cast<index_t>(sd) * stride.d[d];
+        }
+        return offset;
+    }
+
+    __device__ __forceinline__ void next(const Dims8& out, const Dims8& in, const Dims8& shift,
+                                         const Dims8& stride) {
+        bool carry = true;
+#pragma unroll
+        for (int d = R - 1; d >= 0; --d) {
+            if (carry) {
+                const int in_d = static_cast<int>(in.d[d]);
+                carry = ++o[d] == out.d[d];
+                if (!carry) {
+                    off += stride.d[d];
+                    if (++s[d] == in_d) {
+                        s[d] = 0;
+                        off -= static_cast<index_t>(in_d) * stride.d[d];
+                    }
+                } else {
+                    const int sh = static_cast<int>(shift.d[d]);
+                    off += static_cast<index_t>(sh - s[d]) * stride.d[d];
+                    s[d] = sh;
+                    o[d] = 0;
+                }
+            }
+        }
+    }
+};
 
 }  // namespace pp

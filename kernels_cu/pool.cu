@@ -23,36 +23,23 @@
 //               padding 0 at in_scale == out_scale, which it computes four bytes at a time with
 //               byte-SIMD (max = __vmaxs4, average = rne(sum / 4) in 16-bit lanes, exact) when x
 //               is 16-byte aligned and w % 16 == 0; everything else takes the generic path.
-//     pool2d_band<T>(same arguments): the same function; launch it for 5x5 stride 2 column
-//               padding 2 (any ph <= 4) with at most 256 threads per block (its launch bounds;
-//               256 suggested) and grid = min(cdiv(nc * ho * wo, 256 * 2 * 8 / sizeof(T)),
-//               resident blocks): one wave of blocks, each looping over tiles gridDim.x apart.
-//               When x is 16-byte aligned and w * sizeof(T) % 16 == 0 (so wo = w / 2), a tile is
-//               the 2 R + 3 input rows that R output rows of one plane need, times up to 64
-//               16-byte chunks of columns plus the chunk either side (R as many as fit 20 KiB of
-//               shared memory, 8 for 64-chunk rows); a block copies it into shared memory with
-//               cp.async (sm_80+; plain loads before), the next tile's copies in flight while
-//               it computes this one (two 20 KiB stages, static), chunks outside the input
-//               filled with the max identity or 0. A thread then walks 2 output rows down one
-//               chunk: pairs of input rows reduced once (shared by two output rows), then the 5
-//               columns, on packed words (INT8 in 16-bit lanes: max of sign-extended q with
-//               VIMNMX3, sums of q + 128; half max __hmax2; float and half average in float),
-//               and stores 8 bytes of each output row. Elsewhere (or past 32-bit indices) the
-//               generic path, which spills under this kernel's 64-register cap.
-//     pool2d_cols<T>(same arguments): the same function; launch it for the same windows as
-//               pool2d_band, with a block of a multiple of 32 threads, at most 256 (its launch
-//               bounds; 256 suggested), and grid = min(cdiv(32 * nc * cdiv(w / V, 32) *
+//     pool2d_cols<T>(same arguments): the same function; launch it for 5x5 stride 2 column
+//               padding 2 (any ph <= 4), with a block of a multiple of 32 threads, at most
+//               PP_POOL_COLS_THREADS (its launch bounds; the host passes its block, 256), and grid = min(cdiv(32 * nc * cdiv(w / V, 32) *
 //               cdiv(ho, 8), 256), resident blocks) (V = 16 / sizeof(T)): at most one wave.
-//               Under the same conditions as the band (and blockDim.x % 32 == 0) it needs no
-//               shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
+//               When x is 16-byte aligned, w * sizeof(T) % 16 == 0 (so wo = w / 2), the indices
+//               fit 32 bits and blockDim.x % 32 == 0, it needs no shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
 //               (lanes past the row's end idle) and walks down a segment of S output rows
 //               (S from the grid: as many segments as keep the items within one wave of the
 //               grid's warps, 8 to 64 rows), keeping the pair reduction of the previous two input rows and the last
 //               one, so each output row loads two new input rows (512 contiguous bytes a warp),
 //               the next output row's loads in flight while it computes; the 2 columns left and
 //               the 1 right of a chunk come from the neighbouring lanes by warp shuffles (the
-//               group's end lanes load theirs), then the band's reduction and 8-byte stores.
-//               Elsewhere the generic path, as pool2d_band.
+//               group's end lanes load theirs), then the window's reduction on packed words
+//               (pairs of input rows reduced once, shared by two output rows; INT8 in 16-bit
+//               lanes: max of sign-extended q with VIMNMX3, sums of q + 128; half max __hmax2;
+//               float and half average in float) and 8-byte stores. Elsewhere the generic
+//               path, which spills under this kernel's 64-register cap.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -69,8 +56,9 @@
 //     first, so that each warp load is 512 contiguous bytes; it reduces down the window's rows
 //     first, then across. Stride-1 and 5x5 units cover several output rows (sharing their
 //     input rows), the others one.
-//   - Elsewhere (generic path) each thread computes 4 outputs a blockDim.x apart per trip,
-//     reading x through the caches; overlapping windows re-read inputs from L1/L2.
+//   - Elsewhere (generic path) each thread computes PP_POOL_OUTPUTS (4) outputs a blockDim.x
+//     apart per trip, reading x through the caches; overlapping windows re-read inputs from
+//     L1/L2.
 //   - 2x2 and 3x3 windows are unrolled at compile time; others loop. Index math is 32-bit
 //     (multiply-shift division) when numel(x) and numel(y) are below 2^31, 64-bit otherwise.
 //
@@ -81,9 +69,6 @@
 // @instantiate pool2d_wide<__half>
 // @instantiate pool2d_wide<signed char>
 // @instantiate pool2d_i8<signed char>
-// @instantiate pool2d_band<float>
-// @instantiate pool2d_band<__half>
-// @instantiate pool2d_band<signed char>
 // @instantiate pool2d_cols<float>
 // @instantiate pool2d_cols<__half>
 // @instantiate pool2d_cols<signed char>
@@ -91,18 +76,31 @@
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
 // (pool2d_wide without its extra windows), PP_POOL_UNITS_I8 (pool2d_i8's units per trip),
-// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_STAGED=0 (pool2d_band
-// = pool2d_wide, for comparison), PP_POOL_BAND_STAGES / _ASYNC / _CHUNKS / _TC / _RS / _RMAX /
-// _THREADS / _MINB (pool2d_band's tiles and pipeline, described where they are defined),
-// PP_POOL_COLS_AHEAD / _S / _SMIN / _SMAX / _THREADS / _MINB (pool2d_cols's prefetch distance,
-// segment rows and launch bounds, likewise).
+// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_COLS_AHEAD / _S / _SMAX
+// / _MINB (pool2d_cols's prefetch distance, segment rows and launch bounds, described where they
+// are defined). PP_POOL_COLS_SMIN and PP_POOL_COLS_THREADS have no default: the host sizes its
+// grid by them and passes them (pyplugins.ops.pool.DEFINES). pool2d_band, a kernel
+// that staged bands of rows in shared memory for the same windows as pool2d_cols, lost to it
+// and was removed (docs/ops/pool.md has the figures).
 
 #include "common.cuh"
+
+// Constants the host sizes its grids by: pyplugins.ops.pool.DEFINES passes each as a -D
+// option to every compile, so there is no default here.
+#ifndef PP_POOL_OUTPUTS
+#error "pool.cu needs -DPP_POOL_OUTPUTS (the generic path's outputs per thread per trip)"
+#endif
+#ifndef PP_POOL_COLS_SMIN
+#error "pool.cu needs -DPP_POOL_COLS_SMIN (pool2d_cols: fewest output rows a segment walks)"
+#endif
+#ifndef PP_POOL_COLS_THREADS
+#error "pool.cu needs -DPP_POOL_COLS_THREADS (pool2d_cols: its launch bounds' block)"
+#endif
 
 namespace pp_pool {
 
 // Outputs each thread computes per trip (independent loads in flight), generic path.
-constexpr int kOutputs = 4;
+constexpr int kOutputs = PP_POOL_OUTPUTS;
 
 // Vector path: units per thread per trip (stride 2 / stride 1), and output rows per stride-1
 // unit (stride-2 units cover one). 0 = the per-type default below; compile options override
@@ -528,53 +526,7 @@ __device__ __forceinline__ void pool_vec(const T* __restrict__ x, T* __restrict_
     }
 }
 
-// ---- band path (pool2d_band): 5x5 stride 2, column padding 2, staged in shared memory --------
-
-// A block stages a tile (the input rows that R output rows of one plane need, 2 R + 3 of them,
-// times tc 16-byte chunks of columns plus one chunk either side) into shared memory with
-// cp.async, the next tile's copies in flight while it computes this one; then each thread walks
-// RS output rows down one chunk (V / 2 outputs of each row), reducing down the window's rows
-// first (each pair of input rows reduced once, shared by two output rows), then across, on
-// packed words. Knobs (compile options): PP_POOL_STAGED=0 makes pool2d_band pool2d_wide's body
-// (for comparison); _STAGES (2: double-buffered, 1: load, wait, compute); _ASYNC=0 plain loads
-// instead of cp.async; _CHUNKS (one stage's 16-byte slots); _TC (chunks of a row per tile, at
-// most); _RS (output rows per thread walk); _RMAX (output rows per tile, at most).
-#ifndef PP_POOL_STAGED
-#define PP_POOL_STAGED 1
-#endif
-#ifndef PP_POOL_BAND_STAGES
-#define PP_POOL_BAND_STAGES 2
-#endif
-#ifndef PP_POOL_BAND_ASYNC
-#define PP_POOL_BAND_ASYNC 1
-#endif
-#ifndef PP_POOL_BAND_CHUNKS
-#define PP_POOL_BAND_CHUNKS 1280
-#endif
-#ifndef PP_POOL_BAND_TC
-#define PP_POOL_BAND_TC 64
-#endif
-#ifndef PP_POOL_BAND_RS
-#define PP_POOL_BAND_RS 2
-#endif
-#ifndef PP_POOL_BAND_RMAX
-#define PP_POOL_BAND_RMAX 64
-#endif
-// pool2d_band's launch bounds: at most PP_POOL_BAND_THREADS threads per block, registers for
-// PP_POOL_BAND_MINB such blocks per SM (256 x 4: 64 registers).
-#ifndef PP_POOL_BAND_THREADS
-#define PP_POOL_BAND_THREADS 256
-#endif
-#ifndef PP_POOL_BAND_MINB
-#define PP_POOL_BAND_MINB 4
-#endif
-static_assert(PP_POOL_BAND_STAGES == 1 || PP_POOL_BAND_STAGES == 2, "PP_POOL_BAND_STAGES: 1 or 2");
-static_assert(PP_POOL_BAND_RS >= 1 && PP_POOL_BAND_RMAX >= PP_POOL_BAND_RS,
-              "PP_POOL_BAND_RS >= 1 and PP_POOL_BAND_RMAX >= PP_POOL_BAND_RS");
-static_assert((2 * PP_POOL_BAND_RS + 3) * (PP_POOL_BAND_TC + 2) <= PP_POOL_BAND_CHUNKS,
-              "pool2d_band: a stage must hold at least RS output rows of a TC-chunk tile");
-static_assert(PP_POOL_BAND_STAGES * PP_POOL_BAND_CHUNKS * 16 <= 48 * 1024,
-              "pool2d_band: static shared memory is limited to 48 KiB");
+// ---- 5x5 stride 2 on packed words (pool2d_cols's reduction) ---------------------------------
 
 // prmt.b32 (PTX): bytes of {b, a} picked by the selector's nibbles; a nibble's bit 3 replicates
 // the picked byte's sign bit instead (sign extension to 16-bit lanes).
@@ -605,11 +557,10 @@ __device__ __forceinline__ unsigned hmax2w(unsigned a, unsigned b) {
     return *reinterpret_cast<const unsigned*>(&m);
 }
 
-// One staged input row's share of a thread: its chunk (V columns) plus the 2 columns left of it
-// and the 1 right of it, in the form it is reduced in. load() reads it from shared memory (the
-// chunk's slot and the slots either side), pair() / triple() reduce rows lane by lane (max or
-// sum), and emit() reduces across the 5 columns of each of the V / 2 outputs and packs them
-// into 8 bytes. rows: in-bounds rows of the output row's window; first / last: the chunk is the
+// One input row's share of a thread: its chunk (V columns) plus the 2 columns left of it and
+// the 1 right of it, in the form it is reduced in. set() takes it from registers (pool2d_cols
+// fills it by shuffles), pair() / triple() reduce rows lane by lane (max or sum), and emit()
+// reduces across the 5 columns of each of the V / 2 outputs and packs them into 8 bytes. rows: in-bounds rows of the output row's window; first / last: the chunk is the
 // row's first / last (its first / last output's window is clipped to 3 / 4 columns).
 template <typename T, bool AVG> struct BandRow;
 
@@ -619,10 +570,6 @@ template <typename T, bool AVG> struct BandRow;
 // bytes 0x80 (-128: the max identity, and 0 once biased).
 template <bool AVG> struct BandRow<signed char, AVG> {
     unsigned ev[4], od[4], l, r;
-    __device__ __forceinline__ void load(const uint4* slot) {
-        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
-            reinterpret_cast<const unsigned*>(slot + 1)[0]);
-    }
     __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         const unsigned w[4] = {c.x, c.y, c.z, c.w};
         const unsigned left = left8.y;
@@ -726,10 +673,6 @@ template <bool AVG> struct BandRow<signed char, AVG> {
 // Half max: raw half2 words (w[k] = columns 2k, 2k + 1; l = -2, -1; r = 8, 9), __hmax2.
 template <> struct BandRow<__half, false> {
     unsigned w[4], l, r;
-    __device__ __forceinline__ void load(const uint4* slot) {
-        set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
-            reinterpret_cast<const unsigned*>(slot + 1)[0]);
-    }
     __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
         w[0] = c.x; w[1] = c.y; w[2] = c.z; w[3] = c.w;
         l = left8.y;
@@ -776,14 +719,6 @@ template <> struct BandRow<__half, false> {
 template <typename T, bool AVG> struct BandRow {
     static constexpr int V = 16 / sizeof(T);
     float c[V + 3];
-    __device__ __forceinline__ void load(const uint4* slot) {
-        if constexpr (sizeof(T) == 4)
-            set(slot[0], reinterpret_cast<const uint2*>(slot - 1)[1],
-                reinterpret_cast<const unsigned*>(slot + 1)[0]);
-        else
-            set(slot[0], make_uint2(0u, reinterpret_cast<const unsigned*>(slot - 1)[3]),
-                reinterpret_cast<const unsigned*>(slot + 1)[0]);
-    }
     __device__ __forceinline__ void set(uint4 m, uint2 left, unsigned right) {
         if constexpr (sizeof(T) == 4) {
             c[0] = __uint_as_float(left.x); c[1] = __uint_as_float(left.y);
@@ -856,147 +791,6 @@ template <typename T, bool AVG> __device__ __forceinline__ unsigned band_fill() 
     return sizeof(T) == 1 ? 0x80808080u : (AVG ? 0u : max_identity(T()));
 }
 
-// Tile geometry: ch chunks per input row, tc per tile row (+ 2 slots: the chunks either side),
-// r output rows per tile (a multiple of RS), and the tile counts.
-struct BandGeom {
-    int ch, tc, stride, r, nr, bands, ctiles;
-    long long tiles;
-};
-
-__device__ __forceinline__ BandGeom band_geom(const Params& p, int V) {
-    constexpr int RS = PP_POOL_BAND_RS;
-    BandGeom g;
-    g.ch = p.w / V;
-    g.tc = g.ch < PP_POOL_BAND_TC ? g.ch : PP_POOL_BAND_TC;
-    g.stride = g.tc + 2;
-    int r = (PP_POOL_BAND_CHUNKS / g.stride - 3) / 2;  // rows that fit
-    r = r < PP_POOL_BAND_RMAX ? r : PP_POOL_BAND_RMAX;
-    const int ho_up = (p.ho + RS - 1) / RS * RS;          // no more than the plane needs
-    r = r < ho_up ? r : ho_up;
-    g.r = r / RS * RS;
-    g.nr = 2 * g.r + 3;
-    g.bands = (p.ho + g.r - 1) / g.r;
-    g.ctiles = (g.ch + g.tc - 1) / g.tc;
-    g.tiles = p.nc * g.bands * g.ctiles;
-    return g;
-}
-
-// Copies (or fills) tile `tile`'s slots into buf: staged row t is input row 2 band r - ph + t,
-// slot s is chunk ct tc - 1 + s.
-template <typename T, bool AVG>
-__device__ __forceinline__ void band_stage(const T* __restrict__ x, uint4* buf, const Params& p,
-                                           const BandGeom& g, long long tile, const FastDiv& by_stride,
-                                           const FastDiv& by_ctiles, const FastDiv& by_bands) {
-    constexpr int V = 16 / sizeof(T);
-    const int q = static_cast<int>(by_ctiles(tile));
-    const int ct = static_cast<int>(tile) - q * g.ctiles;
-    const int plane = static_cast<int>(by_bands(q));
-    const int band = q - plane * g.bands;
-    const int ir0 = 2 * band * g.r - p.ph, c0 = ct * g.tc - 1;
-    const T* src = x + plane * (p.h * p.w);
-    const unsigned f = band_fill<T, AVG>();
-    const int n = g.nr * g.stride;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const int t = static_cast<int>(by_stride(i));
-        const int ih = ir0 + t, c = c0 + (i - t * g.stride);
-        if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
-            static_cast<unsigned>(c) < static_cast<unsigned>(g.ch))
-            pp::copy16_async<PP_POOL_BAND_ASYNC != 0>(buf + i, src + ih * p.w + c * V);
-        else
-            buf[i] = make_uint4(f, f, f, f);
-    }
-}
-
-// Computes tile `tile` from buf: item i = (sub-band i / tc: RS output rows, chunk i % tc).
-template <typename T, bool AVG>
-__device__ __forceinline__ void band_compute(T* __restrict__ y, const uint4* buf, const Params& p,
-                                             const BandGeom& g, long long tile, const FastDiv& by_tc,
-                                             const FastDiv& by_ctiles, const FastDiv& by_bands,
-                                             bool y8) {
-    constexpr int RS = PP_POOL_BAND_RS;
-    constexpr int OW = 8 / sizeof(T);  // outputs per chunk (16 / sizeof(T) / 2)
-    const int q = static_cast<int>(by_ctiles(tile));
-    const int ct = static_cast<int>(tile) - q * g.ctiles;
-    const int plane = static_cast<int>(by_bands(q));
-    const int o0 = (q - plane * g.bands) * g.r;
-    const int items = g.tc * (g.r / RS);
-    for (int i = threadIdx.x; i < items; i += blockDim.x) {
-        const int sub = static_cast<int>(by_tc(i));
-        const int j = i - sub * g.tc;
-        const int chunk = ct * g.tc + j;
-        const int r0 = sub * RS;
-        if (chunk >= g.ch || o0 + r0 >= p.ho) continue;
-        const bool first = chunk == 0, last = chunk == g.ch - 1;
-        const uint4* col = buf + 2 * r0 * g.stride + j + 1;  // staged row 2 r0, this chunk's slot
-        BandRow<T, AVG> a, b, q0, q1, v;
-        a.load(col);
-        b.load(col + g.stride);
-        q0.pair(a, b);
-        a.load(col + 2 * g.stride);
-        b.load(col + 3 * g.stride);
-        q1.pair(a, b);
-#pragma unroll
-        for (int rr = 0; rr < RS; ++rr) {
-            const int oh = o0 + r0 + rr;
-            if (oh >= p.ho) break;
-            a.load(col + (2 * rr + 4) * g.stride);
-            v.triple(q0, q1, a);
-            const int rows = extent(2 * oh - p.ph, 5, p.h);
-            const uint2 out = v.emit(rows, first, last, p);
-            T* dst = y + (plane * p.ho + oh) * p.wo + chunk * OW;
-            if (y8) {
-                *reinterpret_cast<uint2*>(dst) = out;
-            } else {
-                const T* e = reinterpret_cast<const T*>(&out);
-#pragma unroll
-                for (int o = 0; o < OW; ++o) dst[o] = e[o];
-            }
-            if (rr + 1 < RS) {
-                q0 = q1;
-                b.load(col + (2 * rr + 5) * g.stride);
-                q1.pair(a, b);
-            }
-        }
-    }
-}
-
-// 5x5 stride 2, column padding 2, row padding ph in [0, 4]; x 16-byte aligned, w % V == 0 and
-// 32-bit indices (the caller checks). Tiles are taken gridDim.x apart; with 2 stages the next
-// tile's copies are in flight while this one is computed.
-template <typename T, bool AVG>
-__device__ __forceinline__ void pool_band(const T* __restrict__ x, T* __restrict__ y, const Params& p,
-                                          uint4 (*smem)[PP_POOL_BAND_CHUNKS]) {
-    constexpr int V = 16 / sizeof(T);
-    const BandGeom g = band_geom(p, V);
-    const FastDiv by_stride(g.stride), by_tc(g.tc), by_ctiles(g.ctiles), by_bands(g.bands);
-    const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
-    long long tile = blockIdx.x;
-    if (tile >= g.tiles) return;
-    band_stage<T, AVG>(x, smem[0], p, g, tile, by_stride, by_ctiles, by_bands);
-    pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
-    int k = 0;
-    for (; tile < g.tiles; tile += gridDim.x) {
-        const long long next = tile + gridDim.x;
-        if (PP_POOL_BAND_STAGES == 2) {
-            if (next < g.tiles)
-                band_stage<T, AVG>(x, smem[k ^ 1], p, g, next, by_stride, by_ctiles, by_bands);
-            pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
-            pp::async_wait<PP_POOL_BAND_ASYNC != 0, 1>();
-        } else {
-            pp::async_wait<PP_POOL_BAND_ASYNC != 0, 0>();
-        }
-        __syncthreads();
-        band_compute<T, AVG>(y, smem[k], p, g, tile, by_tc, by_ctiles, by_bands, y8);
-        __syncthreads();
-        if (PP_POOL_BAND_STAGES == 2) {
-            k ^= 1;
-        } else if (next < g.tiles) {
-            band_stage<T, AVG>(x, smem[0], p, g, next, by_stride, by_ctiles, by_bands);
-            pp::async_commit<PP_POOL_BAND_ASYNC != 0>();
-        }
-    }
-}
-
 // The generic path as a call (pool2d_cols's fallback): compiled apart, so that its register
 // demand does not make the column path's loop spill (a call's cost is paid once per thread).
 template <typename T, typename Div, bool AVG>
@@ -1023,22 +817,16 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 //                         (a wave and a bit ran at 0.74 of copy where one wave ran at 0.84; any S
 //                         is correct; segments re-read only their 3 boundary input rows,
 //                         3 / (2 S) extra)
-//   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (8, 64)
-//   PP_POOL_COLS_THREADS, _MINB  launch bounds (256 x 4: 64 registers)
+//   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (the host's, 64)
+//   PP_POOL_COLS_THREADS, _MINB  launch bounds (the host's block, 256, x 4: 64 registers)
 #ifndef PP_POOL_COLS_AHEAD
 #define PP_POOL_COLS_AHEAD 1
 #endif
 #ifndef PP_POOL_COLS_S
 #define PP_POOL_COLS_S 0
 #endif
-#ifndef PP_POOL_COLS_SMIN
-#define PP_POOL_COLS_SMIN 8
-#endif
 #ifndef PP_POOL_COLS_SMAX
 #define PP_POOL_COLS_SMAX 64
-#endif
-#ifndef PP_POOL_COLS_THREADS
-#define PP_POOL_COLS_THREADS 256
 #endif
 #ifndef PP_POOL_COLS_MINB
 #define PP_POOL_COLS_MINB 4
@@ -1396,41 +1184,3 @@ pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int
         else pp_pool::pool_body_call<T, pp_pool::SlowDiv, true>(x, y, p);
     }
 }
-
-// 5x5 stride 2, column padding 2, row padding 0..4 (launch it for that window; at most
-// PP_POOL_BAND_THREADS threads per block): the staged band path when x is 16-byte aligned,
-// w * sizeof(T) % 16 == 0 and the indices fit 32 bits; the generic path for everything else
-// (any window is still computed, but under this kernel's register cap the generic path spills).
-#if PP_POOL_STAGED
-template <typename T>
-__global__ void __launch_bounds__(PP_POOL_BAND_THREADS, PP_POOL_BAND_MINB)
-pool2d_band(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w, int ho, int wo,
-            int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale) {
-    __shared__ uint4 smem[PP_POOL_BAND_STAGES][PP_POOL_BAND_CHUNKS];
-    pp_pool::Params p;
-    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
-    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
-    const bool band = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
-                      wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
-                      ph >= 0 && ph <= 4;
-    if (band) {
-        if (mode == 0) pp_pool::pool_band<T, false>(x, y, p, smem);
-        else pp_pool::pool_band<T, true>(x, y, p, smem);
-    } else if (small) {  // the run-time window loop only: the fewest registers
-        if (mode == 0) pp_pool::pool_body<T, pp_pool::FastDiv, false, 0, 0>(x, y, p);
-        else pp_pool::pool_body<T, pp_pool::FastDiv, true, 0, 0>(x, y, p);
-    } else {
-        if (mode == 0) pp_pool::pool_body<T, pp_pool::SlowDiv, false, 0, 0>(x, y, p);
-        else pp_pool::pool_body<T, pp_pool::SlowDiv, true, 0, 0>(x, y, p);
-    }
-}
-#else
-// PP_POOL_STAGED=0: pool2d_wide's body (its vector path for 5x5 stride 2), for comparison.
-template <typename T>
-__global__ void pool2d_band(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w,
-                            int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw, int mode,
-                            float in_scale, float out_scale) {
-    pp_pool::pool_entry<T, true>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
-                                 out_scale);
-}
-#endif

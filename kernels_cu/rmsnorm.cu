@@ -29,9 +29,10 @@
 
 namespace pp_rmsnorm {
 
-// Vectors of a row each thread keeps in registers between the two passes.
+// Vectors of a row each thread keeps in registers between the two passes. The host sizes its
+// grid by it (rows a block takes): pyplugins.ops.rmsnorm.DEFINES passes it, no default here.
 #ifndef PP_RMSNORM_CACHED
-#define PP_RMSNORM_CACHED 4
+#error "rmsnorm.cu needs -DPP_RMSNORM_CACHED (16-byte vectors of a row a thread keeps)"
 #endif
 constexpr int kCached = PP_RMSNORM_CACHED;
 

@@ -39,7 +39,8 @@
 //     16 / sizeof(T), and so is rotary_dim / 2 (rotate-half) or rotary_dim (interleaved);
 //     element-wise otherwise.
 //
-// A second kernel, rope_table (rope.py picks it where rotary_dim / 2 <= PP_ROPE_TABLE_PAIRS):
+// A second kernel, rope_table (rope.py's variant table picks it for half; it applies where
+// rotary_dim / 2 <= PP_ROPE_TABLE_PAIRS):
 // the same y, to the bit (same angle, inv_freq and rotation code), with the angle math taken
 // out of the data stream. A block works on tiles of consecutive tokens; per tile it first
 // fills a shared-memory table of the tile's (token, pair) cos and sin (one angle per entry,
@@ -299,13 +300,15 @@ __device__ __forceinline__ void rope_body(const T* __restrict__ x, const int* __
 
 // -- rope_table ---------------------------------------------------------------------------------
 
-// rope_table's knobs (compile options override them, for tuning):
+// rope_table's constants the host sizes its tiles by: pyplugins.ops.rope.DEFINES
+// passes each as a -D option to every compile, so there is no default here.
 #ifndef PP_ROPE_TABLE_PAIRS
-#define PP_ROPE_TABLE_PAIRS 1024  // (token, pair) entries of a table buffer; rope.py's TABLE_PAIRS
+#error "rope.cu needs -DPP_ROPE_TABLE_PAIRS ((token, pair) entries of a table buffer)"
 #endif
 #ifndef PP_ROPE_TABLE_UNITS
-#define PP_ROPE_TABLE_UNITS 2  // work units a thread loads before it rotates and stores any
+#error "rope.cu needs -DPP_ROPE_TABLE_UNITS (work units a thread loads before it stores any)"
 #endif
+// rope_table's knobs (compile options override them, for tuning):
 #ifndef PP_ROPE_TABLE_EARLY
 #define PP_ROPE_TABLE_EARLY 1  // 1: a tile's first units are loaded before its table is made
 #endif

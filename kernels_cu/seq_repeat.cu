@@ -57,9 +57,10 @@ struct SlowDiv {
 };
 
 // 16-byte vectors of x each thread loads before its stores, per trip of path "rows" (a
-// compile option, for tuning; 1 with a full grid is the fastest copy structure measured).
+// compile option, for tuning; 1 with a full grid is the fastest copy structure measured). The
+// host sizes its grid by it: pyplugins.ops.seq_repeat.DEFINES passes it, no default here.
 #ifndef PP_SEQ_REPEAT_UNROLL
-#define PP_SEQ_REPEAT_UNROLL 1
+#error "seq_repeat.cu needs -DPP_SEQ_REPEAT_UNROLL (16-byte vectors a thread loads per trip)"
 #endif
 constexpr int kUnroll = PP_SEQ_REPEAT_UNROLL;
 

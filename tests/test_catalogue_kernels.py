@@ -19,6 +19,7 @@ from pyplugins.runtime.kernels import Kernel
 from pyplugins.ops import BarPlugin, Pool, RMSNorm, RoPE, SeqRepeat
 from pyplugins.ops.rope import LAYOUTS
 from pyplugins.testing import assert_close
+from tests.test_kernels_compile import shared_options
 
 pytestmark = pytest.mark.gpu
 
@@ -41,7 +42,10 @@ def _cp():
 
 
 def _function(source: str, expression: str, dtype) -> object:
-    return Kernel(source, expression).function(CTYPES[np.dtype(dtype)])
+    """``expression`` of ``source`` compiled with the -D options every shipped kernel of that
+    file gets (the constants it shares with its op)."""
+    return Kernel(source, expression, options=shared_options(source)).function(
+        CTYPES[np.dtype(dtype)])
 
 
 def _grid(work_items: int) -> int:

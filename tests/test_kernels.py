@@ -26,6 +26,8 @@ from pyplugins.runtime.kernels import (Kernel, instantiations, kernel_sources, k
                                        source_digest)
 from pyplugins.runtime.launch import MAX_GRID, POINTER, ByValue, Launch
 from pyplugins.ops.circ_pad import PARAMS_DTYPE, launch_plan, pad_widths
+from pyplugins.ops.circ_pad import VARIANTS
+from pyplugins.runtime.tactics import find
 
 REPO = Path(__file__).resolve().parent.parent
 BLOCK = 256
@@ -447,7 +449,7 @@ def stream(cp):
 
 CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half",
           np.dtype(np.int8): "signed char", np.dtype(np.int64): "long long"}
-CIRC_PAD = Kernel("circ_pad.cu", "circ_pad<{T}>")
+CIRC_PAD = find(VARIANTS, "circ_pad").kernel  # with the -D options circ_pad.cu needs
 
 
 def _circ_pad_kernel(stage_bytes: int) -> Kernel:
@@ -455,7 +457,7 @@ def _circ_pad_kernel(stage_bytes: int) -> Kernel:
     if stage_bytes == STAGE_BYTES:
         return CIRC_PAD
     return Kernel("circ_pad.cu", "circ_pad<{T}>",
-                  options=(f"-DCIRC_PAD_STAGE_BYTES={stage_bytes}",))
+                  options=CIRC_PAD.options + (f"-DCIRC_PAD_STAGE_BYTES={stage_bytes}",))
 LEAKY = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
 
 

@@ -2,7 +2,9 @@
 
 Runs in CPU CI (nvcc, no GPU). For each file a wrapper ``#include``s it and takes the address of
 each ``// @instantiate`` expression, which makes nvcc instantiate and compile those kernels; one
-nvcc call per file builds both architectures, and the files compile in parallel. A file listing
+nvcc call per file builds both architectures, with the ``-D`` options every shipped kernel of
+that file is compiled with (the constants it shares with its op), and the files compile in
+parallel. A file listing
 no instantiation fails: it would compile nothing. Without ``nvcc`` on PATH the compile tests fail
 under CI (``CI`` set to true, as CI services do), where the README promises this check, and skip
 elsewhere, saying why.
@@ -10,7 +12,9 @@ elsewhere, saying why.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -20,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pyplugins.runtime.kernels import instantiations, kernel_sources, kernels_dir
+from pyplugins.runtime.kernels import Kernel, instantiations, kernel_sources, kernels_dir
 
 SOURCES = kernel_sources()
 ARCHS = ("80", "90")
@@ -35,6 +39,30 @@ _STD_HEADER = re.compile(
     r"initializer_list|functional))>", re.MULTILINE)
 
 
+def shipped_kernels() -> list[Kernel]:
+    """Every Kernel the shipped ops hold: their plugins' attributes and their variant tables."""
+    import pyplugins.ops as ops
+
+    found: list[Kernel] = []
+    for info in pkgutil.iter_modules(ops.__path__):
+        module = importlib.import_module(f"{ops.__name__}.{info.name}")
+        for value in vars(module).values():
+            rows = value if isinstance(value, tuple) else ()
+            found += [r.kernel for r in rows if isinstance(getattr(r, "kernel", None), Kernel)]
+            if isinstance(value, type):
+                found += [k for k in vars(value).values() if isinstance(k, Kernel)]
+    return found
+
+
+def shared_options(source: str) -> tuple[str, ...]:
+    """The ``-D`` options every shipped kernel of ``source`` is compiled with (in order)."""
+    kernels = [k for k in shipped_kernels() if Path(k.source).name == source]
+    if not kernels:
+        return ()
+    return tuple(o for o in kernels[0].options
+                 if o.startswith("-D") and all(o in k.options for k in kernels))
+
+
 def _wrapper(source: Path, exprs: list[str]) -> str:
     taken = ",\n    ".join(f"reinterpret_cast<const void*>(&{e})" for e in exprs)
     return (f'#include "{source.as_posix()}"\n'
@@ -46,8 +74,8 @@ def _compile(source: Path, exprs: tuple[str, ...], workdir: Path) -> subprocess.
     wrapper.write_text(_wrapper(source, list(exprs)))
     gencode = [arg for arch in ARCHS
                for arg in ("-gencode", f"arch=compute_{arch},code=sm_{arch}")]
-    cmd = [NVCC, "-std=c++17", "-c", *gencode, f"-I{kernels_dir()}", str(wrapper),
-           "-o", str(workdir / f"{source.stem}.o")]
+    cmd = [NVCC, "-std=c++17", "-c", *gencode, f"-I{kernels_dir()}",
+           *shared_options(source.name), str(wrapper), "-o", str(workdir / f"{source.stem}.o")]
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -122,3 +150,25 @@ def test_source_compiles_for_sm80_and_sm90(compiled, source):
     assert result.returncode == 0, (
         f"nvcc failed on {source.name} (instantiations {exprs}, sm_{'/sm_'.join(ARCHS)}):\n"
         f"{result.stderr}{result.stdout}")
+
+
+def test_circ_pad_kernels_share_the_defines_of_their_table():
+    from pyplugins.ops.circ_pad import DEFINES
+    from pyplugins.runtime.tactics import define_options
+
+    assert shared_options("circ_pad.cu") == define_options(DEFINES)
+    assert shared_options("leaky_relu.cu") == ()
+
+
+def test_a_missing_shared_define_stops_the_compile_with_its_name():
+    """circ_pad.cu has no default for a constant its host shares: without the -D it says so."""
+    if NVCC is None:
+        missing_nvcc()
+    options = shared_options("circ_pad.cu")
+    for dropped in options:
+        name = dropped[2:].split("=")[0]
+        kept = [o for o in options if o != dropped]
+        done = subprocess.run([NVCC, "-std=c++17", "-E", f"-I{kernels_dir()}", *kept, "-o",
+                               os.devnull, str(kernels_dir() / "circ_pad.cu")],
+                              capture_output=True, text=True)
+        assert done.returncode != 0 and f"needs -D{name}" in done.stderr, name

@@ -167,7 +167,7 @@ def test_an_error_in_the_users_method_names_the_plugin(caplog, capfd):
 
 def test_circ_pad_offers_its_two_kernels():
     assert tactics.declared(CircPad) == {1: "staged", 2: "strips"}
-    assert CircPad.strips_kernel.options == ("-DCIRC_PAD_STAGE_BYTES=0",)
+    assert CircPad.strips_kernel.options[-1] == "-DCIRC_PAD_STAGE_BYTES=0"
     assert CircPad(pads=[1, 1]).tactic is None  # V2, and V3's default tactic 0
 
 

@@ -24,6 +24,15 @@
 #include <string>
 #include <vector>
 
+// circ_pad.cu takes the constants it shares with the host as -D options, from
+// pyplugins.ops.circ_pad.DEFINES (tests/ops/test_circ_pad.py checks that these match).
+#define CIRC_PAD_NARROW_DATA 20480
+#define CIRC_PAD_WN_CHUNKS 4
+#define CIRC_PAD_WN_TABLE 2048
+#define CIRC_PAD_WN_BLOCK 256
+#define CIRC_PAD_WARP_ROW 2048
+#define CIRC_PAD_WARP_BLOCK 256
+
 #include "leaky_relu.cu"
 #include "circ_pad.cu"
 

@@ -43,11 +43,12 @@ from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
+from pyplugins.runtime.tactics import define_options
 from pyplugins.runtime.kernels import Kernel
 from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
 from pyplugins.runtime.plugin import Plugin
 
-__all__ = ["UNROLL", "BarPlugin", "grid_size"]
+__all__ = ["DEFINES", "UNROLL", "BarPlugin", "grid_size"]
 
 #: Threads per block (the kernel accepts any 1-D block; 256 is its suggestion).
 BLOCK = 256
@@ -56,6 +57,9 @@ BLOCK = 256
 #: 16-byte vectors of A or B per thread (``PP_BAR_UNROLL`` in ``bar.cu``; 2 measured fastest on
 #: both GPUs, see the kernel-variant tables in benchmarks/results/).
 UNROLL = 2
+#: bar.cu is compiled with these ``-D`` options, the constants it shares with this module (it
+#: stops with an ``#error`` when one is missing).
+DEFINES = {"PP_BAR_UNROLL": UNROLL}
 
 
 def grid_size(na: int, nb: int, itemsize: int) -> int:
@@ -98,7 +102,7 @@ class BarPlugin(Plugin):
     name = "BarPlugin"
     outputs = 2
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
-    kernel = Kernel("bar.cu", "bar<{T}>")
+    kernel = Kernel("bar.cu", "bar<{T}>", options=define_options(DEFINES))
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.

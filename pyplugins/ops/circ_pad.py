@@ -35,7 +35,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,19 +46,15 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
 from pyplugins.runtime.fields import Field
 from pyplugins.runtime.kernels import Kernel
-from pyplugins.runtime.device import resident_blocks
-from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch, tactics
 from pyplugins.runtime.plugin import Plugin
 
-__all__ = ["BLOCK", "FLAT", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
-           "NARROW_GRID_WAVES", "NARROW_ROW_BYTES", "PARAMS_DTYPE", "STRIPS_ONLY",
-           "WARP_GRID_WAVES", "WARP_NARROW", "WARP_NARROW_CHUNKS", "WARP_NARROW_TABLE",
-           "WARP_NARROW_WAVES", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
-           "flat_magic64", "launch_plan", "pad_widths", "takes_flat", "takes_warp",
-           "takes_warp_narrow", "warp_narrow_groups"]
+__all__ = ["BLOCK", "DEFINES", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
+           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "TACTICS", "VARIANTS", "WARP_NARROW_CHUNKS",
+           "WARP_NARROW_TABLE", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
+           "flat_magic64", "launch_plan", "pad_widths", "warp_narrow_groups"]
 
-#: Threads per block (the kernel wants a multiple of 32; 256 is its recommendation).
-BLOCK = 256
 #: ``struct CircPadParams`` of ``kernels_cu/circ_pad.cu``: 288 bytes, all int64, C layout.
 PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
                          ("in_strides", "<i8", 8), ("rows", "<i8"), ("strips", "<i8"),
@@ -69,45 +65,30 @@ FLAT_PARAMS_DTYPE = np.dtype([("total", "<i8"), ("plane_in", "<i8"), ("plane_out
                               ("sw", "<i8"), ("sh", "<i8"), ("magic_plane", "<u8"),
                               ("shift_plane", "<i8"), ("magic_wo", "<i8"), ("shift_wo", "<i8")],
                              align=True)
-#: Shapes ``circ_pad_flat`` can pad (no pads on dims before the last two, planes of fewer than
-#: 2**31 output elements) take it where :func:`takes_flat` says; False sends every shape to
-#: ``circ_pad``/``circ_pad_narrow``.
-FLAT = True
-#: Smallest element size ``circ_pad_flat`` is chosen for: on both GPUs measured (the kernel-variant
-#: tables in benchmarks/results/), 2-byte elements and narrow rows ran faster on the older kernels.
+#: Threads per block of every row (a multiple of 32; the warp kernels' launch bounds and static
+#: buffers are sized for it: ``CIRC_PAD_WN_BLOCK``, ``CIRC_PAD_WARP_BLOCK``).
+BLOCK = 256
+#: ``CIRC_PAD_NARROW_DATA``: bytes of source planes one ``circ_pad_narrow`` stage holds.
+NARROW_DATA = 20480
+#: ``CIRC_PAD_WN_CHUNKS``: 16-byte input chunks a ``circ_pad_warp_narrow`` lane stages per group.
+WARP_NARROW_CHUNKS = 4
+#: ``CIRC_PAD_WN_TABLE``: ``circ_pad_warp_narrow``'s offset-table entries (a group's elements).
+WARP_NARROW_TABLE = 2048
+#: ``CIRC_PAD_WARP_ROW``: the most input row bytes ``circ_pad_warp`` stages (a slot's size).
+WARP_ROW_BYTES = 2048
+#: Every ``circ_pad.cu`` kernel is compiled with these ``-D`` options, the constants it shares
+#: with this module (it stops with an ``#error`` when one is missing).
+DEFINES: Dict[str, int] = {
+    "CIRC_PAD_NARROW_DATA": NARROW_DATA, "CIRC_PAD_WN_CHUNKS": WARP_NARROW_CHUNKS,
+    "CIRC_PAD_WN_TABLE": WARP_NARROW_TABLE, "CIRC_PAD_WN_BLOCK": BLOCK,
+    "CIRC_PAD_WARP_ROW": WARP_ROW_BYTES, "CIRC_PAD_WARP_BLOCK": BLOCK,
+}
+#: Output rows of at most this many bytes are narrow: the narrow kernels' rows.
+NARROW_ROW_BYTES = 128
+#: Smallest element size ``circ_pad_flat`` wins for: on both GPUs measured (benchmarks/results/),
+#: 2-byte elements and narrow rows ran faster on the older kernels.
 FLAT_MIN_ITEMSIZE = 4
 _MAX_RANK = 8
-#: NVRTC options of the ``strips`` tactic's kernel (``circ_pad.cu``: 0 turns staging off).
-STRIPS_ONLY = ("-DCIRC_PAD_STAGE_BYTES=0",)
-#: Output rows of at most this many bytes go to ``circ_pad_narrow`` (whole planes staged in
-#: shared memory) when a plane fits; 0 turns that kernel off (every shape takes ``circ_pad``).
-NARROW_ROW_BYTES = 128
-#: ``CIRC_PAD_NARROW_DATA`` of ``circ_pad.cu``: bytes of source planes one stage holds.
-NARROW_DATA = 20480
-#: ``circ_pad_narrow``'s grid: at most this many resident grids (a block per plane at most); one
-#: measured 0.66 / 0.78 of copy for narrow half rows on the H200 / H100, two 0.62 / 0.76.
-NARROW_GRID_WAVES = 1
-#: ``circ_pad_warp_narrow`` (narrow rows, each warp staging its own groups of rows in shared
-#: memory, no block barrier in its loop) wherever :func:`takes_warp_narrow` says; False leaves
-#: those shapes to ``circ_pad_flat`` / ``circ_pad_narrow``.
-WARP_NARROW = True
-#: ``circ_pad_warp_narrow``'s grid: at most this many resident grids (no more than its groups).
-#: H200 kernel variants (2026-11-24), rows of 8 at 64 / 256 MiB: 4 grids half 0.85 / 0.91 and
-#: float 0.92 / 0.93 of copy, 2 grids 0.85 / 0.89 and 0.91 / 0.91.
-WARP_NARROW_WAVES = 4
-#: ``CIRC_PAD_WN_CHUNKS`` of ``circ_pad.cu``: 16-byte input chunks a lane stages per group.
-WARP_NARROW_CHUNKS = 4
-#: ``CIRC_PAD_WN_TABLE`` of ``circ_pad.cu``: offset-table entries (a group's output elements).
-WARP_NARROW_TABLE = 2048
-_WARP = 32
-# -- circ_pad_warp: a warp per output row, the source row staged in the warp's shared memory --
-#: Input rows of at most this many bytes (and a multiple of 16) go to ``circ_pad_warp`` where
-#: :func:`takes_warp` says; ``CIRC_PAD_WARP_ROW`` of ``circ_pad.cu``. 0 turns that kernel off.
-WARP_ROW_BYTES = 2048
-#: ``circ_pad_warp``'s grid: at most this many resident grids (a warp per output row at most).
-#: H200 kernel variants (2026-11-24), rows of 512 at 64 / 256 MiB: 4 grids half 0.91 / 0.89 and
-#: float 0.91 / 0.91 of copy, 1 grid 0.84 / 0.83 and 0.87 / 0.87.
-WARP_GRID_WAVES = 4
 _NARROW_PLANE_OUT = 2**18  # most output bytes of one plane for circ_pad_narrow (one block's)
 _DIM_LIMIT = 2**31  # every dim the kernel sees must be below this (it indexes rows with int)
 
@@ -144,16 +125,19 @@ def pad_widths(rank: int, pads: Sequence[int]) -> List[Tuple[int, int]]:
 
 
 class LaunchPlan(NamedTuple):
-    """What :func:`launch_plan` computes for one input shape and element size.
+    """What :func:`launch_plan` computes for one input shape and element size: the facts the
+    rows of :data:`pyplugins.ops.circ_pad.VARIANTS` read.
 
     Attributes:
         out_shape: the output shape.
         params: the ``CircPadParams`` struct, a NumPy structured scalar of :data:`PARAMS_DTYPE`.
         threads: threads the work needs (``rows * strips * group``); 0 for an empty output.
-        narrow_planes: the number of planes (last two dims) when ``circ_pad_narrow`` applies
-            (narrow output rows, a plane fits a stage), else 0; 0 for an empty output.
-        flat_params: the ``CircPadFlatParams`` struct (:data:`FLAT_PARAMS_DTYPE`) when
-            ``circ_pad_flat`` applies (see :data:`FLAT`), else None; None for an empty output.
+        itemsize: bytes per element.
+        stage_planes: the number of planes (last two dims) when a plane fits a stage of
+            ``circ_pad_narrow`` (its launch contract), else 0; 0 for an empty output.
+        flat_params: the ``CircPadFlatParams`` struct (:data:`FLAT_PARAMS_DTYPE`) when the pads
+            touch the last two dims only and a plane has fewer than 2**31 elements (the flat and
+            warp kernels' contract), else None; None for an empty output.
         flat_threads: threads ``circ_pad_flat`` needs (one per aligned 16-byte output vector,
             ``ceil((elements + V - 1) / V)``, whatever the output's alignment); 0 if it does
             not apply.
@@ -162,9 +146,20 @@ class LaunchPlan(NamedTuple):
     out_shape: Tuple[int, ...]
     params: np.void
     threads: int
-    narrow_planes: int = 0
+    itemsize: int
+    stage_planes: int = 0
     flat_params: Optional[np.void] = None
     flat_threads: int = 0
+
+    @property
+    def in_row_bytes(self) -> int:
+        """Bytes of an input row (the last dim)."""
+        return int(self.params["in_dims"][7]) * self.itemsize
+
+    @property
+    def out_row_bytes(self) -> int:
+        """Bytes of an output row (the last dim, padded)."""
+        return int(self.params["out_dims"][7]) * self.itemsize
 
 
 def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> LaunchPlan:
@@ -213,103 +208,12 @@ def launch_plan(in_shape: Sequence[int], pads: Sequence[int], itemsize: int) -> 
     p["rows"], p["strips"], p["strip_vecs"], p["group"] = rows, strips, strip_vecs, group
     threads = rows * strips * group if math.prod(out_shape) else 0
     if not threads:
-        return LaunchPlan(out_shape, p, 0)
-    flat = _flat_params(in8, out8, [int(s) for s in p["shift"]]) if FLAT else None
+        return LaunchPlan(out_shape, p, 0, itemsize)
+    flat = _flat_params(in8, out8, [int(s) for s in p["shift"]])
     flat_threads = -(-(int(flat["total"]) + 16 // itemsize - 1) // (16 // itemsize)) \
         if flat is not None else 0
-    return LaunchPlan(out_shape, p, threads, _narrow_planes(in8, out8, itemsize), flat,
+    return LaunchPlan(out_shape, p, threads, itemsize, _stage_planes(in8, out8, itemsize), flat,
                       flat_threads)
-
-
-def takes_flat(plan: LaunchPlan, itemsize: int) -> bool:
-    """Whether :meth:`CircPad.plan` launches ``circ_pad_flat`` for ``plan``: the kernel can pad
-    it (``plan.flat_params``), :data:`FLAT` is on, elements have at least
-    :data:`FLAT_MIN_ITEMSIZE` bytes and the rows are not narrow (``plan.narrow_planes == 0``).
-
-    Example:
-        >>> takes_flat(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 4), 4)
-        True
-        >>> takes_flat(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2), 2)
-        False
-        >>> takes_flat(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4), 4)
-        False
-    """
-    return (FLAT and plan.flat_params is not None and itemsize >= FLAT_MIN_ITEMSIZE
-            and not plan.narrow_planes)
-
-
-def _warp_narrow_rows(wi: int, wo: int, itemsize: int, lead: int) -> int:
-    """Output rows per group of ``circ_pad_warp_narrow`` (``warp_narrow_geom``), 0 if none fit."""
-    rv = wi * itemsize // 16
-    row_out = wo * itemsize
-    period = 16 // min(16, row_out & -row_out)  # rows whose output is whole 16-byte vectors
-    pre = -(-lead // wo)  # rows the y misalignment pulls in before a group
-    staged = _WARP * WARP_NARROW_CHUNKS // rv if rv else 0
-    rows = (staged - pre) // period * period if staged > pre else 0
-    return min(rows, WARP_NARROW_TABLE // wo // period * period)
-
-
-def takes_warp_narrow(plan: LaunchPlan, itemsize: int) -> bool:
-    """Whether :meth:`CircPad.plan` launches ``circ_pad_warp_narrow`` for ``plan``
-    (:data:`WARP_NARROW` on): pads on the last two dims only (``plan.flat_params``), narrow
-    output rows (``plan.narrow_planes`` or rows of at most :data:`NARROW_ROW_BYTES`), input rows
-    of a multiple of 16 bytes, fewer than 2**31 output rows, and a group of rows that fits the
-    kernel's chunks and table whatever y's alignment.
-
-    Example:
-        >>> takes_warp_narrow(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 2), 2)
-        True
-        >>> takes_warp_narrow(launch_plan((1, 64, 512, 7), [1, 1, 1, 1], 2), 2)  # 14-byte rows
-        False
-        >>> takes_warp_narrow(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 4), 4)  # wide rows
-        False
-    """
-    f = plan.flat_params
-    if not WARP_NARROW or f is None or itemsize not in (1, 2, 4, 8):
-        return False
-    wi, wo = int(f["wi"]), int(f["wo"])
-    if not (plan.narrow_planes or wo * itemsize <= NARROW_ROW_BYTES) or (wi * itemsize) % 16:
-        return False
-    return (int(f["total"]) // wo < _DIM_LIMIT
-            and _warp_narrow_rows(wi, wo, itemsize, 16 // itemsize - 1) > 0)
-
-
-def warp_narrow_groups(plan: LaunchPlan, itemsize: int) -> int:
-    """Groups of rows ``circ_pad_warp_narrow`` writes for ``plan`` (one warp each, round-robin),
-    counted for the worst alignment of y (an upper bound); needs :func:`takes_warp_narrow`.
-
-    Example:
-        >>> warp_narrow_groups(launch_plan((1, 2, 512, 8), [1, 1, 1, 1], 2), 2)  # 124-row groups
-        9
-    """
-    f = plan.flat_params
-    wi, wo, total = int(f["wi"]), int(f["wo"]), int(f["total"])
-    v = 16 // itemsize
-    lead = v - 1
-    vectors = -(-(total + lead) // v)
-    per_group = _warp_narrow_rows(wi, wo, itemsize, lead) * wo // v
-    return -(-vectors // per_group)
-def takes_warp(plan: LaunchPlan, itemsize: int) -> bool:
-    """Whether :meth:`CircPad.plan` launches ``circ_pad_warp`` for ``plan`` (unless the
-    ``strips`` tactic): pads on the last two dims only (``plan.flat_params``), output rows wider
-    than :data:`NARROW_ROW_BYTES` (so never ``circ_pad_narrow``'s), and input rows of a multiple
-    of 16 bytes, at most :data:`WARP_ROW_BYTES`. It comes before :func:`takes_flat`.
-
-    Example:
-        >>> takes_warp(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2), 2)
-        True
-        >>> takes_warp(launch_plan((1, 4, 512, 510), [1, 1, 1, 1], 2), 2)  # 1020-byte rows
-        False
-        >>> takes_warp(launch_plan((1, 4, 512, 1024), [1, 1, 1, 1], 4), 4)  # 4 KiB rows
-        False
-        >>> takes_warp(launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4), 4)  # narrow rows
-        False
-    """
-    f = plan.flat_params
-    if not WARP_ROW_BYTES or f is None:
-        return False
-    row_in, row_out = int(f["wi"]) * itemsize, int(f["wo"]) * itemsize
-    return row_out > NARROW_ROW_BYTES and row_in % 16 == 0 and row_in <= WARP_ROW_BYTES
 
 
 def flat_magic64(d: int) -> Tuple[int, int]:
@@ -354,12 +258,11 @@ def _flat_params(in8: Sequence[int], out8: Sequence[int], shift8: Sequence[int]
     return f
 
 
-def _narrow_planes(in8: Sequence[int], out8: Sequence[int], itemsize: int) -> int:
-    """``prod(out8[:6])`` where ``circ_pad_narrow``'s contract holds and rows are narrow, else 0."""
+def _stage_planes(in8: Sequence[int], out8: Sequence[int], itemsize: int) -> int:
+    """``prod(out8[:6])`` where a plane fits a ``circ_pad_narrow`` stage (its contract), else 0."""
     plane_in = in8[6] * in8[7] * itemsize
     plane_out = out8[6] * out8[7] * itemsize
-    if (out8[7] * itemsize > NARROW_ROW_BYTES or (plane_in + 30) // 16 * 16 > NARROW_DATA
-            or plane_out > _NARROW_PLANE_OUT):
+    if (plane_in + 30) // 16 * 16 > NARROW_DATA or plane_out > _NARROW_PLANE_OUT:
         return 0
     return math.prod(out8[:6])
 
@@ -372,6 +275,118 @@ def _check_no_empty_padded_dim(shape: Sequence[int], widths: Sequence[Tuple[int,
                    f"'pads' adds ({before}, {after}) to it: an empty dim has nothing to wrap "
                    f"around. Keep that dim >= 1 (also in the profile's min) or do not pad it.")
             raise ShapeError(msg)
+
+
+# -- the variant table: each row reads a LaunchPlan and says whether its kernel can pad it (fits),
+# whether the op prefers it there (wins: the measured choices of docs/ops/circ_pad.md), its grid
+# rule and its arguments; "strips" is the IPluginV3 tactic of that name.
+
+def _warp_narrow_rows(wi: int, wo: int, itemsize: int, lead: int) -> int:
+    """Output rows per group of ``circ_pad_warp_narrow`` (``warp_narrow_geom``), 0 if none fit."""
+    rv = wi * itemsize // 16
+    row_out = wo * itemsize
+    period = 16 // min(16, row_out & -row_out)  # rows whose output is whole 16-byte vectors
+    pre = -(-lead // wo)  # rows the y misalignment pulls in before a group
+    staged = 32 * WARP_NARROW_CHUNKS // rv if rv else 0
+    rows = (staged - pre) // period * period if staged > pre else 0
+    return min(rows, WARP_NARROW_TABLE // wo // period * period)
+
+
+def warp_narrow_groups(plan: Any) -> int:
+    """Groups of rows ``circ_pad_warp_narrow`` writes for ``plan`` (a ``LaunchPlan``; one warp
+    each, round-robin), counted for the worst alignment of y (an upper bound); needs that row
+    to fit.
+
+    Example:
+        >>> from pyplugins.ops.circ_pad import launch_plan
+        >>> warp_narrow_groups(launch_plan((1, 2, 512, 8), [1, 1, 1, 1], 2))  # 124-row groups
+        9
+    """
+    f, itemsize = plan.flat_params, plan.itemsize
+    wi, wo, total = int(f["wi"]), int(f["wo"]), int(f["total"])
+    v = 16 // itemsize
+    lead = v - 1
+    vectors = -(-(total + lead) // v)
+    per_group = _warp_narrow_rows(wi, wo, itemsize, lead) * wo // v
+    return -(-vectors // per_group)
+
+
+def _narrow_rows(p: Any) -> bool:
+    return p.out_row_bytes <= NARROW_ROW_BYTES
+
+
+def _warp_narrow_fits(p: Any) -> bool:
+    f = p.flat_params
+    if f is None or p.itemsize not in (1, 2, 4, 8) or p.in_row_bytes % 16:
+        return False
+    wi, wo = int(f["wi"]), int(f["wo"])
+    return (int(f["total"]) // wo < _DIM_LIMIT
+            and _warp_narrow_rows(wi, wo, p.itemsize, 16 // p.itemsize - 1) > 0)
+
+
+def _warp_fits(p: Any) -> bool:
+    return (p.flat_params is not None and p.in_row_bytes % 16 == 0
+            and p.in_row_bytes <= WARP_ROW_BYTES)
+
+
+def _flat_wins(p: Any) -> bool:
+    return p.itemsize >= FLAT_MIN_ITEMSIZE and not (p.stage_planes and _narrow_rows(p))
+
+
+def _flat_args(p: Any) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, p.flat_params)
+
+
+def _row_args(p: Any) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, p.params)
+
+
+def _rows_blocks(p: Any, block: int) -> int:
+    return shapes.cdiv(p.threads, block)
+
+
+def _kernel(expression: str, *extra: str) -> Kernel:
+    return Kernel("circ_pad.cu", expression, options=define_options(DEFINES) + extra)
+
+
+#: The rows, in the order ``CircPad.plan`` tries them (the first that fits and wins).
+VARIANTS: Tuple[Variant, ...] = (
+    # Narrow rows: each warp stages its own groups of rows (4 resident grids beat 1 and 2).
+    Variant("circ_pad_warp_narrow", _kernel("circ_pad_warp_narrow<{T}>"),
+            needs="pads on the last two dims only, input rows of 16n bytes, fewer than 2**31 "
+                  "output rows and a group of rows that fits its chunks and table",
+            fits=_warp_narrow_fits, wins=_narrow_rows, waves=4, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(warp_narrow_groups(p), block // 32)),
+    # Wider rows of 16n bytes: a warp per output row, the source row staged by cp.async. H200,
+    # rows of 512 at 64 / 256 MiB: 4 grids half 0.91 / 0.89 and float 0.91 / 0.91 of copy, 1
+    # grid 0.84 / 0.83 and 0.87 / 0.87.
+    Variant("circ_pad_warp", _kernel("circ_pad_warp<{T}>"),
+            needs=f"pads on the last two dims only and input rows of 16n bytes, at most "
+                  f"{WARP_ROW_BYTES}",
+            fits=_warp_fits, wins=lambda p: not _narrow_rows(p), waves=4, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(
+                int(p.flat_params["total"]) // int(p.flat_params["wo"]), block // 32)),
+    # One 16-byte output vector a thread, the full grid.
+    Variant("circ_pad_flat", _kernel("circ_pad_flat<{T}>"),
+            needs="pads on the last two dims only and planes of fewer than 2**31 elements",
+            fits=lambda p: p.flat_params is not None, wins=_flat_wins, args=_flat_args,
+            blocks=lambda p, block: shapes.cdiv(p.flat_threads, block)),
+    # Narrow rows, whole planes staged in shared memory. One resident grid measured 0.66 / 0.78
+    # of copy for narrow half rows on the H200 / H100, two 0.62 / 0.76.
+    Variant("circ_pad_narrow", _kernel("circ_pad_narrow<{T}>"),
+            needs=f"planes whose input fits a stage ({NARROW_DATA} bytes)",
+            fits=lambda p: p.stage_planes > 0, wins=_narrow_rows, waves=1, args=_row_args,
+            blocks=lambda p, block: p.stage_planes),
+    # Every shape: rows that fit 16 KB staged, longer rows in strips.
+    Variant("circ_pad", _kernel("circ_pad<{T}>"), needs="nothing", fits=lambda p: True,
+            waves=1, args=_row_args, blocks=_rows_blocks),
+    # The IPluginV3 tactic "strips": circ_pad compiled without its staged path.
+    Variant("circ_pad_strips", _kernel("circ_pad<{T}>", "-DCIRC_PAD_STAGE_BYTES=0"),
+            needs="nothing", fits=lambda p: True, waves=1, args=_row_args, blocks=_rows_blocks,
+            tactic="strips"),
+)
+#: CircPad's IPluginV3 tactics: "staged" (the table's own choice, as V2) and each tagged row.
+TACTICS = tactics(VARIANTS, "staged")
 
 
 @register
@@ -395,23 +410,18 @@ class CircPad(Plugin):
 
     pads = Field.ints(min=0, max=_DIM_LIMIT - 1, max_len=2 * _MAX_RANK, validate=_pairs,
                       doc="(before, after) pairs, the last dim first")
-    kernel = Kernel("circ_pad.cu", "circ_pad<{T}>")
-    #: The kernel with its staged (shared-memory) path off: every row takes the strips path.
-    strips_kernel = Kernel("circ_pad.cu", "circ_pad<{T}>", options=STRIPS_ONLY)
-    #: Narrow rows (:data:`NARROW_ROW_BYTES`): whole planes staged in shared memory.
-    narrow_kernel = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>")
-    #: Pads on the last two dims only (:data:`FLAT`): one 16-byte output vector a thread.
-    flat_kernel = Kernel("circ_pad.cu", "circ_pad_flat<{T}>")
-    #: Narrow rows (:func:`takes_warp_narrow`): each warp stages its own groups of rows.
-    warp_narrow_kernel = Kernel("circ_pad.cu", "circ_pad_warp_narrow<{T}>")
-    #: Input rows of 16n bytes up to :data:`WARP_ROW_BYTES`: a warp per output row, staged.
-    warp_kernel = Kernel("circ_pad.cu", "circ_pad_warp<{T}>")
+    # The kernels of the variant table (pyplugins.ops.circ_pad), by role; plan
+    # launches the row the table chooses.
+    kernel = find(VARIANTS, "circ_pad").kernel
+    #: ``circ_pad`` with its staged (shared-memory) path off: every row takes the strips path.
+    strips_kernel = find(VARIANTS, "circ_pad_strips").kernel
+    narrow_kernel = find(VARIANTS, "circ_pad_narrow").kernel
+    flat_kernel = find(VARIANTS, "circ_pad_flat").kernel
+    warp_narrow_kernel = find(VARIANTS, "circ_pad_warp_narrow").kernel
+    warp_kernel = find(VARIANTS, "circ_pad_warp").kernel
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
-    #: "staged" is the default choice (as V2): ``circ_pad_warp`` or ``circ_pad_flat`` where
-    #: they apply, else ``circ_pad`` (staged where rows fit 16 KB) or ``circ_pad_narrow`` for
-    #: narrow rows;
-    #: "strips" is ``circ_pad`` that never stages.
-    tactics = ("staged", "strips")
+    #: "staged" is the table's own choice (as V2), "strips" the row of that tactic.
+    tactics = TACTICS
 
     # -- shape inference ---------------------------------------------------------------------------
 
@@ -442,52 +452,20 @@ class CircPad(Plugin):
         """Raise ShapeError for a concrete shape the kernel cannot pad (see :func:`launch_plan`)."""
         self._launch_plan(inputs[0])
 
-    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``circ_pad_warp_narrow<T>(x, y, CircPadFlatParams)`` where :func:`takes_warp_narrow`
-        says (narrow rows), at most :data:`WARP_NARROW_WAVES` resident grids of BLOCK threads
-        and no more blocks than its groups need; else ``circ_pad_warp<T>(x, y,
-        CircPadFlatParams)`` where :func:`takes_warp` says (wide rows), a warp per output row, at
-        most :data:`WARP_GRID_WAVES` resident grids; else ``circ_pad_flat<T>(x, y,
-        CircPadFlatParams)`` where :func:`takes_flat` says, one thread per output vector (the
-        full grid);
-        else ``circ_pad<T>(x, y, CircPadParams)``, at most one resident grid of BLOCK threads,
-        or for narrow rows (:attr:`LaunchPlan.narrow_planes`) ``circ_pad_narrow<T>``, at most
-        :data:`NARROW_GRID_WAVES` resident grids. The ``strips`` tactic always takes
-        ``circ_pad<T>`` compiled without its staged path."""
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int, *,
+             variant: Optional[str] = None) -> Launch:
+        """The launch of the row of :data:`~pyplugins.ops.circ_pad.VARIANTS` that
+        takes this shape (the first that fits and wins; the ``strips`` tactic's row under that
+        tactic), or of the row named ``variant`` (tests and benchmarks: it must fit): its kernel
+        ``(x, y, CircPadParams or CircPadFlatParams)``, its grid and block.
+
+        Raises:
+            VariantError: ``variant`` names no row, or one whose kernel cannot pad this shape.
+        """
         desc = inputs[0]
-        plan = self._launch_plan(desc)
-        ctype = ctype_from_trt(desc.type)
-        itemsize = max(itemsize_from_trt(desc.type), 1)
-        if takes_warp_narrow(plan, itemsize) and self.tactic != "strips":
-            fn = self.warp_narrow_kernel.function(ctype, device)
-            needed = shapes.cdiv(warp_narrow_groups(plan, itemsize), BLOCK // _WARP)
-            grid = min(needed, WARP_NARROW_WAVES * resident_blocks(fn, BLOCK, device=device))
-            return Launch(fn, grid=grid, block=BLOCK, device=device,
-                          args=(POINTER, POINTER, plan.flat_params),
-                          name=f"circ_pad_warp_narrow<{ctype}>")
-        if takes_warp(plan, itemsize) and self.tactic != "strips":
-            fn = self.warp_kernel.function(ctype, device)
-            rows = int(plan.flat_params["total"]) // int(plan.flat_params["wo"])
-            grid = min(shapes.cdiv(rows, BLOCK // 32), MAX_GRID[0],
-                       WARP_GRID_WAVES * resident_blocks(fn, BLOCK, device=device))
-            return Launch(fn, grid=grid, block=BLOCK, device=device,
-                          args=(POINTER, POINTER, plan.flat_params), name=f"circ_pad_warp<{ctype}>")
-        if takes_flat(plan, itemsize) and self.tactic != "strips":
-            fn = self.flat_kernel.function(ctype, device)
-            grid = min(shapes.cdiv(plan.flat_threads, BLOCK), MAX_GRID[0])
-            return Launch(fn, grid=grid, block=BLOCK, device=device,
-                          args=(POINTER, POINTER, plan.flat_params), name=f"circ_pad_flat<{ctype}>")
-        if plan.narrow_planes and self.tactic != "strips":
-            fn = self.narrow_kernel.function(ctype, device)
-            grid = min(plan.narrow_planes,
-                       NARROW_GRID_WAVES * resident_blocks(fn, BLOCK, device=device))
-            return Launch(fn, grid=grid, block=BLOCK, device=device,
-                          args=(POINTER, POINTER, plan.params), name=f"circ_pad_narrow<{ctype}>")
-        kernel = self.strips_kernel if self.tactic == "strips" else self.kernel
-        fn = kernel.function(ctype, device)
-        grid = min(shapes.cdiv(plan.threads, BLOCK), resident_blocks(fn, BLOCK, device=device))
-        return Launch(fn, grid=grid, block=BLOCK, device=device,
-                      args=(POINTER, POINTER, plan.params), name=f"circ_pad<{ctype}>")
+        facts = self._launch_plan(desc)
+        row = choose(VARIANTS, facts, variant=variant, tactic=self.tactic, plugin=self.name)
+        return launch(row, facts, ctype_from_trt(desc.type), device)
 
     def _launch_plan(self, desc: Any) -> LaunchPlan:
         in_shape = tuple(int(d) for d in desc.dims)

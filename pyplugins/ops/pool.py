@@ -43,7 +43,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -54,119 +54,74 @@ from pyplugins.runtime.creator import register
 from pyplugins.errors import FieldError, ShapeError
 from pyplugins.runtime.fields import Field
 from pyplugins.runtime.kernels import Kernel
-from pyplugins.runtime.device import resident_blocks
 from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BAND_KERNEL", "BAND_KERNELS", "BAND_WINDOW", "BLOCK", "COLS_SEGMENT_ROWS", "MODES",
-           "Pool", "WIDE_WINDOWS", "band_blocks", "block_size", "blocks_needed", "cols_blocks",
-           "kernel_name", "output_size"]
+__all__ = ["COLS_BLOCK", "COLS_MIN_ROWS", "COLS_WINDOW", "DEFINES", "MODES", "OUTPUTS_PER_THREAD",
+           "VARIANTS", "WIDE_WINDOWS", "Pool", "PoolFacts", "cols_blocks", "output_size"]
 
-#: Threads per block of the pool2d launch (float 2x2 / 3x3 windows; :func:`block_size` has the
-#: others).
-BLOCK = 256
-#: Threads per block of the pool2d_wide and INT8 launches (measured faster than 256 on an H100:
-#: 5x5 stride 2 0.91 / 0.65 / 0.44 of copy bandwidth for float / half / INT8 against 0.85 /
-#: 0.58 / 0.40, INT8 2x2 0.54 / 0.95 (avg / max) against 0.48 / 0.90).
-SMALL_BLOCK = 128
-#: Threads per block of the pool2d_band launch (its ``__launch_bounds__``: at most 256).
-BAND_BLOCK = 256
-#: Threads per block of the pool2d_cols launch (its ``__launch_bounds__``: at most 256, a multiple
-#: of 32: a warp is one column group).
-COLS_BLOCK = 256
-#: Fewest output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_SMIN`` in pool.cu):
-#: its grid rule gives each warp one item of that many rows.
-_COLS_MIN_ROWS = 8
-#: Outputs one thread computes per grid-stride trip (``kOutputs`` in pool.cu).
-_OUTPUTS_PER_THREAD = 4
-#: Output rows one pool2d_band thread walks per tile (``PP_POOL_BAND_RS`` in pool.cu); it gives
-#: 8 bytes of each.
-_BAND_ROWS_PER_THREAD = 2
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
 MODES = {"max": 0, "avg": 1}
 _INT32_MAX = 2**31 - 1
-#: Windows ``(kh, kw, sh, sw, pw)`` that pool.cu's ``pool2d_wide`` kernel has a vector path for
-#: (``pool2d`` has the others; both compute every window, with the same arguments).
+
+
+# -- the variant table: every pool.cu kernel computes every window (each falls back to the generic
+# path), so every row fits every input (a PoolFacts); rows differ in where the op prefers them
+# (wins: the measured choices of docs/ops/pool.md), compile options, block and grid.
+
+#: Threads per block of the pool2d_cols rows (its ``__launch_bounds__``, ``PP_POOL_COLS_THREADS``;
+#: a multiple of 32: a warp is one column group).
+COLS_BLOCK = 256
+#: Fewest output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_SMIN``): its grid
+#: rule gives each warp one item of that many rows.
+COLS_MIN_ROWS = 8
+#: Outputs one thread of the generic path computes per grid-stride trip (``PP_POOL_OUTPUTS``).
+OUTPUTS_PER_THREAD = 4
+#: Every ``pool.cu`` kernel is compiled with these ``-D`` options: the constants it shares with
+#: this module (``pool.cu`` stops with an ``#error`` when one is missing).
+DEFINES: Dict[str, int] = {"PP_POOL_OUTPUTS": OUTPUTS_PER_THREAD,
+                           "PP_POOL_COLS_SMIN": COLS_MIN_ROWS, "PP_POOL_COLS_THREADS": COLS_BLOCK}
+#: Windows ``(kh, kw, sh, sw, pw)`` that ``pool2d_wide`` has a vector path for (``pool2d`` has
+#: the others; both compute every window, with the same arguments).
 WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
-#: ``(kh, kw, sh, sw, pw)`` of pool.cu's ``pool2d_band`` (shared-memory bands; any ph <= 4).
-BAND_WINDOW = (5, 5, 2, 2, 2)
-#: The kernels that compute :data:`BAND_WINDOW` on whole-chunk rows: ``pool2d_band`` (tiles
-#: staged in shared memory) and ``pool2d_cols`` (a warp walks down 32 chunks, no shared memory).
-BAND_KERNELS = ("pool2d_band", "pool2d_cols")
-#: Which of :data:`BAND_KERNELS` the plugin launches for :data:`BAND_WINDOW` (decided by the
-#: kernel-variant runs on the GPU machines; both give the same outputs).
-BAND_KERNEL = "pool2d_cols"
-_ITEMSIZE = {"float": 4, "__half": 2, "signed char": 1}
-#: Output rows per pool2d_cols segment, by element size, compiled in (``PP_POOL_COLS_S``) with the
-#: grid of every block :func:`cols_blocks` counts (two 4-row items a warp); 0: the kernel's own
-#: rule on one resident wave. Kernel variants (2026-11-24, 64 / 256 MiB, fraction of copy),
-#: 4 rows against the rule: H200 float max 0.87 / 0.91 (0.84 / 0.89), half max 0.87 / 0.93
-#: (0.85 / 0.85), half avg 0.80 / 0.82 (0.78 / 0.83); H100 float 0.92-0.97 (0.87-0.91), half
-#: 0.90-0.98 (0.84-0.90); INT8 keeps the rule (4 rows: avg 0.61 / 0.64 against 0.66 / 0.69).
-COLS_SEGMENT_ROWS = {4: 4, 2: 4, 1: 0}
+#: ``(kh, kw, sh, sw, pw)`` of ``pool2d_cols``'s column path (any ph <= 4).
+COLS_WINDOW = (5, 5, 2, 2, 2)
 
 
-def kernel_name(window: Tuple[int, int, int, int, int, int], ctype: str, unit_ratio: bool,
-                width: Optional[int] = None) -> str:
-    """The pool.cu kernel to launch for ``window`` ``(kh, kw, sh, sw, ph, pw)`` and element type:
-    :data:`BAND_KERNEL` for :data:`BAND_WINDOW` when the input width ``width`` (None: not known
-    yet) makes its rows whole 16-byte chunks, ``pool2d_i8`` (byte-SIMD) for INT8 2x2 stride 2
-    padding 0 when in_scale == out_scale, ``pool2d_wide`` for :data:`WIDE_WINDOWS`, else
-    ``pool2d`` (each computes every window).
+class PoolFacts(NamedTuple):
+    """One concrete Pool launch: what the rows of :data:`VARIANTS` read.
 
-    Example:
-        >>> kernel_name((2, 2, 2, 2, 0, 0), "signed char", True)
-        'pool2d_i8'
-        >>> kernel_name((5, 5, 2, 2, 2, 2), "float", True) == BAND_KERNEL
-        True
-        >>> kernel_name((5, 5, 2, 2, 2, 2), "__half", True, width=12)  # 24-byte rows
-        'pool2d_wide'
+    Attributes:
+        window: ``(kh, kw, sh, sw, ph, pw)``.
+        nc, h, w, ho, wo: planes (N * C), input and output height and width.
+        itemsize: bytes per element (4, 2 or 1).
+        mode: the kernel's ``mode`` (0 max, 1 average).
+        in_scale, out_scale: the INT8 scales (1.0 for float types).
     """
-    kh, kw, sh, sw, ph, pw = window
-    if (kh, kw, sh, sw, pw) == BAND_WINDOW and ph <= 4 and (
-            width is None or width * _ITEMSIZE[ctype] % 16 == 0):
-        if BAND_KERNEL not in BAND_KERNELS:
-            msg = (f"pyplugins.ops.pool.BAND_KERNEL must be one of {BAND_KERNELS} (got "
-                   f"{BAND_KERNEL!r}); set it to the kernel the variant runs chose.")
-            raise ValueError(msg)
-        return BAND_KERNEL
-    if ctype == "signed char" and unit_ratio and window == (2, 2, 2, 2, 0, 0):
-        return "pool2d_i8"
-    return "pool2d_wide" if (kh, kw, sh, sw, pw) in WIDE_WINDOWS else "pool2d"
 
+    window: Tuple[int, int, int, int, int, int]
+    nc: int
+    h: int
+    w: int
+    ho: int
+    wo: int
+    itemsize: int
+    mode: int
+    in_scale: float
+    out_scale: float
 
-def block_size(kernel: str, itemsize: int) -> int:
-    """Threads per block for ``kernel`` (a :func:`kernel_name`) on elements of ``itemsize`` bytes.
-
-    Example:
-        >>> block_size("pool2d", 4), block_size("pool2d", 1), block_size("pool2d_wide", 2)
-        (256, 128, 128)
-        >>> block_size("pool2d_band", 1), block_size("pool2d_cols", 2)
-        (256, 256)
-    """
-    if kernel == "pool2d_band":
-        return BAND_BLOCK
-    if kernel == "pool2d_cols":
-        return COLS_BLOCK
-    return BLOCK if kernel == "pool2d" and itemsize > 1 else SMALL_BLOCK
-
-
-def band_blocks(total: int, itemsize: int, block: int = BAND_BLOCK) -> int:
-    """Blocks that give each pool2d_band thread about one walk (8 bytes of 2 output rows) of
-    ``total`` outputs: the grid to cap at the resident-block count.
-
-    Example:
-        >>> band_blocks(64 * 256 * 256, 4), band_blocks(1, 1)
-        (4096, 1)
-    """
-    per_block = block * (8 // itemsize) * _BAND_ROWS_PER_THREAD
-    return shapes.cdiv(total, per_block)
+    @property
+    def unit_ratio(self) -> bool:
+        """in_scale == out_scale, as the kernel's float32 arguments."""
+        return bool(np.float32(self.in_scale) == np.float32(self.out_scale))
 
 
 def cols_blocks(nc: int, ho: int, w: int, itemsize: int, block: int = COLS_BLOCK) -> int:
-    """Blocks that give each pool2d_cols warp one work item of the fewest rows it walks (8): the
-    grid to cap at the resident-block count (the kernel then sizes its segments to the grid).
+    """Blocks that give each pool2d_cols warp one work item of the fewest rows it walks
+    (:data:`COLS_MIN_ROWS`): the grid to cap at the resident-block count (the kernel then sizes
+    its segments to the grid).
 
     A work item is one plane's column group (32 16-byte chunks of ``w`` elements of ``itemsize``
     bytes) times a segment of output rows.
@@ -178,28 +133,68 @@ def cols_blocks(nc: int, ho: int, w: int, itemsize: int, block: int = COLS_BLOCK
         (1, 0)
     """
     groups = shapes.cdiv(w * itemsize // 16, 32)
-    warps = nc * groups * shapes.cdiv(ho, _COLS_MIN_ROWS)
+    warps = nc * groups * shapes.cdiv(ho, COLS_MIN_ROWS)
     return shapes.cdiv(warps * 32, block)
 
 
-def blocks_needed(kernel: str, nc: int, ho: int, wo: int, w: int, itemsize: int,
-                  block: int) -> int:
-    """Blocks of ``block`` threads that ``kernel`` (a :func:`kernel_name`) needs for an output of
-    ``nc`` planes of ``ho x wo`` from rows of ``w`` elements: the plan's grid before the cap at the
-    resident-block count (every pool.cu kernel is grid-stride, so any grid is correct).
+def _cols_window(f: PoolFacts) -> bool:
+    kh, kw, sh, sw, ph, pw = f.window
+    return (kh, kw, sh, sw, pw) == COLS_WINDOW and ph <= 4 and f.w * f.itemsize % 16 == 0
 
-    Example:
-        >>> blocks_needed("pool2d", 2, 8, 8, 16, 4, 256)  # 4 outputs a thread
-        1
-        >>> blocks_needed("pool2d_cols", 64, 256, 256, 512, 4, 256)
-        1024
-    """
-    total = nc * ho * wo
-    if kernel == "pool2d_band":
-        return band_blocks(total, itemsize, block)
-    if kernel == "pool2d_cols":
-        return cols_blocks(nc, ho, w, itemsize, block)
-    return shapes.cdiv(total, block * _OUTPUTS_PER_THREAD)
+
+def _args(f: PoolFacts) -> Tuple[Any, ...]:
+    kh, kw, sh, sw, ph, pw = f.window
+    return (POINTER, POINTER, np.int64(f.nc), np.int32(f.h), np.int32(f.w), np.int32(f.ho),
+            np.int32(f.wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw),
+            np.int32(ph), np.int32(pw), np.int32(f.mode), np.float32(f.in_scale),
+            np.float32(f.out_scale))
+
+
+def _outputs_blocks(f: PoolFacts, block: int) -> int:
+    return shapes.cdiv(f.nc * f.ho * f.wo, block * OUTPUTS_PER_THREAD)
+
+
+def _cols_blocks(f: PoolFacts, block: int) -> int:
+    return cols_blocks(f.nc, f.ho, f.w, f.itemsize, block)
+
+
+def _kernel(expression: str, *extra: str, dtypes: Any = None) -> Kernel:
+    return Kernel("pool.cu", expression, options=define_options(DEFINES) + extra, dtypes=dtypes)
+
+
+def _always(f: PoolFacts) -> bool:
+    return True
+
+
+#: The rows, in the order ``Pool.plan`` tries them (the first that fits and wins).
+VARIANTS: Tuple[Variant, ...] = (
+    # 5x5 stride 2 on whole-chunk rows, 4- and 2-byte elements: pool2d_cols with 4-row segments
+    # on every block cols_blocks counts. Kernel variants (2026-11-24, 64 / 256 MiB, fraction of
+    # copy), 4 rows against the kernel's own rule on one wave: H200 float max 0.87 / 0.91 (0.84
+    # / 0.89), half max 0.87 / 0.93 (0.85 / 0.85), half avg 0.80 / 0.82 (0.78 / 0.83); H100
+    # float 0.92-0.97 (0.87-0.91), half 0.90-0.98 (0.84-0.90).
+    Variant("pool2d_cols_s4", _kernel("pool2d_cols<{T}>", "-DPP_POOL_COLS_S=4"),
+            needs="nothing", fits=_always, args=_args, blocks=_cols_blocks, block=COLS_BLOCK,
+            wins=lambda f: _cols_window(f) and f.itemsize in (4, 2)),
+    # INT8 keeps the rule on one resident wave (4 rows: avg 0.61 / 0.64 against 0.66 / 0.69).
+    Variant("pool2d_cols", _kernel("pool2d_cols<{T}>"), needs="nothing", fits=_always,
+            args=_args, blocks=_cols_blocks, block=COLS_BLOCK, waves=1, wins=_cols_window),
+    # INT8 2x2 stride 2 padding 0 at in_scale == out_scale: byte-SIMD.
+    Variant("pool2d_i8", _kernel("pool2d_i8<{T}>", dtypes=("int8",)), needs="INT8 elements",
+            fits=lambda f: f.itemsize == 1, args=_args, blocks=_outputs_blocks, block=128,
+            waves=1, wins=lambda f: f.unit_ratio and f.window == (2, 2, 2, 2, 0, 0)),
+    # The vector path's later windows. 128 threads measured faster than 256 on an H100: 5x5
+    # stride 2 0.91 / 0.65 / 0.44 of copy for float / half / INT8 against 0.85 / 0.58 / 0.40.
+    Variant("pool2d_wide", _kernel("pool2d_wide<{T}>"), needs="nothing", fits=_always,
+            args=_args, blocks=_outputs_blocks, block=128, waves=1,
+            wins=lambda f: (f.window[:4] + f.window[5:]) in WIDE_WINDOWS),
+    # Everything else: float and half on 256 threads ...
+    Variant("pool2d", _kernel("pool2d<{T}>"), needs="nothing", fits=_always, args=_args,
+            blocks=_outputs_blocks, block=256, waves=1, wins=lambda f: f.itemsize > 1),
+    # ... and INT8 on 128 (INT8 2x2 0.54 / 0.95 of copy (avg / max) against 0.48 / 0.90 on 256).
+    Variant("pool2d_b128", _kernel("pool2d<{T}>"), needs="nothing", fits=_always, args=_args,
+            blocks=_outputs_blocks, block=128, waves=1),
+)
 
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -252,13 +247,14 @@ class Pool(Plugin):
     out_scale = Field.float(default=0.0, min=0.0, validate=finite,
                             doc="INT8 output scale, used when TensorRT gives none (0 = unset)")
 
-    pool2d = Kernel("pool.cu", "pool2d<{T}>")
-    pool2d_wide = Kernel("pool.cu", "pool2d_wide<{T}>")
-    pool2d_i8 = Kernel("pool.cu", "pool2d_i8<{T}>", dtypes=(trt.DataType.INT8,))
-    pool2d_band = Kernel("pool.cu", "pool2d_band<{T}>")
-    pool2d_cols = Kernel("pool.cu", "pool2d_cols<{T}>")
-    #: pool2d_cols with segments of 4 output rows (:data:`COLS_SEGMENT_ROWS`).
-    pool2d_cols_s4 = Kernel("pool.cu", "pool2d_cols<{T}>", options=("-DPP_POOL_COLS_S=4",))
+    # The kernels of the variant table (pyplugins.ops.pool), by name; plan launches
+    # the row the table chooses.
+    pool2d = find(VARIANTS, "pool2d").kernel
+    pool2d_wide = find(VARIANTS, "pool2d_wide").kernel
+    pool2d_i8 = find(VARIANTS, "pool2d_i8").kernel
+    pool2d_cols = find(VARIANTS, "pool2d_cols").kernel
+    #: pool2d_cols with segments of 4 output rows.
+    pool2d_cols_s4 = find(VARIANTS, "pool2d_cols_s4").kernel
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -394,36 +390,24 @@ class Pool(Plugin):
                        f"limit {_INT32_MAX}; split the tensor.")
                 raise ShapeError(msg)
 
-    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``, the
-        kernel and block from :func:`kernel_name` and :func:`block_size`; the grid at most the
-        resident blocks (:func:`blocks_needed`; pool2d_band and pool2d_cols: one wave that loops
-        over its tiles or work items), except pool2d_cols with fixed 4-row segments
-        (:data:`COLS_SEGMENT_ROWS`), which takes every block :func:`blocks_needed` counts."""
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int, *,
+             variant: Optional[str] = None) -> Launch:
+        """``<kernel>(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_s, out_s)``: the
+        launch of the row of :data:`~pyplugins.ops.pool.VARIANTS` that takes this
+        input (the first that wins), or of the row named ``variant`` (tests and benchmarks).
+
+        Raises:
+            VariantError: ``variant`` names no row, or one whose kernel cannot run this input.
+        """
         x = inputs[0]
         kh, kw, sh, sw, ph, pw = self.window()
         n, c, h, w = (int(d) for d in x.dims)
         ho, wo = output_size(h, kh, sh, ph), output_size(w, kw, sw, pw)
-        nc = n * c
-        ctype = dtypes.ctype_from_trt(x.type)
         in_scale, out_scale = self.scales
-        kernel = kernel_name(self.window(), ctype, np.float32(in_scale) == np.float32(out_scale),
-                             width=w)
-        itemsize = dtypes.itemsize_from_trt(x.type)
-        fixed = kernel == "pool2d_cols" and COLS_SEGMENT_ROWS[itemsize] == 4
-        fn = (self.pool2d_cols_s4 if fixed else getattr(self, kernel)).function(ctype, device)
-        block = block_size(kernel, itemsize)
-        total = nc * ho * wo
-        blocks = blocks_needed(kernel, nc, ho, wo, w, itemsize, block)
-        if not fixed:
-            blocks = min(blocks, resident_blocks(fn, block, device=device))
-        grid = blocks if total else 0
-        return Launch(fn, grid=grid, block=block, device=device, name=f"{kernel}<{ctype}>",
-                      args=(POINTER, POINTER, np.int64(nc), np.int32(h), np.int32(w),
-                            np.int32(ho), np.int32(wo), np.int32(kh), np.int32(kw),
-                            np.int32(sh), np.int32(sw), np.int32(ph), np.int32(pw),
-                            np.int32(MODES[self.mode]), np.float32(in_scale),
-                            np.float32(out_scale)))
+        facts = PoolFacts(self.window(), n * c, h, w, ho, wo, dtypes.itemsize_from_trt(x.type),
+                          MODES[self.mode], in_scale, out_scale)
+        row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
+        return launch(row, facts, dtypes.ctype_from_trt(x.type), device)
 
     def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
         """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""

@@ -32,7 +32,7 @@ Example (no GPU needed: the run stops before ``enqueue``):
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -43,19 +43,23 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.runtime.fields import Field
+from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch
 from pyplugins.runtime.kernels import Kernel
 from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["RMSNorm", "grid_size", "rows_per_block"]
+__all__ = ["DEFINES", "VARIANTS", "RMSNorm", "RmsFacts", "grid_size", "rows_per_block"]
 
 #: Threads per block: 256, or 512 when a row is longer than LONG_ROW_BYTES (kernel contract).
 BLOCK = 256
 LONG_ROW_BLOCK = 512
 LONG_ROW_BYTES = 16 * 1024
-#: 16-byte vectors of a row each thread keeps in registers (rmsnorm.cu's kCached).
+#: 16-byte vectors of a row each thread keeps in registers (rmsnorm.cu's ``PP_RMSNORM_CACHED``).
 CACHED = 4
+#: rmsnorm.cu is compiled with these ``-D`` options, the constants it shares with this module
+#: (it stops with an ``#error`` when one is missing).
+DEFINES = {"PP_RMSNORM_CACHED": CACHED}
 INT32_MAX = 2**31 - 1
 
 
@@ -94,6 +98,31 @@ def grid_size(rows: int, d: int, itemsize: int, block: int) -> int:
     return min(shapes.cdiv(rows, rows_per_block(d, itemsize, block)), MAX_GRID[0])
 
 
+class RmsFacts(NamedTuple):
+    """One concrete RMSNorm launch: ``rows`` rows of ``d`` elements of ``itemsize`` bytes."""
+
+    rows: int
+    d: int
+    itemsize: int
+    eps: float
+
+
+def _args(f: RmsFacts) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, POINTER, np.int64(f.rows), np.int32(f.d), np.float32(f.eps))
+
+
+_KERNEL = Kernel("rmsnorm.cu", "rmsnorm<{T}>", options=define_options(DEFINES))
+#: RMSNorm's variant table (:mod:`pyplugins.runtime.tactics`): one kernel on two block sizes, the
+#: first that wins launches; both on the full grid (:func:`grid_size`).
+VARIANTS = (
+    Variant("rmsnorm_512", _KERNEL, needs="nothing", fits=lambda f: True, args=_args,
+            blocks=lambda f, block: grid_size(f.rows, f.d, f.itemsize, block),
+            block=LONG_ROW_BLOCK, wins=lambda f: f.d * f.itemsize > LONG_ROW_BYTES),
+    Variant("rmsnorm", _KERNEL, needs="nothing", fits=lambda f: True, args=_args,
+            blocks=lambda f, block: grid_size(f.rows, f.d, f.itemsize, block), block=BLOCK),
+)
+
+
 def _positive_finite(value: float) -> None:
     """The check of ``eps``: finite and > 0."""
     if not (math.isfinite(value) and value > 0):
@@ -124,7 +153,7 @@ class RMSNorm(Plugin):
     eps = Field.float(default=1e-6, validate=_positive_finite,
                       doc="added to the mean square before the square root")
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
-    kernel = Kernel("rmsnorm.cu", "rmsnorm<{T}>")
+    kernel = find(VARIANTS, "rmsnorm").kernel
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``x``'s shape.
@@ -159,18 +188,16 @@ class RMSNorm(Plugin):
                    f"int32 row length allows ({INT32_MAX}).")
             raise ShapeError(msg)
 
-    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``rmsnorm<T>(x, weight, y, rows, D, eps)`` on a full grid (:func:`grid_size`)."""
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int, *,
+             variant: Optional[str] = None) -> Launch:
+        """``rmsnorm<T>(x, weight, y, rows, D, eps)`` on a full grid (:func:`grid_size`) of the
+        block of the row of :data:`VARIANTS` that takes it (or of the row named ``variant``)."""
         x = inputs[0]
         x_dims = [int(v) for v in x.dims]
-        d, rows = x_dims[-1], shapes.volume(x_dims[:-1])
-        itemsize = itemsize_from_trt(x.type)
-        block = LONG_ROW_BLOCK if d * itemsize > LONG_ROW_BYTES else BLOCK
-        grid = grid_size(rows, d, itemsize, block)
-        fn = self.kernel.function(ctype_from_trt(x.type), device)
-        return Launch(fn, grid=grid, block=block, device=device,
-                      args=(POINTER, POINTER, POINTER, np.int64(rows), np.int32(d),
-                            np.float32(self.eps)))
+        facts = RmsFacts(shapes.volume(x_dims[:-1]), x_dims[-1], itemsize_from_trt(x.type),
+                         self.eps)
+        row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
+        return launch(row, facts, ctype_from_trt(x.type), device)
 
     def reference(self, x: np.ndarray, weight: np.ndarray) -> Tuple[np.ndarray]:
         """``x / sqrt(mean(x^2 over the last dim) + eps) * weight`` in float64, with the eps the

@@ -8,8 +8,8 @@ the token's position ``pos``, pair ``i`` becomes ``(a cos - b sin, b cos + a sin
 (rotate-half, GPT-NeoX / Llama) and ``(x[2 i], x[2 i + 1])`` for ``layout="gptj"``
 (interleaved, GPT-J). Features past ``rotary_dim`` are copied unchanged. The CUDA kernels are
 in ``kernels_cu/rope.cu``: ``rope_table`` (a block makes a table of its tokens' angles, then
-streams their data like a copy) wherever it applies (:func:`kernel_for`), ``rope`` (the angles
-computed along the stream) elsewhere; both give the same bits. Their NumPy twin is
+streams their data like a copy) and ``rope`` (the angles computed along the stream), chosen by
+:data:`pyplugins.ops.rope.VARIANTS`; both give the same bits. Their NumPy twin is
 :meth:`RoPE.reference`.
 
 Positions: with one input, token ``(b, s)`` sits at ``position_offset + s`` (a decoder step
@@ -51,7 +51,7 @@ Example (the eager runner needs a GPU)::
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -63,36 +63,14 @@ from pyplugins.errors import FieldError, ShapeError
 from pyplugins.runtime.fields import Field
 from pyplugins.runtime.formats import Formats
 from pyplugins.runtime.kernels import Kernel
-from pyplugins.runtime.device import resident_blocks
 from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "GRID_WAVES", "LAYOUTS", "RoPE", "TABLE", "TABLE_PAIRS", "TABLE_WAVES",
-           "TILE_UNITS", "kernel_for", "table_tiles"]
+__all__ = ["BLOCK", "DEFINES", "HEADS_PER_ITEM", "LAYOUTS", "TABLE_PAIRS", "TABLE_UNITS",
+           "TILE_UNITS", "VARIANTS", "RoPE", "RopeFacts", "table_tiles"]
 
-#: Threads per block of either kernel.
-BLOCK = 256
-#: Heads one work item covers with the same angles, by element size (H in rope.cu's contract).
-_HEADS_PER_ITEM = {4: 16, 2: 8}
-#: rope's grid = this many waves of resident blocks, by element size (float: 4 measured 0.96 of
-#: copy bandwidth against 0.89 at 1 on an H100; half: 1).
-GRID_WAVES = {4: 4, 2: 1}
-#: Kernel by element size: True = rope_table (angles in a per-tile shared table, then a
-#: copy-like stream) wherever it applies, False = rope. Kernel variants at 64 MiB (2026-11-24):
-#: half 0.88 / 0.92 of copy on the H200 / H100 against rope's 0.84 / 0.89; float 0.89 / 0.92
-#: against rope's 0.89 / 0.96, so float keeps rope.
-TABLE = {4: False, 2: True}
-#: rope_table's table capacity in (token, pair) entries: rope.cu's PP_ROPE_TABLE_PAIRS. It
-#: applies where rotary_dim / 2 fits.
-TABLE_PAIRS = 1024
-#: Units a rope_table tile aims at: twice BLOCK threads x rope.cu's PP_ROPE_TABLE_UNITS (2), so
-#: that a thread streams two passes of units per tile (measured better than one on both GPUs).
-TILE_UNITS = 1024
-#: rope_table's grid = this many waves of resident blocks, by element size; None: one block per
-#: tile. Half takes one block per tile: kernel variants on the H200 (2026-11-24) measured 0.87 /
-#: 0.94 of copy at 64 / 256 MiB against two waves' 0.88 / 0.84.
-TABLE_WAVES = {4: 2, 2: None}
 #: Field value of ``layout`` -> the kernel's ``layout`` argument.
 LAYOUTS = {"neox": 0, "gptj": 1}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -103,6 +81,130 @@ _RULES = {
     1: Formats(dtypes={0: _FLOATS, 1: _FLOATS}, same_as={1: 0}),
     2: Formats(dtypes={0: _FLOATS, 1: (trt.DataType.INT32,), 2: _FLOATS}, same_as={2: 0}),
 }
+
+
+# -- the variant table: rope_table and rope give the same bits; each row (reading a RopeFacts)
+# says where its kernel runs (fits: rope_table's table holds rotary_dim / 2 pairs), where the op
+# prefers it (wins: the measured choices of docs/ops/rope.md) and its grid.
+
+#: Threads per block of every row.
+BLOCK = 256
+#: Heads one ``rope`` work item covers with the same angles, by element size (H in rope.cu's
+#: contract: its per-type default).
+HEADS_PER_ITEM = {4: 16, 2: 8}
+#: ``PP_ROPE_TABLE_PAIRS``: rope_table's table capacity in (token, pair) entries. It applies
+#: where rotary_dim / 2 fits.
+TABLE_PAIRS = 1024
+#: ``PP_ROPE_TABLE_UNITS``: work units a rope_table thread loads before it rotates and stores.
+TABLE_UNITS = 2
+#: Units a rope_table tile aims at: twice BLOCK threads x TABLE_UNITS, so that a thread streams
+#: two passes of units per tile (measured better than one on both GPUs).
+TILE_UNITS = 2 * BLOCK * TABLE_UNITS
+#: Every ``rope.cu`` kernel is compiled with these ``-D`` options: the constants it shares with
+#: this module (``rope.cu`` stops with an ``#error`` when one is missing).
+DEFINES: Dict[str, int] = {"PP_ROPE_TABLE_PAIRS": TABLE_PAIRS, "PP_ROPE_TABLE_UNITS": TABLE_UNITS}
+
+
+class RopeFacts(NamedTuple):
+    """One concrete RoPE launch: what the rows of :data:`VARIANTS` read.
+
+    Attributes:
+        tokens, seq, heads, head_dim: x ``[batch, seq, heads, head_dim]`` with tokens =
+            batch * seq.
+        rotary: the rotary width; layout: the kernel's (0 neox, 1 gptj).
+        offset, theta: ``position_offset`` and ``theta`` as the kernel gets them.
+        itemsize: bytes per element (4 or 2).
+    """
+
+    tokens: int
+    seq: int
+    heads: int
+    head_dim: int
+    rotary: int
+    layout: int
+    offset: int
+    theta: float
+    itemsize: int
+
+
+def table_tiles(tokens: int, heads: int, head_dim: int, rotary_dim: int, itemsize: int,
+                layout: int, units: int = TILE_UNITS) -> Tuple[int, int, int]:
+    """rope_table's ``(tile_tokens, tile_heads, tiles)`` for x ``[tokens, heads, head_dim]``.
+
+    A tile holds about ``units`` work units (a unit: one rotation column, 16 bytes and, for
+    rotate-half, their partner; or one 16-byte copy column; element-wise where rope.cu's
+    16-byte conditions fail, taken as if the tensors are 16-byte aligned): all heads of
+    ``tile_tokens`` tokens (at most :data:`TABLE_PAIRS` / (``rotary_dim`` / 2) of them), or,
+    where one token's heads hold ``units`` or more, ``tile_heads`` heads of one token.
+    ``layout`` is the kernel's (0 neox, 1 gptj). ``tiles`` is 0 for empty work.
+
+    Example:
+        >>> table_tiles(4096, 8, 128, 128, 2, 0)  # 64 units a token
+        (16, 8, 256)
+        >>> table_tiles(3, 64, 128, 128, 4, 1)    # 2048 units a token
+        (1, 32, 6)
+    """
+    vec = 16 // itemsize
+    half = rotary_dim // 2
+    rot = rotary_dim if layout == 1 else half
+    if head_dim % vec == 0 and rot % vec == 0:
+        columns = rot // vec + (head_dim - rotary_dim) // vec
+    else:
+        columns = half + head_dim - rotary_dim
+    if not (tokens and heads and columns):
+        return 1, max(heads, 1), 0
+    if heads * columns >= units:
+        tile_tokens, tile_heads = 1, max(1, min(heads, units // columns))
+    else:
+        tile_tokens, tile_heads = units // (heads * columns), heads
+        if half:
+            tile_tokens = max(1, min(tile_tokens, TABLE_PAIRS // half))
+    return (tile_tokens, tile_heads,
+            shapes.cdiv(tokens, tile_tokens) * shapes.cdiv(heads, tile_heads))
+
+
+def _tiles(f: RopeFacts) -> Tuple[int, int, int]:
+    return table_tiles(f.tokens, f.heads, f.head_dim, f.rotary, f.itemsize, f.layout)
+
+
+def _args(f: RopeFacts) -> Tuple[Any, ...]:
+    return (POINTER, POINTER, POINTER, np.int64(f.tokens), np.int32(f.seq), np.int32(f.heads),
+            np.int32(f.head_dim), np.int32(f.rotary), np.int32(f.layout), np.int32(f.offset),
+            np.float32(f.theta))
+
+
+def _table_args(f: RopeFacts) -> Tuple[Any, ...]:
+    tile_tokens, tile_heads, _ = _tiles(f)
+    return _args(f) + (np.int32(tile_tokens), np.int32(tile_heads))
+
+
+def _rope_blocks(f: RopeFacts, block: int) -> int:
+    columns = shapes.cdiv(f.head_dim * f.itemsize, 16)
+    items = f.tokens * shapes.cdiv(f.heads, HEADS_PER_ITEM[f.itemsize]) * columns
+    return shapes.cdiv(items, block)
+
+
+def _kernel(expression: str) -> Kernel:
+    return Kernel("rope.cu", expression, options=define_options(DEFINES))
+
+
+#: The rows, in the order ``RoPE.plan`` tries them (the first that fits and wins).
+VARIANTS: Tuple[Variant, ...] = (
+    # Half (2026-11-24): 0.88 / 0.92 of copy on the H200 / H100 at 64 MiB against rope's 0.84 /
+    # 0.89; float 0.89 / 0.92 against rope's 0.89 / 0.96, so float keeps rope. One block per tile
+    # (no waves): 0.87 / 0.94 of copy at 64 / 256 MiB on the H200 against two waves' 0.88 / 0.84.
+    Variant("rope_table", _kernel("rope_table<{T}>"),
+            needs=f"rotary_dim / 2 <= {TABLE_PAIRS} (its table's pairs)",
+            fits=lambda f: f.rotary // 2 <= TABLE_PAIRS, wins=lambda f: f.itemsize == 2,
+            blocks=lambda f, block: _tiles(f)[2], args=_table_args, block=BLOCK),
+    # Float: 4 waves of resident blocks measured 0.96 of copy against 0.89 at 1 on an H100.
+    Variant("rope", _kernel("rope<{T}>"), needs="nothing", fits=lambda f: True,
+            wins=lambda f: f.itemsize == 4, blocks=_rope_blocks, args=_args, block=BLOCK,
+            waves=4),
+    # Half where the table cannot hold the pairs: rope on one wave.
+    Variant("rope_1x", _kernel("rope<{T}>"), needs="nothing", fits=lambda f: True,
+            blocks=_rope_blocks, args=_args, block=BLOCK, waves=1),
+)
 
 
 def even(value: int) -> bool:
@@ -135,54 +237,6 @@ def _input_count(n: int, method: str) -> int:
     return n
 
 
-def kernel_for(itemsize: int, rotary_dim: int) -> str:
-    """The kernel that :meth:`RoPE.plan` launches: ``"rope_table"`` where :data:`TABLE` says
-    so for the element size and the pairs fit its table (``rotary_dim / 2 <=``
-    :data:`TABLE_PAIRS`), else ``"rope"``.
-
-    Example:
-        >>> kernel_for(2, 128), kernel_for(4, 2 * TABLE_PAIRS + 2)
-        ('rope_table', 'rope')
-    """
-    return "rope_table" if TABLE[itemsize] and rotary_dim // 2 <= TABLE_PAIRS else "rope"
-
-
-def table_tiles(tokens: int, heads: int, head_dim: int, rotary_dim: int, itemsize: int,
-                layout: int, units: int = TILE_UNITS) -> Tuple[int, int, int]:
-    """rope_table's ``(tile_tokens, tile_heads, tiles)`` for x ``[tokens, heads, head_dim]``.
-
-    A tile holds about ``units`` work units (a unit: one rotation column, 16 bytes and, for
-    rotate-half, their partner; or one 16-byte copy column; element-wise where rope.cu's
-    16-byte conditions fail, taken as if the tensors are 16-byte aligned): all heads of
-    ``tile_tokens`` tokens (at most :data:`TABLE_PAIRS` / (``rotary_dim`` / 2) of them), or,
-    where one token's heads hold ``units`` or more, ``tile_heads`` heads of one token.
-    ``layout`` is the kernel's (``LAYOUTS[...]``). ``tiles`` is 0 for empty work.
-
-    Example:
-        >>> table_tiles(4096, 8, 128, 128, 2, LAYOUTS["neox"])  # 64 units a token
-        (16, 8, 256)
-        >>> table_tiles(3, 64, 128, 128, 4, LAYOUTS["gptj"])    # 2048 units a token
-        (1, 32, 6)
-    """
-    vec = 16 // itemsize
-    half = rotary_dim // 2
-    rot = rotary_dim if layout == 1 else half
-    if head_dim % vec == 0 and rot % vec == 0:
-        columns = rot // vec + (head_dim - rotary_dim) // vec
-    else:
-        columns = half + head_dim - rotary_dim
-    if not (tokens and heads and columns):
-        return 1, max(heads, 1), 0
-    if heads * columns >= units:
-        tile_tokens, tile_heads = 1, max(1, min(heads, units // columns))
-    else:
-        tile_tokens, tile_heads = units // (heads * columns), heads
-        if half:
-            tile_tokens = max(1, min(tile_tokens, TABLE_PAIRS // half))
-    return (tile_tokens, tile_heads,
-            shapes.cdiv(tokens, tile_tokens) * shapes.cdiv(heads, tile_heads))
-
-
 @register
 class RoPE(Plugin):
     """Rotary position embedding.
@@ -208,8 +262,10 @@ class RoPE(Plugin):
     position_offset = Field.int(default=0, min=_INT32_MIN, max=_INT32_MAX,
                                 doc="first position when there is no positions input")
 
-    rope = Kernel("rope.cu", "rope<{T}>")
-    rope_table = Kernel("rope.cu", "rope_table<{T}>")
+    # The kernels of the variant table (pyplugins.ops.rope); plan launches the row the
+    # table chooses.
+    rope = find(VARIANTS, "rope").kernel
+    rope_table = find(VARIANTS, "rope_table").kernel
 
     def rotary_for(self, head_dim: int) -> int:
         """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
@@ -345,40 +401,24 @@ class RoPE(Plugin):
                    f"the int32 position limit {_INT32_MAX}; use a smaller offset.")
             raise ShapeError(msg)
 
-    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int) -> Launch:
-        """``rope<T>`` or ``rope_table<T>`` (:func:`kernel_for`) with ``(x, positions, y,
-        tokens, seq, heads, head_dim, rotary, layout, offset, theta)``, rope_table's tile sizes
-        after them (:func:`table_tiles`); :meth:`enqueue` passes the pointers (a null positions
-        pointer if absent)."""
+    def plan(self, inputs: Sequence[Any], outputs: Sequence[Any], device: int, *,
+             variant: Optional[str] = None) -> Launch:
+        """``rope<T>`` or ``rope_table<T>`` with ``(x, positions, y, tokens, seq, heads,
+        head_dim, rotary, layout, offset, theta)``, rope_table's tile sizes after them: the
+        launch of the row of :data:`~pyplugins.ops.rope.VARIANTS` that takes this
+        input, or of the row named ``variant`` (tests and benchmarks); :meth:`enqueue` passes
+        the pointers (a null positions pointer if absent).
+
+        Raises:
+            VariantError: ``variant`` names no row, or one whose kernel cannot run this input.
+        """
         x = inputs[0]
         batch, seq, heads, head_dim = (int(v) for v in x.dims)
-        ctype = dtypes.ctype_from_trt(x.type)
-        tokens = batch * seq
-        itemsize = dtypes.itemsize_from_trt(x.type)
-        rotary = self.rotary_for(head_dim)
-        layout = LAYOUTS[self.layout]
-        args = (POINTER, POINTER, POINTER, np.int64(tokens), np.int32(seq), np.int32(heads),
-                np.int32(head_dim), np.int32(rotary), np.int32(layout),
-                np.int32(self.position_offset), np.float32(self.theta))
-        if kernel_for(itemsize, rotary) == "rope_table":
-            fn = self.rope_table.function(ctype, device)
-            tile_tokens, tile_heads, tiles = table_tiles(tokens, heads, head_dim, rotary,
-                                                         itemsize, layout)
-            waves = TABLE_WAVES[itemsize]
-            grid = min(tiles, 2**31 - 1)
-            if tiles and waves is not None:
-                grid = min(tiles, waves * resident_blocks(fn, BLOCK, device=device))
-            return Launch(fn, grid=grid, block=BLOCK, device=device,
-                          name=f"rope_table<{ctype}>",
-                          args=args + (np.int32(tile_tokens), np.int32(tile_heads)))
-        fn = self.rope.function(ctype, device)
-        columns = shapes.cdiv(head_dim * itemsize, 16)
-        items = tokens * shapes.cdiv(heads, _HEADS_PER_ITEM[itemsize]) * columns
-        blocks = shapes.cdiv(items, BLOCK)
-        waves = GRID_WAVES[itemsize]
-        grid = min(blocks, waves * resident_blocks(fn, BLOCK, device=device)) if items else 0
-        return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"rope<{ctype}>",
-                      args=args)
+        facts = RopeFacts(batch * seq, seq, heads, head_dim, self.rotary_for(head_dim),
+                          LAYOUTS[self.layout], self.position_offset, self.theta,
+                          dtypes.itemsize_from_trt(x.type))
+        row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
+        return launch(row, facts, dtypes.ctype_from_trt(x.type), device)
 
     # -- execution ---------------------------------------------------------------------------------
 

@@ -43,19 +43,27 @@ from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
 from pyplugins.errors import ShapeError
 from pyplugins.runtime.fields import Field
+from pyplugins.runtime.tactics import define_options
 from pyplugins.runtime.kernels import Kernel
 from pyplugins.runtime.launch import MAX_GRID, POINTER, Launch
 from pyplugins.runtime.plugin import Plugin
 
-__all__ = ["SeqRepeat", "grid_size"]
+__all__ = ["DEFINES", "UNROLL", "SeqRepeat", "grid_size"]
 
 #: Threads per block (any 1-D block works; 256 is the kernel's suggestion).
 BLOCK = 256
+#: Units a thread takes per trip of path "rows" (``PP_SEQ_REPEAT_UNROLL``; 1 on a full grid
+#: measured fastest, benchmarks/results/).
+UNROLL = 1
+#: seq_repeat.cu is compiled with these ``-D`` options, the constants it shares with this
+#: module (it stops with an ``#error`` when one is missing).
+DEFINES = {"PP_SEQ_REPEAT_UNROLL": UNROLL}
 INT32_MAX = 2**31 - 1
 
 
 def grid_size(d0: int, length: int, inner: int, factor: int, itemsize: int) -> int:
-    """Blocks of ``BLOCK`` threads for a full grid, one unit of ``seq_repeat.cu`` per thread:
+    """Blocks of ``BLOCK`` threads for a full grid, :data:`UNROLL` units of ``seq_repeat.cu``
+    per thread:
     a 16-byte vector of x when a row is whole vectors (path "rows", for 16-byte aligned
     tensors), else 16 bytes of y (path "gather"); 0 when there is no work. The kernel strides
     over the grid, so a grid sized for "rows" stays correct when unaligned pointers send it
@@ -68,7 +76,7 @@ def grid_size(d0: int, length: int, inner: int, factor: int, itemsize: int) -> i
     v = 16 // itemsize
     numel = d0 * length * inner
     units = numel // v if inner % v == 0 else shapes.cdiv(numel * factor, v)
-    return min(shapes.cdiv(units, BLOCK), MAX_GRID[0])
+    return min(shapes.cdiv(units, BLOCK * UNROLL), MAX_GRID[0])
 
 
 @register
@@ -93,7 +101,7 @@ class SeqRepeat(Plugin):
     name = "SeqRepeat"
     factor = Field.int(min=1, max=INT32_MAX, doc="how many times each step of dim 1 repeats")
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
-    kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>")
+    kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>", options=define_options(DEFINES))
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.

@@ -21,7 +21,9 @@ from pyplugins.emulator import onnx_import, trampoline
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import FieldError, LaunchError
 from pyplugins.runtime.kernels import Kernel, instantiations
-from pyplugins.ops.circ_pad import BLOCK, PARAMS_DTYPE, CircPad, launch_plan, pad_widths
+from pyplugins.ops.circ_pad import PARAMS_DTYPE, CircPad, launch_plan, pad_widths
+from pyplugins.ops.circ_pad import BLOCK, DEFINES, VARIANTS
+from pyplugins.runtime.tactics import VariantError, choose, find, with_options
 
 from .support import check_cli, dyn, run_demo
 
@@ -79,13 +81,66 @@ def test_registered_under_the_contract_key():
 
 
 def kernel_define(name):
-    """The default of ``#define name <int>`` in kernels_cu/circ_pad.cu (a knob the host mirrors)."""
+    """The default of ``#define name <int>`` in kernels_cu/circ_pad.cu (a knob of its own)."""
     source = (Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu").read_text()
     return int(re.search(rf"^#define {name} (\d+)", source, re.M).group(1))
 
 
-@pytest.mark.parametrize("kernel", sorted({k.expression.split("<")[0] for k in vars(CircPad).values()
-                                           if isinstance(k, Kernel)}))
+def test_the_kernels_walk_indices_with_the_shared_odometer():
+    """circ_pad.cu's index odometers (a flat row split into per-dim indices; element and row
+    steps that wrap the source index and carry) are common.cuh's, not copies of their own."""
+    kernels = Path(__file__).resolve().parents[2] / "kernels_cu"
+    source, common = (kernels / "circ_pad.cu").read_text(), (kernels / "common.cuh").read_text()
+    assert "struct WrapOdometer" in common and "bool wrap_step(" in common
+    assert source.count("pp::wrap_step(") >= 5 and source.count("pp::WrapOdometer<") >= 2
+    assert not re.search(r"if \(\+\+\w+ == g\.w[io]\)", source)   # a column step of its own
+    assert not re.search(r"\+\+o\[d\] ==|divmod\(rest, p\.out_dims", source)  # an outer-dim one
+
+
+def row_name(shape, pads, itemsize, variant=None, tactic=None):
+    """The name of the row of CircPad's variant table that launches ``shape``."""
+    return choose(VARIANTS, launch_plan(shape, pads, itemsize), variant=variant,
+                  tactic=tactic).name
+
+
+def test_the_shared_constants_are_not_defaults_of_the_kernel():
+    """circ_pad.cu gets them from DEFINES (as -D options) only; the C++ floor defines the same."""
+    source = (Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu").read_text()
+    floor = (Path(__file__).resolve().parents[2] / "benchmarks" / "cpp" / "launch_floor.cu"
+             ).read_text()
+    for name, value in DEFINES.items():
+        assert not re.search(rf"^#define {name} ", source, re.M), name
+        assert f"#error \"circ_pad.cu needs -D{name} " in source, name
+        assert re.search(rf"^#define {name} {value}$", floor, re.M), name
+    for row in VARIANTS:
+        assert row.kernel.options[:len(DEFINES)] == tuple(f"-D{k}={v}" for k, v in DEFINES.items())
+
+
+def test_the_table_names_each_row_once_and_ends_with_a_catch_all():
+    names = [row.name for row in VARIANTS]
+    assert len(set(names)) == len(names)
+    default_rows = [row for row in VARIANTS if row.tactic is None]
+    assert default_rows[-1].name == "circ_pad" and default_rows[-1].fits(None)
+    assert CircPad.tactics == ("staged", "strips")
+    assert row_name((2, 3, 8, 8), [1, 1], 4, tactic="strips") == "circ_pad_strips"
+    assert row_name((1, 64, 512, 8), [1, 1, 1, 1], 2, tactic="staged") == "circ_pad_warp_narrow"
+
+
+def test_a_variant_asked_by_name_runs_where_its_kernel_fits():
+    # 2-byte elements: the flat kernel loses but fits; pads on dim 0: only the row kernels fit
+    assert row_name((1, 4, 512, 510), [1, 1, 1, 1], 2) == "circ_pad"
+    assert row_name((1, 4, 512, 510), [1, 1, 1, 1], 2, variant="circ_pad_flat") == \
+        "circ_pad_flat"
+    with pytest.raises(VariantError, match=r"variant 'circ_pad_flat' cannot run this input: "
+                                           r"its kernel needs pads on the last two dims only"):
+        row_name((3, 4, 5), [0, 0, 0, 0, 1, 1], 4, variant="circ_pad_flat")
+    with pytest.raises(VariantError, match=r"no launch variant 'flat'; its variants are "
+                                           r"'circ_pad_warp_narrow', "):
+        row_name((3, 4, 5), [1, 1], 4, variant="flat")
+
+
+@pytest.mark.parametrize("kernel", sorted({row.kernel.expression.split("<")[0]
+                                           for row in VARIANTS}))
 def test_every_offered_type_is_instantiated_by_every_kernel(kernel):
     listed = instantiations("circ_pad.cu")
     assert set(CircPad.dtypes) == set(OFFERED)
@@ -334,24 +389,46 @@ def ctype_of(dtype) -> str:
 
 
 def check_direct_launch(cp, fn, grid, params, host, expected, x_off, y_off):
-    """Launches ``fn(x, y, params)`` (256 threads a block) on a non-blocking stream with x and
-    y at element offsets ``x_off`` / ``y_off`` into their buffers, y's poisoned (NaN for half,
-    else -1) with 9 spare elements past its end, then asserts that y holds ``expected`` (flat)
-    and that every other element of its buffer kept the poison."""
+    """Launches ``fn(x, y, params)`` (256 threads a block): :func:`check_launch`."""
     from pyplugins.runtime.launch import POINTER, Launch
 
+    check_launch(cp, Launch(fn, grid, 256, (POINTER, POINTER, params)), host, expected, x_off,
+                 y_off)
+
+
+def check_launch(cp, launch, host, expected, x_off=0, y_off=0):
+    """Runs ``launch(x, y)`` on a non-blocking stream with x and y at element offsets ``x_off``
+    / ``y_off`` into their buffers, y's poisoned (NaN for half, else -1) with 9 spare elements
+    past its end, then asserts that y holds ``expected`` (flat) and that every other element of
+    its buffer kept the poison."""
     xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
     half = host.dtype == np.float16
     ybuf = cp.full(expected.size + y_off + 9, np.nan if half else -1, dtype=host.dtype)
-    launch = Launch(fn, grid, 256, (POINTER, POINTER, params))
     stream = cp.cuda.Stream(non_blocking=True)
     cp.cuda.Device().synchronize()  # the buffers were filled on the legacy stream
     launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)
     stream.synchronize()
     got = cp.asnumpy(ybuf)
-    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected)
+    np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected.reshape(-1))
     rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
     assert (np.isnan(rest) if half else rest == -1).all()
+
+
+def variant_kernel(name, *extra):
+    """The kernel of CircPad's table row ``name``, with ``extra`` compile options over its own
+    (a knob the benchmark varies replaces the row's define of the same name)."""
+    kernel = find(VARIANTS, name).kernel
+    return Kernel(kernel.source, kernel.expression, options=with_options(kernel.options, extra))
+
+
+def check_variant(cp, host, pads, variant, x_off=0, y_off=0):
+    """CircPad's launch of the table row ``variant`` for ``host`` (as ``plan`` builds it, with
+    that row asked for by name), run by :func:`check_launch` against ``np.pad``."""
+    plugin = CircPad(pads=list(pads))
+    desc = trt.PluginTensorDesc(host.shape, trt_from_numpy(host.dtype, trt), LINEAR)
+    launch = plugin.plan([desc], [], cp.cuda.Device().id, variant=variant)
+    assert launch.name.startswith(find(VARIANTS, variant).kernel.expression.split("<")[0] + "<")
+    check_launch(cp, launch, host, padded(host, pads), x_off, y_off)
 
 
 def gpu_check(spec, pads, **kwargs):

@@ -17,12 +17,11 @@ import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime.kernels import instantiations
-from pyplugins.ops import circ_pad as circ_pad_op
 from pyplugins.ops.circ_pad import (FLAT_PARAMS_DTYPE, CircPad, flat_magic31, flat_magic64,
                                     launch_plan)
 
-from .test_circ_pad import (check_direct_launch, cp, ctype_of, gpu_check,  # noqa: F401 (cp)
-                            padded, random_array)
+from .test_circ_pad import (check_direct_launch, check_variant, cp, ctype_of,  # noqa: F401 (cp)
+                            gpu_check, padded, random_array, row_name, variant_kernel)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_FLAT_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
@@ -74,12 +73,6 @@ def test_which_shapes_take_the_flat_kernel(shape, pads, flat):
     if flat:
         assert plan.flat_threads == -(-(math.prod(plan.out_shape) + 3) // 4)
         assert int(plan.flat_params["total"]) == math.prod(plan.out_shape)
-
-
-def test_flat_switch_off_reverts_to_the_older_kernels(monkeypatch):
-    monkeypatch.setattr(circ_pad_op, "FLAT", False)
-    plan = launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4)
-    assert plan.flat_params is None and plan.narrow_planes == 64
 
 
 # -- a line-by-line model of circ_pad_flat -----------------------------------------------------
@@ -224,27 +217,22 @@ def _launch_name(shape, dtype, pads):
     ((2, 3, 700, 9), [1, 2, 0, 0]),              # pads on W only
     ((1, 1, 3, 1000), [300, 900, 1, 0]),         # long rows, pads wider than the input row
 ])
-def test_gpu_flat_kernel_matches_np_pad(dtype, shape, pads, monkeypatch):
-    # Every shape the kernel can pad, of every type, through the plugin (whose own choice sends
-    # 2-byte types and narrow rows to the older kernels: test_the_plugin_picks_...).
-    monkeypatch.setattr(circ_pad_op, "takes_flat", lambda plan, itemsize: plan.flat_params
-                        is not None)
-    monkeypatch.setattr(circ_pad_op, "WARP_NARROW", False)  # else narrow rows take it
-    monkeypatch.setattr(circ_pad_op, "WARP_ROW_BYTES", 0)  # circ_pad_warp comes first
-    assert _launch_name(shape, dtype, pads).startswith("circ_pad_flat")
-    gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=len(shape))), pads)
+def test_gpu_flat_kernel_matches_np_pad(cp, dtype, shape, pads):
+    # Every shape the kernel can pad, of every type, asked of the table by name (the plugin's
+    # own choice sends 2-byte types and narrow rows to other kernels:
+    # test_the_plugin_picks_...).
+    check_variant(cp, random_array(shape, dtype, seed=len(shape)), pads, "circ_pad_flat")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_gpu_flat_kernel_on_the_benchmark_geometry(dtype, monkeypatch):
-    """A few whole planes of the benchmarks' narrow and wide shapes (several blocks a plane)."""
-    monkeypatch.setattr(circ_pad_op, "WARP_ROW_BYTES", 0)  # circ_pad_warp comes first
+def test_gpu_flat_kernel_on_the_benchmark_geometry(cp, dtype):
+    """A few whole planes of the benchmarks' narrow and wide shapes (several blocks a plane),
+    through the flat kernel and through the plugin's own choice."""
     for shape in ((1, 5, 512, 8), (1, 2, 512, 512)):
-        gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=1)),
-                  [1, 1, 1, 1])
-
-
+        x = random_array(shape, dtype, seed=1)
+        check_variant(cp, x, [1, 1, 1, 1], "circ_pad_flat")
+        gpu_check(TensorSpec(shape, dtype, data=x), [1, 1, 1, 1])
 
 
 @pytest.mark.gpu
@@ -260,13 +248,10 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
                                                       options, grid_cap):
     """Input and output at odd element offsets; a grid smaller than the work (the kernel's
     grid-stride loop); the knobs the benchmark variants compile."""
-    from pyplugins.runtime.kernels import Kernel
-
     host = random_array(shape, dtype, seed=x_off + y_off)
     expected = padded(host, pads).reshape(-1)
     plan = launch_plan(shape, pads, host.itemsize)
-    fn = Kernel("circ_pad.cu", "circ_pad_flat<{T}>", options=options).function(
-        ctype_of(dtype))
+    fn = variant_kernel("circ_pad_flat", *options).function(ctype_of(dtype))
     vecs = 4 if options and "VECS" in options[0] else 1
     grid = -(-plan.flat_threads // (256 * vecs))
     check_direct_launch(cp, fn, min(grid, grid_cap or grid), plan.flat_params, host, expected,
@@ -274,15 +259,15 @@ def test_gpu_flat_kernel_unaligned_pointers_and_knobs(cp, dtype, x_off, y_off, s
 
 
 @pytest.mark.parametrize("shape, itemsize, kernel", [
-    ((1, 4, 512, 512), 4, "flat"),      # wide rows of 4-byte elements
-    ((1, 4, 512, 512), 8, "flat"),
-    ((1, 4, 512, 512), 2, "circ_pad"),  # 2-byte elements: the older kernel measured faster
-    ((1, 4, 512, 512), 1, "circ_pad"),
-    ((1, 64, 512, 8), 4, "narrow"),     # narrow rows: circ_pad_narrow measured faster
+    ((1, 4, 512, 510), 4, "circ_pad_flat"),    # wide rows of 4-byte elements (not 16n bytes)
+    ((1, 4, 512, 200), 8, "circ_pad_warp"),    # 16n-byte rows: the warp kernel comes first
+    ((1, 4, 512, 511), 8, "circ_pad_flat"),
+    ((1, 4, 512, 510), 2, "circ_pad"),         # 2-byte elements: the older kernel measured faster
+    ((1, 4, 512, 511), 1, "circ_pad"),
+    ((1, 64, 512, 7), 4, "circ_pad_narrow"),   # narrow rows: circ_pad_narrow measured faster
 ])
 def test_the_plugin_picks_the_flat_kernel_where_it_measured_faster(shape, itemsize, kernel):
     plan = launch_plan(shape, [1, 1, 1, 1], itemsize)
     assert plan.flat_params is not None  # the flat kernel could pad each of them
-    got = ("flat" if circ_pad_op.takes_flat(plan, itemsize) else
-           "narrow" if plan.narrow_planes else "circ_pad")
-    assert got == kernel
+    assert row_name(shape, [1, 1, 1, 1], itemsize) == kernel
+    assert row_name(shape, [1, 1, 1, 1], itemsize, variant="circ_pad_flat") == "circ_pad_flat"

@@ -17,34 +17,23 @@ import pyplugins.trt as trt
 from pyplugins.dtypes import ctype_from_trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime.kernels import instantiations
-from pyplugins.ops import circ_pad as circ_pad_op
-from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES, CircPad,
-                                    launch_plan)
+from pyplugins.runtime import tactics as variants
+from pyplugins.ops.circ_pad import CircPad, launch_plan
+from pyplugins.ops.circ_pad import (FLAT_MIN_ITEMSIZE, NARROW_DATA, NARROW_ROW_BYTES,
+                                             VARIANTS)
 
-from .test_circ_pad import (OFFERED, check_direct_launch, cp, ctype_of,  # noqa: F401 (cp)
-                            gpu_check, padded, random_array)
+from .test_circ_pad import (OFFERED, check_direct_launch, check_variant, cp,  # noqa: F401 (cp)
+                            ctype_of, gpu_check, padded, random_array, row_name, variant_kernel)
 
 SOURCE = Path(__file__).resolve().parents[2] / "kernels_cu" / "circ_pad.cu"
 TABLE = int(re.search(r"^#define CIRC_PAD_NARROW_TABLE (\d+)", SOURCE.read_text(), re.M).group(1))
 PHASES = int(re.search(r"kNarrowPhases = (\d+);", SOURCE.read_text()).group(1))
 
 
-@pytest.fixture(autouse=True)
-def _no_warp_narrow(monkeypatch):
-    """These tests are about circ_pad_narrow: the plugin's first choice for narrow rows,
-    circ_pad_warp_narrow (test_circ_pad_warp_narrow.py), is switched off."""
-    monkeypatch.setattr(circ_pad_op, "WARP_NARROW", False)
-
-
 def test_every_offered_type_is_instantiated_for_the_narrow_kernel():
     listed = instantiations("circ_pad.cu")
     for data_type in OFFERED:
         assert f"circ_pad_narrow<{ctype_from_trt(data_type)}>" in listed, data_type
-
-
-def test_host_knows_the_kernels_stage_size():
-    found = re.search(r"#define CIRC_PAD_NARROW_DATA (\d+)", SOURCE.read_text())
-    assert found and int(found.group(1)) == NARROW_DATA
 
 
 @pytest.mark.parametrize("shape, pads, itemsize, planes", [
@@ -55,37 +44,34 @@ def test_host_knows_the_kernels_stage_size():
     ((4, 3, 6, 1), [5, 4, 0, 0], 4, 12),          # W = 1, pads larger than W
     ((2, 3, 4, 5), [7, 11, 5, 6], 2, 6),
 ])
-def test_narrow_rows_take_the_narrow_kernel(shape, pads, itemsize, planes):
+def test_narrow_rows_fit_the_narrow_kernel(shape, pads, itemsize, planes):
     plan = launch_plan(shape, pads, itemsize)
-    assert plan.narrow_planes == planes
+    assert plan.stage_planes == planes
     assert plan.out_shape[-1] * itemsize <= NARROW_ROW_BYTES
+    assert row_name(shape, pads, itemsize, variant="circ_pad_narrow") == "circ_pad_narrow"
 
 
-@pytest.mark.parametrize("shape, pads, itemsize, why", [
-    ((1, 4, 512, 512), [1, 1, 1, 1], 4, "wide rows"),
-    ((1, 4, 33), [0, 0], 4, "132-byte rows"),
-    ((2, 4096, 8), [1, 1, 1, 1], 4, "a 128 KiB plane does not fit a stage"),
-    ((2, 2, 3), [0, 0, 20000, 20000], 4, "one block would write too large a plane"),
-    ((0, 3, 4), [1, 1], 4, "empty output"),
+@pytest.mark.parametrize("shape, pads, itemsize, why, unfit", [
+    ((1, 4, 512, 512), [1, 1, 1, 1], 4, "wide rows", True),
+    ((1, 4, 33), [0, 0], 4, "132-byte rows", False),
+    ((2, 4096, 8), [1, 1, 1, 1], 4, "a 128 KiB plane does not fit a stage", True),
+    ((2, 2, 3), [0, 0, 20000, 20000], 4, "one block would write too large a plane", True),
+    ((0, 3, 4), [1, 1], 4, "empty output", True),
 ])
-def test_other_shapes_keep_the_row_kernel(shape, pads, itemsize, why):
-    assert launch_plan(shape, pads, itemsize).narrow_planes == 0, why
+def test_other_shapes_keep_other_kernels(shape, pads, itemsize, why, unfit):
+    assert row_name(shape, pads, itemsize) != "circ_pad_narrow", why
+    assert (launch_plan(shape, pads, itemsize).stage_planes == 0) == unfit, why
 
 
-def test_narrow_switch_off_reverts_to_the_row_kernel(monkeypatch):
-    monkeypatch.setattr(circ_pad_op, "NARROW_ROW_BYTES", 0)
-    assert launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 4).narrow_planes == 0
-
-
-def test_narrow_grid_rule_is_the_named_constant(monkeypatch):
-    """CircPad.plan launches min(planes, NARROW_GRID_WAVES * resident blocks) blocks."""
-    monkeypatch.setattr(circ_pad_op, "resident_blocks", lambda fn, block, device=0: 10)
-    monkeypatch.setattr(CircPad.narrow_kernel, "function", lambda ctype, device=None: 1234)  # a CUfunction
-    desc = trt.PluginTensorDesc((1, 64, 512, 8), trt.DataType.HALF, trt.TensorFormat.LINEAR)
-    for waves, grid in ((1, 10), (2, 20), (100, 64)):
-        monkeypatch.setattr(circ_pad_op, "NARROW_GRID_WAVES", waves)
-        launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)
-        assert launch.name == "circ_pad_narrow<__half>" and launch.grid == (grid, 1, 1)
+@pytest.mark.parametrize("resident, grid", [(10, 10), (100, 64)])
+def test_narrow_grid_is_one_wave_of_resident_blocks_at_most(monkeypatch, resident, grid):
+    """circ_pad_narrow's row launches min(planes, its waves (1) * resident blocks) blocks."""
+    monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
+    monkeypatch.setattr(CircPad.narrow_kernel, "function", lambda ctype, device=None: 1234)
+    desc = trt.PluginTensorDesc((1, 64, 512, 7), trt.DataType.HALF, trt.TensorFormat.LINEAR)
+    launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)  # 18-byte rows: the table's choice
+    assert launch.name == "circ_pad_narrow<__half>" and launch.grid == (grid, 1, 1)
+    assert variants.find(VARIANTS, "circ_pad_narrow").waves == 1
 
 
 # -- a line-by-line model of circ_pad_narrow's table path ------------------------------------------
@@ -187,7 +173,7 @@ def narrow_cases(draw):
 def test_model_of_the_narrow_table_path_matches_np_pad(case):
     shape, pads, itemsize, x_mis, y_mis, grid = case
     plan = launch_plan(shape, pads, itemsize)
-    if not plan.narrow_planes:
+    if not plan.stage_planes:
         return
     x = np.arange(math.prod(shape), dtype=np.int64)
     got = _model(plan.params, itemsize, x_mis, y_mis, grid, set())
@@ -230,14 +216,6 @@ def test_which_row_widths_get_a_table(wo, itemsize, table):
 NARROW_TYPES = (np.float32, np.float16, np.int8, np.int64)
 
 
-def _launch_name(shape, dtype, pads):
-    data_type = {np.float32: trt.DataType.FLOAT, np.float16: trt.DataType.HALF,
-                 np.int8: trt.DataType.INT8, np.int64: trt.DataType.INT64}[dtype]
-    plugin = CircPad(pads=list(pads))
-    desc = trt.PluginTensorDesc(shape, data_type, trt.TensorFormat.LINEAR)
-    return plugin.plan([desc], [], 0).name
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", NARROW_TYPES)
 @pytest.mark.parametrize("shape, pads", [
@@ -250,22 +228,18 @@ def _launch_name(shape, dtype, pads):
                                                    # several tiles per block (the pipeline)
     ((3, 40, 120, 5), [0, 2, 1, 0]),               # planes of 600 elements, pads on one side
 ])
-def test_gpu_narrow_kernel_matches_np_pad(dtype, shape, pads, monkeypatch):
-    monkeypatch.setattr(circ_pad_op, "FLAT", False)  # these shapes take circ_pad_flat otherwise
-    assert _launch_name(shape, dtype, pads).startswith("circ_pad_narrow")
-    gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=len(shape))), pads)
+def test_gpu_narrow_kernel_matches_np_pad(cp, dtype, shape, pads):
+    check_variant(cp, random_array(shape, dtype, seed=len(shape)), pads, "circ_pad_narrow")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", NARROW_TYPES)
-def test_gpu_narrow_plane_that_fills_a_stage(dtype, monkeypatch):
+def test_gpu_narrow_plane_that_fills_a_stage(cp, dtype):
     """A plane of about NARROW_DATA bytes: one plane a tile, slots at the stage's end."""
-    monkeypatch.setattr(circ_pad_op, "FLAT", False)
     itemsize = np.dtype(dtype).itemsize
     h = (NARROW_DATA - 32) // (8 * itemsize)
     shape = (3, 5, h, 8)
-    assert _launch_name(shape, dtype, [1, 1, 1, 1]).startswith("circ_pad_narrow")
-    gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=3)), [1, 1, 1, 1])
+    check_variant(cp, random_array(shape, dtype, seed=3), [1, 1, 1, 1], "circ_pad_narrow")
 
 
 @pytest.mark.gpu
@@ -277,30 +251,30 @@ def test_gpu_narrow_empty_tensor(dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", NARROW_TYPES)
 @pytest.mark.parametrize("pads", [[1, 1, 1, 1], [0, 3, 2, 0], [3, 2, 1, 3], [0, 0, 1, 1]])
-def test_gpu_narrow_table_path_every_width(dtype, pads):
+def test_gpu_narrow_table_path_every_width(cp, dtype, pads):
     """Input rows of 1 to 12 elements (periods of 1 to 16 output rows, groups crossing planes
-    and the H wrap) through the plugin, which takes circ_pad_narrow for all of them."""
+    and the H wrap) through circ_pad_narrow where the rows are narrow, and through the plugin's
+    own choice for every width."""
     for w in range(1, 13):
         shape = (2, 3, 9, w)
-        narrow = (w + pads[0] + pads[1]) * np.dtype(dtype).itemsize <= NARROW_ROW_BYTES
-        assert _launch_name(shape, dtype, pads).startswith("circ_pad_narrow") == narrow, w
-        gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=w)), pads)
+        x = random_array(shape, dtype, seed=w)
+        if (w + pads[0] + pads[1]) * np.dtype(dtype).itemsize <= NARROW_ROW_BYTES:
+            check_variant(cp, x, pads, "circ_pad_narrow")
+        gpu_check(TensorSpec(shape, dtype, data=x), pads)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", NARROW_TYPES)
-def test_gpu_narrow_rows_at_the_128_byte_boundary(dtype):
+def test_gpu_narrow_rows_at_the_128_byte_boundary(cp, dtype):
     """Output rows of exactly NARROW_ROW_BYTES (circ_pad_narrow; for int8 the table's last
-    fit) and one element more (the row kernel), odd heights."""
-    w = NARROW_ROW_BYTES // np.dtype(dtype).itemsize - 2
-    wide = "circ_pad_flat" if np.dtype(dtype).itemsize >= FLAT_MIN_ITEMSIZE else "circ_pad<"
-    for extra, kernel in ((0, "circ_pad_narrow"), (1, wide)):
-        shape = (3, 13, w + extra)
-        assert _launch_name(shape, dtype, [1, 1, 2, 1]).startswith(kernel)
-        gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=extra)),
-                  [1, 1, 2, 1])
-
-
+    fit) and one element more (the plugin's wide-row kernel), odd heights."""
+    itemsize = np.dtype(dtype).itemsize
+    w = NARROW_ROW_BYTES // itemsize - 2
+    wide = "circ_pad_flat" if itemsize >= FLAT_MIN_ITEMSIZE else "circ_pad"
+    check_variant(cp, random_array((3, 13, w), dtype, seed=0), [1, 1, 2, 1], "circ_pad_narrow")
+    shape = (3, 13, w + 1)
+    assert row_name(shape, [1, 1, 2, 1], itemsize) == wide
+    gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=1)), [1, 1, 2, 1])
 
 
 def _wrap_reference(x, widths):
@@ -330,14 +304,12 @@ def test_gpu_narrow_kernel_unaligned_pointers_crops_and_knobs(cp, dtype, x_off, 
     """circ_pad_narrow launched directly: input and output at odd element offsets, negative pads
     (crops, which the plugin's field refuses but the kernel pads), grids smaller than the planes
     (several tiles a block: the pipeline), the table off and a table too small for most widths."""
-    from pyplugins.runtime.kernels import Kernel
     from pyplugins.ops.circ_pad import pad_widths
 
     host = random_array(shape, dtype, seed=x_off + 3 * y_off)
     wrapped = _wrap_reference(host, pad_widths(host.ndim, pads))
     plan = launch_plan(shape, pads, host.itemsize)
-    assert plan.narrow_planes and plan.out_shape == wrapped.shape
-    fn = Kernel("circ_pad.cu", "circ_pad_narrow<{T}>", options=options).function(
-        ctype_of(dtype))
-    grid = min(plan.narrow_planes, grid_cap or plan.narrow_planes)
+    assert plan.stage_planes and plan.out_shape == wrapped.shape
+    fn = variant_kernel("circ_pad_narrow", *options).function(ctype_of(dtype))
+    grid = min(plan.stage_planes, grid_cap or plan.stage_planes)
     check_direct_launch(cp, fn, grid, plan.params, host, wrapped.reshape(-1), x_off, y_off)

@@ -14,18 +14,21 @@ from hypothesis import strategies as st
 
 import pyplugins.trt as trt
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.ops import circ_pad as circ_pad_op
-from pyplugins.ops.circ_pad import BLOCK, WARP_ROW_BYTES, CircPad, launch_plan, takes_warp
+from pyplugins.runtime import tactics as variants
+from pyplugins.ops.circ_pad import CircPad, launch_plan
+from pyplugins.ops.circ_pad import BLOCK, VARIANTS, WARP_ROW_BYTES
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp,  # noqa: F401 (cp)
-                            ctype_of, gpu_check, padded, random_array)
+                            ctype_of, gpu_check, padded, random_array, row_name, variant_kernel)
 
 DEPTH = kernel_define("CIRC_PAD_WARP_DEPTH")
 
 
-def test_host_knows_the_kernels_row_limit_and_block():
-    assert WARP_ROW_BYTES == kernel_define("CIRC_PAD_WARP_ROW")
-    assert BLOCK <= kernel_define("CIRC_PAD_WARP_BLOCK")  # the kernel's __launch_bounds__
+def test_the_kernel_gets_the_hosts_row_limit_and_block():
+    row = variants.find(VARIANTS, "circ_pad_warp")
+    assert f"-DCIRC_PAD_WARP_ROW={WARP_ROW_BYTES}" in row.kernel.options
+    assert f"-DCIRC_PAD_WARP_BLOCK={BLOCK}" in row.kernel.options  # its __launch_bounds__
+    assert row.block == BLOCK
 
 
 # -- when the plan takes it ------------------------------------------------------------------------
@@ -47,20 +50,22 @@ def test_host_knows_the_kernels_row_limit_and_block():
     ((512,), [3, 3], 4, True),                     # rank 1: one row
 ])
 def test_which_shapes_take_the_warp_kernel(shape, pads, itemsize, warp):
-    assert takes_warp(launch_plan(shape, pads, itemsize), itemsize) == warp
+    assert (row_name(shape, pads, itemsize) == "circ_pad_warp") == warp
 
 
-def test_warp_switch_off_and_the_flat_switch(monkeypatch):
-    plan = launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2)
-    monkeypatch.setattr(circ_pad_op, "WARP_ROW_BYTES", 0)
-    assert not takes_warp(plan, 2)
-    monkeypatch.setattr(circ_pad_op, "WARP_ROW_BYTES", 2048)
-    monkeypatch.setattr(circ_pad_op, "FLAT", False)  # no CircPadFlatParams, no warp kernel
-    assert not takes_warp(launch_plan((1, 4, 512, 512), [1, 1, 1, 1], 2), 2)
+@pytest.mark.parametrize("shape, pads, itemsize, why", [
+    ((1, 4, 512, 510), [1, 1, 1, 1], 2, "input rows of 16n bytes, at most 2048"),
+    ((1, 4, 512, 512), [1, 1, 1, 1], 8, "input rows of 16n bytes, at most 2048"),
+    ((2, 3, 4, 512), [1, 1, 1, 1, 1, 0], 2, "pads on the last two dims only"),
+])
+def test_the_warp_kernel_asked_by_name_refuses_rows_it_cannot_stage(shape, pads, itemsize, why):
+    with pytest.raises(variants.VariantError, match=why):
+        row_name(shape, pads, itemsize, variant="circ_pad_warp")
+    assert row_name((3, 7, 16), [3, 4, 0, 0], 4, variant="circ_pad_warp") == "circ_pad_warp"
 
 
 def _fake_device(monkeypatch, resident=10):
-    monkeypatch.setattr(circ_pad_op, "resident_blocks", lambda fn, block, device=0: resident)
+    monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
     for k in ("warp_kernel", "warp_narrow_kernel", "flat_kernel", "kernel", "strips_kernel",
               "narrow_kernel"):
         monkeypatch.setattr(getattr(CircPad, k), "function", lambda ctype, device=None: 1234)
@@ -83,16 +88,15 @@ def test_plan_launches_the_warp_kernel_first(monkeypatch, shape, data_type, name
     assert strips.plan([desc], [], 0).name.startswith("circ_pad<")
 
 
-def test_warp_grid_rule_is_the_named_constant(monkeypatch):
-    """min(ceil(rows / warps a block), WARP_GRID_WAVES * resident blocks) blocks."""
-    _fake_device(monkeypatch)
+@pytest.mark.parametrize("resident, grid", [(2, 8), (9, 36), (100, -(-3 * 102 // 8))])
+def test_warp_grid_is_four_waves_of_resident_blocks_at_most(monkeypatch, resident, grid):
+    """min(ceil(rows / warps a block), the row's waves (4) * resident blocks) blocks."""
+    _fake_device(monkeypatch, resident)
     desc = trt.PluginTensorDesc((1, 3, 100, 512), trt.DataType.HALF, trt.TensorFormat.LINEAR)
-    rows = 3 * 102
-    for waves, grid in ((1, 10), (3, 30), (100, -(-rows // (BLOCK // 32)))):
-        monkeypatch.setattr(circ_pad_op, "WARP_GRID_WAVES", waves)
-        launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)
-        assert launch.name == "circ_pad_warp<__half>" and launch.grid == (grid, 1, 1)
-        assert launch.block == (BLOCK, 1, 1)
+    launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)
+    assert launch.name == "circ_pad_warp<__half>" and launch.grid == (grid, 1, 1)
+    assert launch.block == (BLOCK, 1, 1)
+    assert variants.find(VARIANTS, "circ_pad_warp").waves == 4
 
 
 # -- a line-by-line model of circ_pad_warp ---------------------------------------------------------
@@ -287,14 +291,12 @@ def test_gpu_warp_kernel_pointers_grids_and_knobs(cp, dtype, x_off, shape, pads,
     """y at every element offset 0..V-1 (the row heads and tails), x aligned and not (the wrap
     copy placed after the row lands), grids of one and three blocks (grid-stride over rows,
     the pipeline's slots reused) and the full grid; the knobs the benchmark variants compile."""
-    from pyplugins.runtime.kernels import Kernel
-
     itemsize = np.dtype(dtype).itemsize
     shape = shape[:-1] + (shape[-1] * 8 // itemsize,)  # 512- or 1024-byte rows, any dtype
     host = random_array(shape, dtype, seed=x_off)
     expected = padded(host, pads).reshape(-1)
     plan = launch_plan(shape, pads, itemsize)
-    fn = Kernel("circ_pad.cu", "circ_pad_warp<{T}>", options=options).function(ctype_of(dtype))
+    fn = variant_kernel("circ_pad_warp", *options).function(ctype_of(dtype))
     rows = math.prod(plan.out_shape[:-1])
     grid = min(-(-rows // 8), grid_cap or rows)
     for y_off in range(16 // itemsize):
@@ -304,12 +306,11 @@ def test_gpu_warp_kernel_pointers_grids_and_knobs(cp, dtype, x_off, shape, pads,
 @pytest.mark.gpu
 def test_gpu_warp_kernel_refuses_rows_beyond_its_slots(cp):
     """Rows longer than CIRC_PAD_WARP_ROW (the host never sends them): nothing is written."""
-    from pyplugins.runtime.kernels import Kernel
     from pyplugins.runtime.launch import POINTER, Launch
 
     host = random_array((4, 1024), np.float32)
     plan = launch_plan(host.shape, [1, 1], 4)  # 4 KiB rows
-    fn = Kernel("circ_pad.cu", "circ_pad_warp<{T}>").function("float")
+    fn = variant_kernel("circ_pad_warp").function("float")
     y = cp.full(math.prod(plan.out_shape), -1, dtype=np.float32)
     Launch(fn, 1, 256, (POINTER, POINTER, plan.flat_params))(0, cp.asarray(host).data.ptr,
                                                               y.data.ptr)

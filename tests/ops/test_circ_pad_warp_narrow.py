@@ -15,19 +15,27 @@ from hypothesis import strategies as st
 import pyplugins.trt as trt
 from pyplugins.dtypes import trt_from_numpy
 from pyplugins.emulator.specs import TensorSpec
-from pyplugins.ops import circ_pad as circ_pad_op
-from pyplugins.ops.circ_pad import (NARROW_ROW_BYTES, WARP_NARROW_CHUNKS, WARP_NARROW_TABLE,
-                                    CircPad, launch_plan, takes_warp_narrow, warp_narrow_groups)
+from pyplugins.runtime import tactics as variants
+from pyplugins.ops.circ_pad import CircPad, launch_plan
+from pyplugins.ops.circ_pad import (BLOCK, NARROW_ROW_BYTES, VARIANTS, WARP_NARROW_CHUNKS,
+                                             WARP_NARROW_TABLE, warp_narrow_groups)
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp, ctype_of,  # noqa: F401
-                            gpu_check, padded, random_array)
+                            gpu_check, padded, random_array, variant_kernel)
 
 PAD = kernel_define("CIRC_PAD_WN_PAD")
 
 
-def test_host_knows_the_kernels_chunks_and_table():
-    assert kernel_define("CIRC_PAD_WN_CHUNKS") == WARP_NARROW_CHUNKS
-    assert kernel_define("CIRC_PAD_WN_TABLE") == WARP_NARROW_TABLE
+def takes_warp_narrow(plan):
+    """Whether CircPad's table launches circ_pad_warp_narrow for ``plan`` (a LaunchPlan)."""
+    return variants.choose(VARIANTS, plan).name == "circ_pad_warp_narrow"
+
+
+def test_the_kernel_gets_the_hosts_chunks_table_and_block():
+    options = variants.find(VARIANTS, "circ_pad_warp_narrow").kernel.options
+    assert f"-DCIRC_PAD_WN_CHUNKS={WARP_NARROW_CHUNKS}" in options
+    assert f"-DCIRC_PAD_WN_TABLE={WARP_NARROW_TABLE}" in options
+    assert f"-DCIRC_PAD_WN_BLOCK={BLOCK}" in options
 
 
 @pytest.mark.parametrize("shape, pads, itemsize", [
@@ -39,7 +47,7 @@ def test_host_knows_the_kernels_chunks_and_table():
     ((4, 16), [0, 0], 8),                     # no pads at all: 128-byte rows
 ])
 def test_narrow_rows_of_whole_16_byte_input_rows_take_it(shape, pads, itemsize):
-    assert takes_warp_narrow(launch_plan(shape, pads, itemsize), itemsize)
+    assert takes_warp_narrow(launch_plan(shape, pads, itemsize))
 
 
 @pytest.mark.parametrize("shape, pads, itemsize, why", [
@@ -50,17 +58,21 @@ def test_narrow_rows_of_whole_16_byte_input_rows_take_it(shape, pads, itemsize):
     ((2, 3, 16, 8), [0, 0, 1, 1, 1, 0], 2, "a pad on dim 1"),
 ])
 def test_other_shapes_do_not(shape, pads, itemsize, why):
-    assert not takes_warp_narrow(launch_plan(shape, pads, itemsize), itemsize), why
+    assert not takes_warp_narrow(launch_plan(shape, pads, itemsize)), why
 
 
-def test_switch_off_leaves_narrow_rows_to_the_other_kernels(monkeypatch):
-    plan = launch_plan((1, 64, 512, 8), [1, 1, 1, 1], 2)
-    monkeypatch.setattr(circ_pad_op, "WARP_NARROW", False)
-    assert not takes_warp_narrow(plan, 2)
+def test_asked_by_name_it_runs_wide_rows_too_but_not_unstaged_ones():
+    plan = launch_plan((1, 4, 64, 64), [1, 1, 1, 1], 2)  # 132-byte output rows: not its choice
+    assert variants.choose(VARIANTS, plan).name == "circ_pad_warp"
+    assert variants.choose(VARIANTS, plan, variant="circ_pad_warp_narrow").name == \
+        "circ_pad_warp_narrow"
+    with pytest.raises(variants.VariantError, match="input rows of 16n bytes"):
+        variants.choose(VARIANTS, launch_plan((1, 64, 512, 7), [1, 1, 1, 1], 2),
+                        variant="circ_pad_warp_narrow")
 
 
-def _plan_launch(monkeypatch, shape, data_type, tactic=None):
-    monkeypatch.setattr(circ_pad_op, "resident_blocks", lambda fn, block, device=0: 10)
+def _plan_launch(monkeypatch, shape, data_type, tactic=None, resident=10):
+    monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
     for kernel in (CircPad.warp_narrow_kernel, CircPad.narrow_kernel, CircPad.flat_kernel,
                    CircPad.kernel, CircPad.strips_kernel):
         monkeypatch.setattr(kernel, "function", lambda ctype, device=None: 1234)
@@ -70,15 +82,14 @@ def _plan_launch(monkeypatch, shape, data_type, tactic=None):
     return plugin.plan([desc], [], 0)
 
 
-def test_plan_launches_it_on_the_named_grid_rule(monkeypatch):
-    """min(blocks its groups need, WARP_NARROW_WAVES * resident blocks), 8 warps a block."""
+def test_plan_launches_it_on_its_rows_grid_rule(monkeypatch):
+    """min(blocks its groups need, the row's waves (4) * resident blocks), 8 warps a block."""
     shape = (1, 64, 512, 8)
-    needed = -(-warp_narrow_groups(launch_plan(shape, [1, 1, 1, 1], 2), 2) // 8)
-    for waves, grid in ((1, 10), (2, 20), (10**6, needed)):
-        monkeypatch.setattr(circ_pad_op, "WARP_NARROW_WAVES", waves)
-        launch = _plan_launch(monkeypatch, shape, trt.DataType.HALF)
+    needed = -(-warp_narrow_groups(launch_plan(shape, [1, 1, 1, 1], 2)) // 8)
+    for resident, grid in ((2, 8), (5, 20), (10**6, needed)):
+        launch = _plan_launch(monkeypatch, shape, trt.DataType.HALF, resident=resident)
         assert launch.name == "circ_pad_warp_narrow<__half>" and launch.grid == (grid, 1, 1)
-    assert needed < 10**6
+    assert 20 < needed < 4 * 10**6
 
 
 def test_plan_keeps_the_strips_tactic_and_other_shapes(monkeypatch):
@@ -178,7 +189,7 @@ def warp_narrow_cases(draw):
 def test_model_matches_np_pad(case):
     shape, pads, itemsize, lead = case
     plan = launch_plan(shape, pads, itemsize)
-    if not takes_warp_narrow(plan, itemsize):
+    if not takes_warp_narrow(plan):
         return
     got = _model(plan.flat_params, itemsize, lead)
     expected = padded(np.arange(math.prod(shape)).reshape(shape), pads).reshape(-1)
@@ -197,7 +208,7 @@ def test_model_at_every_misalignment_of_y(shape, pads, itemsize, lead):
     if lead >= 16 // itemsize:
         return
     plan = launch_plan(shape, pads, itemsize)
-    assert takes_warp_narrow(plan, itemsize)
+    assert takes_warp_narrow(plan)
     expected = padded(np.arange(math.prod(shape)).reshape(shape), pads).reshape(-1)
     np.testing.assert_array_equal(_model(plan.flat_params, itemsize, lead), expected)
 
@@ -240,7 +251,7 @@ def _shapes(itemsize):
 def test_gpu_warp_narrow_matches_np_pad(dtype, case):
     shape, pads = _shapes(np.dtype(dtype).itemsize)[case]
     itemsize = np.dtype(dtype).itemsize
-    takes = takes_warp_narrow(launch_plan(shape, pads, itemsize), itemsize)
+    takes = takes_warp_narrow(launch_plan(shape, pads, itemsize))
     assert takes or (shape[-1] * itemsize) % 16  # only W = 8 of 1-byte types misses it
     assert _launch_name(shape, dtype, pads).startswith("circ_pad_warp_narrow") == takes
     gpu_check(TensorSpec(shape, dtype, data=random_array(shape, dtype, seed=case)), pads)
@@ -259,17 +270,14 @@ def test_gpu_warp_narrow_at_every_y_offset(cp, dtype, x_off, case, options, grid
     """Launched directly: y at element offsets 0..V-1 (groups defined on y's aligned vectors, the
     output's partial end vectors), x aligned or not, a grid of 1 block and other small grids
     (the warps' grid-stride loop), the knobs the benchmark variants compile."""
-    from pyplugins.runtime.kernels import Kernel
-
     itemsize = np.dtype(dtype).itemsize
     shape, pads = _shapes(itemsize)[case]
     host = random_array(shape, dtype, seed=case + x_off)
     expected = padded(host, pads).reshape(-1)
     plan = launch_plan(shape, pads, itemsize)
-    assert takes_warp_narrow(plan, itemsize)
-    fn = Kernel("circ_pad.cu", "circ_pad_warp_narrow<{T}>", options=options).function(
-        ctype_of(dtype))
-    needed = -(-warp_narrow_groups(plan, itemsize) // 8)
+    assert takes_warp_narrow(plan)
+    fn = variant_kernel("circ_pad_warp_narrow", *options).function(ctype_of(dtype))
+    needed = -(-warp_narrow_groups(plan) // 8)
     for y_off in range(16 // itemsize):
         check_direct_launch(cp, fn, min(needed, grid_cap or needed), plan.flat_params, host,
                             expected, x_off, y_off)

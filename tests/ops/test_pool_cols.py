@@ -1,52 +1,36 @@
 """Pool's pool2d_cols kernel (5x5 stride 2, column padding 2; a warp walks down 32 16-byte chunks,
 no shared memory): the host's kernel choice and grid rule (CPU); on the GPU, bit-exact against the
-NumPy reference and against pool2d_band for every type, mode, row padding, INT8 scale, column-group
-shape (1 to 100 chunks a row: lane-edge halos, ragged groups), height, grid and block, its knobs,
-unaligned y and the generic fallback, and through the plugin with BAND_KERNEL switched to it."""
+NumPy reference for every type, mode, row padding, INT8 scale, column-group shape (1 to 100
+chunks a row: lane-edge halos, ragged groups), height, grid and block, its knobs, unaligned y
+and the generic fallback, and through the plugin on both of its rows."""
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
+from pyplugins.runtime import tactics as variants
+from pyplugins.ops.pool import output_size
+from pyplugins.ops.pool import COLS_MIN_ROWS, VARIANTS, PoolFacts, cols_blocks
 from pyplugins.runtime.kernels import kernels_dir
-from pyplugins.ops import pool as pool_op
-from pyplugins.ops.pool import BAND_KERNELS, blocks_needed, cols_blocks, kernel_name, output_size
 
 from .test_pool import data, ref, run_gpu
-from .test_pool_band import DTYPES, check_pool5, fields5, launch_checked, launch_pool5
+from .test_pool_5x5 import DTYPES, W5, check_pool5, fields5, launch_checked, pool_row
 
-COLS = "pool2d_cols<{T}>"
-W5 = (5, 5, 2, 2, 2, 2)
-
-
-def _define(name):
-    text = (kernels_dir() / "pool.cu").read_text()
-    return int(re.search(rf"#define {name} (\d+)", text).group(1))
+COLS = "pool2d_cols"
 
 
 # -- CPU: kernel choice and grid rule ------------------------------------------------------------
 
-def test_band_kernel_switch_selects_cols(monkeypatch):
-    assert pool_op.BAND_KERNEL in BAND_KERNELS
-    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_cols")
-    for ctype in ("float", "__half", "signed char"):
-        assert kernel_name(W5, ctype, True, width=64) == "pool2d_cols"
-        assert kernel_name(W5, ctype, False) == "pool2d_cols"
-    assert kernel_name(W5, "float", True, width=13) == "pool2d_wide"  # not whole chunks
-    assert kernel_name((2, 2, 2, 2, 0, 0), "signed char", True) == "pool2d_i8"
-    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_bands")
-    with pytest.raises(ValueError, match="BAND_KERNEL must be one of"):
-        kernel_name(W5, "float", True)
-
-
-def test_cols_host_constants_match_the_kernel_defaults():
-    assert pool_op.COLS_BLOCK == _define("PP_POOL_COLS_THREADS")
-    assert pool_op._COLS_MIN_ROWS == _define("PP_POOL_COLS_SMIN")
-    assert pool_op.block_size("pool2d_cols", 1) == pool_op.COLS_BLOCK
-    assert pool_op.COLS_BLOCK % 32 == 0
+def test_cols_rows_take_5x5_stride_2_whole_chunk_rows():
+    for itemsize in (4, 2, 1):
+        assert pool_row(W5, 64, itemsize).startswith("pool2d_cols")
+        assert pool_row(W5, 64, itemsize, scales=(1.0, 0.5)).startswith("pool2d_cols")
+    assert pool_row(W5, 13, 4) == "pool2d_wide"  # not whole chunks
+    assert pool_row((2, 2, 2, 2, 0, 0), 64, 1) == "pool2d_i8"
+    # asked by name, it runs any window (its generic fallback)
+    assert pool_row((3, 3, 1, 1, 1, 1), 13, 4, variant=COLS) == COLS
 
 
 def test_cols_grid_gives_every_warp_one_item_of_the_fewest_rows():
@@ -60,12 +44,13 @@ def test_cols_grid_gives_every_warp_one_item_of_the_fewest_rows():
     assert cols_blocks(0, 9, 64, 4) == 0
 
 
-def test_blocks_needed_follows_the_kernel():
+def test_each_rows_blocks_follow_its_kernel():
     nc, ho, wo, w = 8, 64, 64, 128
-    assert blocks_needed("pool2d_cols", nc, ho, wo, w, 2, 256) == cols_blocks(nc, ho, w, 2, 256)
-    assert blocks_needed("pool2d_band", nc, ho, wo, w, 2, 256) == pool_op.band_blocks(
-        nc * ho * wo, 2, 256)
-    assert blocks_needed("pool2d_wide", nc, ho, wo, w, 2, 128) == -(-nc * ho * wo // 512)
+    facts = PoolFacts(W5, nc, 2 * ho + 1, w, ho, wo, 2, 0, 1.0, 1.0)
+    for name in ("pool2d_cols", "pool2d_cols_s4"):
+        assert variants.find(VARIANTS, name).blocks(facts, 256) == cols_blocks(nc, ho, w, 2, 256)
+    assert variants.find(VARIANTS, "pool2d_wide").blocks(facts, 128) == -(-nc * ho * wo // 512)
+    assert COLS_MIN_ROWS == 8
 
 
 def _prmt(a, b, s):
@@ -122,21 +107,7 @@ def test_gpu_cols_reference_every_row_padding_and_group_shape(mode, dtype):
     for ph in range(5):
         f = fields5(mode, ph=ph)
         for i, shape in enumerate(_shapes(np.dtype(dtype).itemsize, ph)):
-            launch_checked(data(shape, dtype, seed=1000 * ph + i), f, expr=COLS)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["max", "avg"])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_gpu_cols_equals_band_bit_for_bit(mode, dtype):
-    """Same reductions in the same order (float average too): the two kernels agree to the bit."""
-    itemsize = np.dtype(dtype).itemsize
-    for ph in (0, 2, 4):
-        for k in (3, 33, 100):
-            x = data((2, 3, 45, k * 16 // itemsize), dtype, seed=k + ph)
-            new, _ = launch_pool5(x, fields5(mode, ph=ph), expr=COLS)
-            old, _ = launch_pool5(x, fields5(mode, ph=ph))
-            assert np.array_equal(new.view(np.uint8), old.view(np.uint8)), f"ph {ph} {k} chunks"
+            launch_checked(data(shape, dtype, seed=1000 * ph + i), f, variant=COLS)
 
 
 @pytest.mark.gpu
@@ -146,7 +117,7 @@ def test_gpu_cols_int8_scales_exact(mode, scales):
     for ph in (0, 2, 3):
         f = fields5(mode, ph=ph, scales=scales)
         for i, k in enumerate((1, 33, 64)):
-            launch_checked(data((2, 2, 23, 16 * k), np.int8, seed=i + 7 * ph), f, expr=COLS)
+            launch_checked(data((2, 2, 23, 16 * k), np.int8, seed=i + 7 * ph), f, variant=COLS)
 
 
 @pytest.mark.gpu
@@ -161,7 +132,7 @@ def test_gpu_cols_int8_extremes_and_ties(mode, scales):
     x[1, 2, :, :16] = 127
     x[1, 2, :, 16:] = -128
     x[2, 0] = rng.choice(np.array([1, 3], np.int8), size=(12, 528))
-    launch_checked(x, fields5(mode, scales=scales), expr=COLS)
+    launch_checked(x, fields5(mode, scales=scales), variant=COLS)
 
 
 #: More items than warps at small grids (grid-stride), partial segments, ragged groups.
@@ -175,7 +146,7 @@ GRID_SHAPES = [(3, 5, 33, 528), (2, 2, 70, 1040), (1, 1, 2, 16)]
 def test_gpu_cols_any_grid_and_block(grid, block, dtype):
     for mode in ("max", "avg"):
         for i, shape in enumerate(GRID_SHAPES):
-            launch_checked(data(shape, dtype, seed=30 + i), fields5(mode), expr=COLS, grid=grid,
+            launch_checked(data(shape, dtype, seed=30 + i), fields5(mode), variant=COLS, grid=grid,
                            block=block)
 
 
@@ -192,7 +163,7 @@ def test_gpu_cols_knobs(options, dtype):
         for grid in (2, None):
             for i, shape in enumerate(GRID_SHAPES):
                 launch_checked(data(shape, dtype, seed=50 + i), fields5(mode, ph=1 + i),
-                               expr=COLS, options=options, grid=grid)
+                               variant=COLS, options=options, grid=grid)
 
 
 @pytest.mark.gpu
@@ -202,7 +173,7 @@ def test_gpu_cols_unaligned_pointers(x_offset, y_offset, dtype):
     """y not 8-byte aligned: element stores; x not 16-byte aligned: the generic fallback."""
     for mode in ("max", "avg"):
         x = data((2, 3, 21, 33 * 16 // np.dtype(dtype).itemsize), dtype, seed=x_offset + y_offset)
-        launch_checked(x, fields5(mode), expr=COLS, x_offset=x_offset, y_offset=y_offset)
+        launch_checked(x, fields5(mode), variant=COLS, x_offset=x_offset, y_offset=y_offset)
 
 
 @pytest.mark.gpu
@@ -210,18 +181,18 @@ def test_gpu_cols_unaligned_pointers(x_offset, y_offset, dtype):
 def test_gpu_cols_falls_back_for_other_rows_and_blocks(dtype):
     """Rows that are not whole chunks, and a block that is not whole warps: the generic path."""
     for mode in ("max", "avg"):
-        launch_checked(data((2, 2, 15, 18), dtype, seed=3), fields5(mode), expr=COLS)
-        launch_checked(data((2, 2, 15, 64), dtype, seed=4), fields5(mode), expr=COLS, block=48)
+        launch_checked(data((2, 2, 15, 18), dtype, seed=3), fields5(mode), variant=COLS)
+        launch_checked(data((2, 2, 15, 64), dtype, seed=4), fields5(mode), variant=COLS, block=48)
 
 
 @pytest.mark.parametrize("trt_type, itemsize", [("FLOAT", 4), ("HALF", 2), ("INT8", 1)])
 def test_plan_takes_the_segment_rows_of_its_element_size(trt_type, itemsize, monkeypatch):
     """4-byte and 2-byte elements launch pool2d_cols compiled with 4-row segments on every block
-    cols_blocks counts; INT8 the kernel's own rule on one resident wave (COLS_SEGMENT_ROWS)."""
+    cols_blocks counts; INT8 the kernel's own rule on one resident wave."""
     import pyplugins.trt as trt
-    from pyplugins.ops.pool import COLS_SEGMENT_ROWS, Pool
+    from pyplugins.ops.pool import Pool
 
-    monkeypatch.setattr(pool_op, "resident_blocks", lambda fn, block, device=0: 10)
+    monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: 10)
     monkeypatch.setattr(Pool.pool2d_cols, "function", lambda ctype, device=None: 1111)
     monkeypatch.setattr(Pool.pool2d_cols_s4, "function", lambda ctype, device=None: 4444)
     assert "-DPP_POOL_COLS_S=4" in Pool.pool2d_cols_s4.options
@@ -231,20 +202,25 @@ def test_plan_takes_the_segment_rows_of_its_element_size(trt_type, itemsize, mon
     plugin.scales = (1.0, 1.0)
     launch = plugin.plan([desc], [], 0)
     assert launch.name.startswith("pool2d_cols<")
-    if COLS_SEGMENT_ROWS[itemsize] == 4:
+    if itemsize in (4, 2):
         assert launch.function_ptr == 4444
         assert launch.grid == (cols_blocks(64, 256, 512, itemsize), 1, 1)
     else:
         assert launch.function_ptr == 1111 and launch.grid == (10, 1, 1)
+    forced = plugin.plan([desc], [], 0, variant="pool2d_cols" if itemsize > 1 else
+                         "pool2d_cols_s4")
+    assert forced.function_ptr == (1111 if itemsize > 1 else 4444)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_gpu_cols_through_the_plugin(mode, dtype, monkeypatch):
-    """With BAND_KERNEL switched to pool2d_cols the plugin plans it (grid: its rule) and matches."""
-    monkeypatch.setattr(pool_op, "BAND_KERNEL", "pool2d_cols")
+def test_gpu_cols_through_the_plugin_and_both_rows(mode, dtype):
+    """The plugin plans pool2d_cols (4-row segments for 4- and 2-byte types, the rule for INT8)
+    and matches; each of the two rows launched directly matches too."""
     f = fields5(mode)
     for i, shape in enumerate([(2, 3, 17, 32), (1, 2, 41, 320), (1, 1, 1, 16), (1, 2, 37, 1040)]):
         x = data(shape, dtype, seed=90 + i)
         check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} {shape}")
+        for row in ("pool2d_cols", "pool2d_cols_s4"):
+            launch_checked(x, f, variant=row)

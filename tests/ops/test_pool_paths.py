@@ -8,10 +8,19 @@ import numpy as np
 import pytest
 
 from pyplugins.runtime.kernels import Kernel
-from pyplugins.ops.pool import BAND_KERNEL, WIDE_WINDOWS, Pool, block_size, kernel_name, output_size
+from pyplugins.ops.pool import Pool, output_size
+from pyplugins.ops.pool import VARIANTS, WIDE_WINDOWS
+from pyplugins.runtime.tactics import find, with_options
 from pyplugins.testing import assert_close
 
 from .test_pool import data, ref, run_gpu
+from .test_pool_5x5 import pool_row
+
+
+def row_kernel(name, *options):
+    """The kernel of Pool's table row ``name`` with ``options`` over its own."""
+    kernel = find(VARIANTS, name).kernel
+    return Kernel("pool.cu", kernel.expression, options=with_options(kernel.options, options))
 
 #: (kernel, stride, padding) of every window with a vector path, square, as pool.cu lists them.
 VECTOR_WINDOWS = [(2, 2, 0), (3, 2, 1), (3, 1, 1), (5, 2, 2), (3, 2, 0), (2, 1, 0)]
@@ -89,13 +98,15 @@ def test_int8_2x2_at_unit_ratio_takes_pool2d_i8():
     """Only INT8 2x2/2 padding 0 with equal scales (float32 equality, as the kernel tests it)
     goes to pool2d_i8; any other ratio, window or type keeps pool2d / pool2d_wide."""
     w22 = (2, 2, 2, 2, 0, 0)
-    assert kernel_name(w22, "signed char", True) == "pool2d_i8"
-    assert kernel_name(w22, "signed char", False) == "pool2d"
-    assert kernel_name(w22, "float", True) == kernel_name(w22, "__half", True) == "pool2d"
-    assert kernel_name((2, 2, 2, 2, 1, 0), "signed char", True) == "pool2d"
-    assert kernel_name((5, 5, 2, 2, 2, 2), "signed char", True) == BAND_KERNEL
-    assert block_size("pool2d_i8", 1) == block_size("pool2d_wide", 4) == 128
-    assert block_size("pool2d", 4) == block_size("pool2d", 2) == 256
+    assert pool_row(w22, 64, 1) == "pool2d_i8"
+    assert pool_row(w22, 64, 1, scales=(1.0, 0.5)) == "pool2d_b128"  # pool2d on 128 threads
+    assert pool_row(w22, 64, 4) == pool_row(w22, 64, 2) == "pool2d"
+    assert pool_row((2, 2, 2, 2, 1, 0), 64, 1) == "pool2d_b128"
+    assert pool_row((5, 5, 2, 2, 2, 2), 64, 1) == "pool2d_cols"
+    blocks = {row.name: row.block for row in VARIANTS}
+    assert blocks["pool2d_i8"] == blocks["pool2d_wide"] == blocks["pool2d_b128"] == 128
+    assert blocks["pool2d"] == 256
+    assert find(VARIANTS, "pool2d_b128").kernel.expression == "pool2d<{T}>"
 
 
 #: Whole 16-byte rows (the SIMD path), odd heights (last row unused), a single output row; and
@@ -138,7 +149,7 @@ def _launch_i8(x, mode, x_offset=0, y_offset=0, nc=None):
     xbuf[x_offset:x_offset + x.size] = cp.asarray(x.ravel())
     ny = n * c * ho * wo
     ybuf = cp.full(ny + y_offset + 64, 0x5A, cp.int8)
-    fn = Kernel("pool.cu", "pool2d_i8<{T}>").function("signed char")
+    fn = row_kernel("pool2d_i8").function("signed char")
     fn((7,), (128,), (xbuf[x_offset:], ybuf[y_offset:], np.int64(n * c if nc is None else nc),
                       np.int32(h), np.int32(w), np.int32(ho), np.int32(wo), np.int32(2),
                       np.int32(2), np.int32(2), np.int32(2), np.int32(0), np.int32(0),
@@ -180,7 +191,7 @@ def _launch_wide(x, fields, options=(), scales=(1.0, 1.0)):
     ctype = {np.dtype(np.float16): "__half", np.dtype(np.int8): "signed char"}[x.dtype]
     y = cp.full((n, c, ho, wo), 0x5A, cp.int8).view(x.dtype) if x.dtype == np.int8 else \
         cp.full((n, c, ho, wo), np.nan, x.dtype)
-    fn = Kernel("pool.cu", "pool2d_wide<{T}>", options=options).function(ctype)
+    fn = row_kernel("pool2d_wide", *options).function(ctype)
     fn((5,), (128,), (cp.asarray(x), y, np.int64(n * c), np.int32(h), np.int32(w), np.int32(ho),
                       np.int32(wo), np.int32(kh), np.int32(kw), np.int32(sh), np.int32(sw),
                       np.int32(ph), np.int32(pw), np.int32(fields["mode"] == "avg"),

@@ -12,9 +12,10 @@ import pytest
 
 import pyplugins.trt as trt
 from pyplugins.runtime.kernels import Kernel, kernels_dir
-from pyplugins.ops import rope as rope_op
-from pyplugins.ops.rope import (BLOCK, LAYOUTS, TABLE_PAIRS, TILE_UNITS, RoPE, kernel_for,
-                                table_tiles)
+from pyplugins.ops.rope import LAYOUTS, RoPE
+from pyplugins.ops.rope import (BLOCK, DEFINES, TABLE_PAIRS, TABLE_UNITS, TILE_UNITS,
+                                         VARIANTS, RopeFacts, table_tiles)
+from pyplugins.runtime.tactics import VariantError, choose, find, with_options
 from pyplugins.testing import assert_close
 
 from .test_rope import ref, run_gpu
@@ -23,29 +24,38 @@ NEOX, GPTJ = LAYOUTS["neox"], LAYOUTS["gptj"]
 MAX_UNITS = 2**31 - 1
 
 
-def knob(name: str) -> int:
-    """A knob's default in rope.cu (``#define NAME value``)."""
-    text = (kernels_dir() / "rope.cu").read_text()
-    return int(re.search(rf"#define {name} (\d+)", text).group(1))
-
-
 # -- host rules ------------------------------------------------------------------------------------
 
-def test_host_constants_match_the_kernel_knobs():
-    assert TABLE_PAIRS == knob("PP_ROPE_TABLE_PAIRS")
-    assert TILE_UNITS == 2 * BLOCK * knob("PP_ROPE_TABLE_UNITS")  # two passes a thread per tile
+def row_kernel(name, *options):
+    """The kernel of RoPE's table row ``name`` with ``options`` over its own."""
+    kernel = find(VARIANTS, name).kernel
+    return Kernel("rope.cu", kernel.expression, options=with_options(kernel.options, options))
 
 
-def test_kernel_choice(monkeypatch):
-    assert (kernel_for(2, 128), kernel_for(4, 128)) == ("rope_table", "rope")  # the defaults
-    monkeypatch.setitem(rope_op.TABLE, 4, True)
+def test_the_kernels_get_the_hosts_constants():
+    assert DEFINES == {"PP_ROPE_TABLE_PAIRS": TABLE_PAIRS, "PP_ROPE_TABLE_UNITS": TABLE_UNITS}
+    assert TILE_UNITS == 2 * BLOCK * TABLE_UNITS  # two passes a thread per tile
+    for row in VARIANTS:
+        assert row.kernel.options == tuple(f"-D{k}={v}" for k, v in DEFINES.items())
+    assert not re.search(r"^#define PP_ROPE_TABLE_(PAIRS|UNITS) ",
+                         (kernels_dir() / "rope.cu").read_text(), re.M)
+
+
+def _row(itemsize, rotary, variant=None):
+    facts = RopeFacts(64, 64, 8, max(rotary, 2), rotary, NEOX, 0, 10000.0, itemsize)
+    return choose(VARIANTS, facts, variant=variant).name
+
+
+def test_kernel_choice():
+    assert (_row(2, 128), _row(4, 128)) == ("rope_table", "rope")  # the defaults
+    assert _row(2, 0) == _row(2, 2 * TABLE_PAIRS) == "rope_table"  # pairs fill the table
+    assert _row(2, 2 * TABLE_PAIRS + 2) == "rope_1x"              # one pair too many: one wave
     for itemsize in (2, 4):
-        assert kernel_for(itemsize, 128) == "rope_table"
-        assert kernel_for(itemsize, 0) == "rope_table"
-        assert kernel_for(itemsize, 2 * TABLE_PAIRS) == "rope_table"      # pairs fill the table
-        assert kernel_for(itemsize, 2 * TABLE_PAIRS + 2) == "rope"        # one pair too many
-    monkeypatch.setitem(rope_op.TABLE, 2, False)
-    assert (kernel_for(2, 128), kernel_for(4, 128)) == ("rope", "rope_table")
+        assert _row(itemsize, 2 * TABLE_PAIRS, "rope_table") == "rope_table"
+        assert _row(itemsize, 128, "rope") == "rope"
+        with pytest.raises(VariantError, match=r"rotary_dim / 2 <= 1024"):
+            _row(itemsize, 2 * TABLE_PAIRS + 2, "rope_table")
+    assert [find(VARIANTS, n).waves for n in ("rope_table", "rope", "rope_1x")] == [None, 4, 1]
 
 
 @pytest.mark.parametrize("itemsize", [2, 4])
@@ -63,7 +73,7 @@ def test_table_tiles_cover_the_work_in_tiles_of_about_tile_units(tokens, heads, 
         return
     assert tt >= 1 and 1 <= th <= heads and (th == heads or tt == 1)
     assert tiles == math.ceil(tokens / tt) * math.ceil(heads / th)
-    if 0 < rotary // 2 <= TABLE_PAIRS:  # else rope_table does not apply (kernel_for)
+    if 0 < rotary // 2 <= TABLE_PAIRS:  # else rope_table does not fit (its row)
         assert tt * (rotary // 2) <= TABLE_PAIRS
     vec = 16 // itemsize
     rot = rotary if layout == GPTJ else rotary // 2
@@ -204,7 +214,7 @@ def _launch(expr, x, positions, fields, grid, block, extra=(), offset=0):
     import cupy as cp  # noqa: PLC0415 - GPU tests only
 
     batch, seq, heads, head_dim = x.shape
-    fn = Kernel("rope.cu", expr).function(CTYPES[x.dtype])
+    fn = row_kernel(expr.split("<")[0]).function(CTYPES[x.dtype])
     xbuf = cp.empty(x.size + offset + 1, dtype=x.dtype)
     dx = xbuf[offset:offset + x.size]
     dx[...] = cp.asarray(x.reshape(-1))
@@ -295,15 +305,23 @@ def test_gpu_table_empty_work_writes_nothing(dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("table", [True, False])
-def test_gpu_plugin_launches_the_chosen_kernel(dtype, table, monkeypatch):
-    monkeypatch.setitem(rope_op.TABLE, np.dtype(dtype).itemsize, table)
+def test_gpu_plugin_launches_the_chosen_kernel(dtype, table):
+    """The plugin's own choice through the lifecycle, and each kernel's row asked for by name
+    (the launch plan builds), against the reference."""
+    import cupy as cp  # noqa: PLC0415 - GPU tests only
+
     data_type = trt.DataType.FLOAT if dtype == np.float32 else trt.DataType.HALF
     desc = trt.PluginTensorDesc((2, 9, 4, 64), data_type, trt.TensorFormat.LINEAR)
-    name = RoPE().plan([desc], [], 0).name
-    assert name.startswith("rope_table<" if table else "rope<")
     fields = dict(rotary_dim=32, layout="gptj", position_offset=7)
+    variant = "rope_table" if table else "rope"
+    launch = RoPE(**fields).plan([desc], [], cp.cuda.Device().id, variant=variant)
+    assert launch.name.startswith(variant + "<")
     x = np.random.default_rng(3).standard_normal((2, 9, 4, 64)).astype(dtype)
     assert_close(run_gpu(x, fields), ref(x, fields), dtype)
+    dx, dy = cp.asarray(x), cp.full(x.shape, np.nan, dtype)
+    launch(cp.cuda.get_current_stream().ptr, dx.data.ptr, 0, dy.data.ptr)
+    cp.cuda.get_current_stream().synchronize()
+    assert_close(cp.asnumpy(dy), ref(x, fields), dtype)
 
 
 @pytest.mark.gpu
@@ -317,7 +335,7 @@ def test_gpu_table_knobs(options, dtype):
     # clamps them), on full and partial rotary widths, aligned and not.
     import cupy as cp  # noqa: PLC0415 - GPU tests only
 
-    fn = Kernel("rope.cu", "rope_table<{T}>", options=options).function(CTYPES[np.dtype(dtype)])
+    fn = row_kernel("rope_table", *options).function(CTYPES[np.dtype(dtype)])
     rng = np.random.default_rng(len(options))
     for shape, fields in [((2, 37, 8, 128), dict(layout="neox", position_offset=3)),
                           ((3, 5, 6, 64), dict(rotary_dim=32, layout="gptj", position_offset=9))]:
