@@ -92,6 +92,11 @@ class QDPAssertionError(PyPluginsError, AssertionError):
     asserts (an unexpected field in ``create_plugin``, a combination never offered)."""
 
 
+class AOTArtifactError(PyPluginsError, ValueError):
+    """An AOT artifact (the kernel, launch parameters and arguments an engine keeps of a QDP
+    plugin built ahead of time) cannot be read or evaluated."""
+
+
 class MissingDependencyError(PyPluginsError, ImportError):
     """An optional dependency (cupy, onnx, tensorrt) is needed but not installed."""
 
