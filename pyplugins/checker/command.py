@@ -35,7 +35,8 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 _INPUT_FORM = ("SHAPE:DTYPE, e.g. 2x3x8x8:float32, or with a dynamic dim given as "
                "min-opt-max, e.g. 1-2-4x3x8x8:float16")
-_PLUGIN_FORM = "NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns"
+_PLUGIN_FORM = ("NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns, or "
+                "NAMESPACE::NAME for a tensorrt.plugin (QDP) plugin")
 class UsageError(Exception):
     """A command-line argument is malformed or names something that does not exist (exit 2)."""
 
@@ -228,7 +229,9 @@ def _module_creators(registry: Any, module: Any) -> List[Any]:
     registering again returned False and the first creator stays registered)."""
     from pyplugins.emulator.bases import IPluginCreatorInterface  # noqa: PLC0415
 
-    found = []
+    from pyplugins.checker.lifecycle_qdp import module_creators  # noqa: PLC0415
+
+    found = module_creators(module)  # tensorrt.plugin (QDP) plugins it defines
     for value in list(vars(module).values()):
         if isinstance(value, IPluginCreatorInterface):
             creator = registry.get_creator(value.name, value.plugin_version,
@@ -253,6 +256,9 @@ def _find_creator(registry: Any, wanted: Optional[str], new: List[Any]) -> Any:
         raise UsageError(msg)
     name, version, namespace = parse_plugin(wanted)
     creator = registry.get_creator(name, version, namespace)
+    qdp_ns, sep, qdp_name = wanted.partition("::")
+    if creator is None and sep and qdp_name and ":" not in qdp_name:
+        creator = registry.get_creator(qdp_name, "1", qdp_ns)  # a QDP id, NAMESPACE::NAME
     if creator is None:
         msg = (f"--plugin {wanted!r}: no creator is registered as (name={name!r}, "
                f"version={version!r}, namespace={namespace!r}); registered "
@@ -346,10 +352,17 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
         module, module_ref = _import_plugin_module(args.target)
     finally:
         watch.end(saved)
+    for name in getattr(args, "calls", None) or []:  # --call: the module's own set-up functions
+        _call_setup(module, name, args.target)
     new = ([c for c in registry.all_creators if id(c) not in before]
            or _module_creators(registry, module))
     creator = _find_creator(registry, args.plugin, new)
-    _warn_unknown_attrs(creator, attrs)
+    qdp = getattr(args, "qdp", None)
+    if qdp is not None and not _is_quick(creator):
+        msg = f"--qdp {qdp}: {_describe(creator)} is not a tensorrt.plugin (QDP) plugin"
+        raise UsageError(msg)
+    _warn_unknown_attrs(creator, {k: v for k, v in attrs.items() if not _is_quick(creator)
+                                  or k not in ("aot", "plugin_namespace")})
     from pyplugins.checker import lifecycle  # noqa: PLC0415
     from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
@@ -358,7 +371,7 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
         report = lifecycle.run(creator, inputs, attrs or None, device=args.device,
                                fresh_process=args.fresh_process, plugin_module=module_ref,
                                trace=args.trace, shape_inputs=args.shape_inputs,
-                               aliased_io=args.aliased_io)
+                               aliased_io=args.aliased_io, qdp=qdp)
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
     except ValueError as err:
@@ -366,6 +379,30 @@ def _check(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[st
             raise UsageError(f"--input: {err}") from err
         raise
     return report
+
+
+def _is_quick(creator: Any) -> bool:
+    from pyplugins.emulator.bases_quick import IPluginCreatorV3Quick  # noqa: PLC0415
+
+    return isinstance(creator, IPluginCreatorV3Quick)
+
+
+def _call_setup(module: Any, name: str, target: str) -> None:
+    """``--call NAME``: run ``module.NAME()``, as the module's own script would (NVIDIA's QDP
+    samples define ``impl``/``autotune`` inside ``enable_*()`` helpers)."""
+    func = getattr(module, name, None)
+    if not callable(func):
+        names = sorted(n for n, v in vars(module).items()
+                       if callable(v) and not n.startswith("_") and not isinstance(v, type))
+        msg = (f"--call {name!r}: {target!r} has no function of that name (functions: "
+               f"{', '.join(names) or 'none'})")
+        raise UsageError(msg)
+    try:
+        func()
+    except Exception as err:
+        msg = (f"--call {name!r} raised {type(err).__name__}: {err} (it runs with no "
+               "arguments, after the module is imported)")
+        raise UsageError(msg) from err
 
 
 def _warn_unknown_attrs(creator: Any, attrs: Dict[str, Any]) -> None:

@@ -37,6 +37,9 @@ class LifecycleReport:
         warnings: the ONNX parser's warnings while building ``fc`` (missing attributes).
         notes: how ``enqueue`` ran when not plainly on the GPU (numba's CUDA simulator), and
             what its outputs were compared with.
+        qdp: for a ``tensorrt.plugin`` plugin, what ran: per lifecycle (JIT, AOT) the request,
+            the implementation made, the combinations and tactics, the kept candidate, the AOT
+            artifact and its run (:meth:`pyplugins.checker.lifecycle_qdp.DriverQDP.summary`).
     """
 
     plugin: str
@@ -50,6 +53,7 @@ class LifecycleReport:
     trace: Any = None
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    qdp: Optional[Dict[str, Any]] = None
 
     @property
     def ok(self) -> bool:
@@ -72,6 +76,7 @@ class LifecycleReport:
             "enqueue_ran": self.enqueue_ran, "skipped": self.skipped,
             "warnings": list(self.warnings), "notes": list(self.notes),
             "trace": self.trace.to_json() if self.trace is not None else None,
+            **({"qdp": self.qdp} if self.qdp is not None else {}),
         }
 
     def format(self) -> str:
@@ -90,8 +95,33 @@ class LifecycleReport:
             lines.append(f"  output {i}: {tuple(shape)} {dt.name}")
         lines.append("  enqueue ran" if self.enqueue_ran else
                      f"  enqueue did not run: {self.skipped or 'it failed (see errors)'}")
+        if self.qdp is not None:
+            lines += [f"  {line}" for line in _qdp_lines(self.qdp)]
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  warning: {w}" for w in self.warnings]
         lines += [f"  {v}" for v in self.violations]
         lines += [f"  printed: {e}" for e in self.errors]
         return "\n".join(lines)
+
+
+def _qdp_lines(qdp: Dict[str, Any]) -> List[str]:
+    """One line per QDP lifecycle: what was asked, what was made, what was kept and run."""
+    lines = []
+    for run in qdp.get("runs", []):
+        made = str(run.get("implementation") or run.get("asked")).upper()
+        text = f"qdp {made}" + (f" (request {run['request']})" if run.get("request") else "")
+        kept = run.get("kept")
+        if kept:
+            text += f": kept {kept['combination']}, tactic {kept['tactic']}"
+        artifact = run.get("artifact")
+        if artifact:
+            text += (f"; AOT kernel {artifact['kernel']!r} ({artifact['image']}, "
+                     f"{artifact['image_bytes']} B)")
+        ran = run.get("run")
+        if isinstance(ran, dict):
+            text += "; launched without the plugin's Python" if ran.get("launched") else \
+                "; artifact evaluated without the plugin's Python, not launched"
+        if run.get("stopped"):
+            text += f"; stopped: {run['stopped']}"
+        lines.append(text)
+    return lines

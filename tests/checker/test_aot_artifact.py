@@ -1,0 +1,94 @@
+"""The AOT artifact an engine keeps of a QDP plugin: its bytes, its evaluation, the PTX checks, and
+its run in a child process that never imports the plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyplugins.checker import qdp_runtime
+from pyplugins.checker.aot_artifact import AOTArtifact, evaluate
+from pyplugins.checker.checks.aot import (
+    launch_problems,
+    ptx_entries,
+    signature_problems,
+)
+from pyplugins.errors import AOTArtifactError
+
+from .support import MODULES
+
+N = {"op": "PROD", "a": {"input": 0, "dim": 0}, "b": {"input": 0, "dim": 1}}
+
+
+def artifact(**changes):
+    fields = dict(kernel_name="add_one", image=(MODULES / "add_one.ptx").read_bytes(),
+                  image_kind="ptx",
+                  launch={"grid_x": {"op": "CEIL_DIV", "a": N, "b": {"const": 256}},
+                          "block_x": {"const": 256}},
+                  extra_args=[{"dtype": "INT32", "expr": N}], output_shapes=[[
+                      {"input": 0, "dim": 0}, {"input": 0, "dim": 1}]],
+                  input_types=["FLOAT"], output_types=["FLOAT"], formats=["LINEAR", "LINEAR"],
+                  tactic=0, plugin="qdp_check::add_one")
+    fields.update(changes)
+    return AOTArtifact(**fields)
+
+
+def test_bytes_round_trip_and_refuse_damage():
+    art = artifact()
+    data = art.to_bytes()
+    assert AOTArtifact.from_bytes(data) == art
+    with pytest.raises(AOTArtifactError, match="truncated"):
+        AOTArtifact.from_bytes(data[:-3])
+    with pytest.raises(AOTArtifactError, match="magic"):
+        AOTArtifact.from_bytes(b"not an artifact")
+
+
+def test_launch_plan_evaluates_for_concrete_shapes():
+    plan = artifact().launch_plan({0: (7, 100)})
+    assert plan == {"grid": (3, 1, 1), "block": (256, 1, 1), "shared_mem": 0, "extra": [700],
+                    "outputs": [(7, 100)]}
+    assert evaluate({"size": 1, "opt": {"const": 2}, "upper": N}, {0: (2, 3)}) == 6
+    assert evaluate({"size": 1, "opt": {"const": 2}, "upper": N}, {0: (2, 3), ("size", 1): 4}) == 4
+    with pytest.raises(AOTArtifactError, match="divides by zero"):
+        evaluate({"op": "FLOOR_DIV", "a": {"const": 1}, "b": {"const": 0}}, {})
+
+
+def test_ptx_parameters_and_signature():
+    text = (MODULES / "add_one.ptx").read_text()
+    assert ptx_entries(text) == {"add_one": [8, 4, 8]}
+    layout = artifact().argument_layout()
+    assert signature_problems([8, 4, 8], layout) == ([], [])
+    problems, _ = signature_problems([8, 8, 8], layout)
+    assert problems == [("parameter 1 is 8 bytes, but TensorRT passes an INT32 argument (extra) "
+                         "there (4 bytes)")]
+    problems, warnings = signature_problems([8, 4, 8, 8, 8], layout)  # Triton's scratch pointers
+    assert problems == [] and "Triton" in warnings[0]
+
+
+def test_launch_problems_name_each_bad_value():
+    plan = {"grid": (0, 1, 1), "block": (32, 32, 2), "shared_mem": 300 * 1024, "extra": [2**31]}
+    problems = launch_problems(plan)
+    assert problems == ["grid_x is 0 (must be 1..2147483647)",
+                        "the block has 2048 threads (at most 1024)",
+                        "shared_mem is 307200 bytes (0..232448)",
+                        "extra argument 0 is 2147483648, outside int32"]
+
+
+def test_the_child_evaluates_the_artifact_without_the_plugin_or_tensorrt():
+    result, raw = qdp_runtime.run_artifact(artifact().to_bytes(), [], [(3, 512)], ["<f4"],
+                                           launch=False, plugin_module="qdp_check_add_one_x")
+    assert result["error"] is None and raw is None
+    assert result["plan"]["grid"] == [6, 1, 1] and result["plan"]["extra"] == [1536]
+    assert result["modules"] == {"tensorrt": False, "tensorrt.plugin": False,
+                                 "pyplugins.emulator": False, "pyplugins.emulator.plugin": False,
+                                 "qdp_check_add_one_x": False}
+    assert qdp_runtime.artifact_run_violations(result, "ns::p") == []
+
+
+def test_a_damaged_artifact_or_an_import_in_the_child_is_a_violation():
+    result, _ = qdp_runtime.run_artifact(artifact().to_bytes()[:-1], [], [(3, 512)], ["<f4"],
+                                         launch=False, plugin_module=None)
+    (found,) = qdp_runtime.artifact_run_violations(result, "ns::p")
+    assert found.check == "aot_artifact" and "truncated" in found.message
+    seen = {"error": None, "modules": {"tensorrt": True, "tensorrt.plugin": False}}
+    (found,) = qdp_runtime.artifact_run_violations(seen, "ns::p")
+    assert "imported ['tensorrt']" in found.message
