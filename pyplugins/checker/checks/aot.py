@@ -169,11 +169,14 @@ def _nvjitlink(image: bytes, arch: str) -> Optional[Tuple[bool, str]]:
             nvjitlink.add_data(handle, nvjitlink.InputType.PTX, image, len(image), "kernel.ptx")
             nvjitlink.complete(handle)
             return True, ""
-        except Exception:  # noqa: BLE001 - the log says why
-            size = nvjitlink.get_error_log_size(handle)
-            log = bytearray(size)
-            nvjitlink.get_error_log(handle, log)
-            return False, bytes(log).rstrip(b"\0").decode("utf-8", "replace").strip()
+        except Exception as err:  # noqa: BLE001 - the log says why
+            try:
+                log = bytearray(nvjitlink.get_error_log_size(handle))
+                nvjitlink.get_error_log(handle, log)
+                text = bytes(log).rstrip(b"\0").decode("utf-8", "replace").strip()
+            except Exception:  # noqa: BLE001 - no log: the error itself
+                text = ""
+            return False, text or f"{type(err).__name__}: {err}"
     finally:
         nvjitlink.destroy(handle)
 
