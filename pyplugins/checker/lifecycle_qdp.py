@@ -283,7 +283,8 @@ class DriverQDP:
             plan = run.info.get("run", {}).get("plan") if isinstance(run.info.get("run"), dict) \
                 else None
             if plan is not None and not run.info["run"]["launched"]:
-                why = "no GPU" if self.cp is None else "its artifact failed the host checks"
+                why = "the GPU is not used" if self.cp is None else \
+                    "its artifact failed the host checks"
                 self.report.notes.append(
                     f"AOT kernel {run.artifact.kernel_name!r} not launched ({why}); its "
                     f"artifact ran in a process without the plugin's module: grid "

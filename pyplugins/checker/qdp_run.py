@@ -286,7 +286,8 @@ class QDPRun:
         where = f"{label(combo, self.n_in)}, tactic {tactic}"
         profiles = {p: {k: getattr(s, p) for k, s in enumerate(self.ctx.specs)}
                     for p in ("min", "opt", "max")}
-        found, warnings = artifact_violations(art, profiles, self.ctx.arch, where)
+        found, warnings = artifact_violations(art, profiles, self.ctx.arch, where,
+                                              on_device=self.ctx.cp is not None)
         self.add(found)
         self.ctx.warn(warnings)
         return art, not found

@@ -7,8 +7,9 @@ visible on the host:
 
 - ``aot_kernel_name``: no ``.entry`` of that name in the PTX (a C++ kernel without ``extern "C"``
   has a mangled name), or the name is absent from the CUBIN;
-- ``aot_ptx_compile``: the PTX does not assemble for the device (``ptxas``, or nvJitLink where its
-  library loads), e.g. a ``.target`` newer than the GPU or a syntax error;
+- ``aot_ptx_compile``: the PTX does not compile for the device (its driver on a GPU; else
+  ``ptxas``, or nvJitLink where its library loads), e.g. a ``.target`` newer than the GPU or a
+  syntax error;
 - ``aot_signature``: the ``.entry``'s parameters do not take the pointers and extra arguments
   TensorRT passes (count, or the size of one parameter);
 - ``aot_launch_params``: grid, block or shared memory that no launch accepts at the profile's
@@ -181,22 +182,46 @@ def _nvjitlink(image: bytes, arch: str) -> Optional[Tuple[bool, str]]:
         nvjitlink.destroy(handle)
 
 
-def assemble(image: bytes, arch: str) -> Tuple[Optional[bool], str, str]:
-    """Assemble PTX for ``sm_<arch>`` without a GPU: ``(ok, log, tool)``; ``ok`` is None when no
-    assembler is here (nvJitLink's library, else ``ptxas``). Cached by content."""
+def _driver_load(image: bytes) -> Tuple[bool, str]:
+    """Load the PTX into the current CUDA context as TensorRT's runtime would (the driver JIT
+    compiles it for the device); a refusal is not sticky, the context stays usable."""
+    from cupy_backends.cuda.api import driver  # noqa: PLC0415 - GPU only
+
+    try:
+        module = driver.moduleLoadData(bytes(image).rstrip(b"\0") + b"\0")
+    except Exception as err:  # noqa: BLE001 - the driver's refusal is the verdict
+        return False, f"{type(err).__name__}: {err}"
+    driver.moduleUnload(module)
+    return True, ""
+
+
+def assemble(image: bytes, arch: str, on_device: bool = False
+             ) -> Tuple[Optional[bool], str, str]:
+    """Whether PTX compiles for ``sm_<arch>``: ``(ok, log, tool)``. With ``on_device`` the GPU's
+    driver decides (``cuModuleLoadData``; a refusal is detailed by an assembler's log when one
+    is here); without, nvJitLink's library, else ``ptxas``; ``ok`` is None when neither is here.
+    Cached by content."""
+    if on_device:
+        ok, why = _driver_load(image)
+        if ok:
+            return True, "", "the CUDA driver"
+        detail = assemble(image, arch)[1]
+        return False, why + (f" | {detail}" if detail else ""), "the CUDA driver"
     digest = hashlib.sha256(image + arch.encode()).hexdigest()
     return _assemble_cached(digest, bytes(image), arch)
 
 
 def artifact_violations(art: AOTArtifact, profiles: Mapping[str, Mapping[Any, Sequence[int]]],
-                        arch: str, where: str) -> Tuple[List[Violation], List[str]]:
-    """Every host-side check of one artifact.
+                        arch: str, where: str, on_device: bool = False
+                        ) -> Tuple[List[Violation], List[str]]:
+    """Every check of one artifact that needs no launch.
 
     Args:
         art: the artifact.
         profiles: ``{"min": shapes, "opt": shapes, "max": shapes}``, input index -> shape.
         arch: the SM version to assemble for (``"80"``; the GPU's own when there is one).
         where: which candidate, for messages (``"combination [FLOAT, FLOAT], tactic 1"``).
+        on_device: a GPU is here: its driver compiles the PTX (:func:`assemble`).
 
     Returns:
         ``(violations, warnings)``.
@@ -226,7 +251,7 @@ def artifact_violations(art: AOTArtifact, profiles: Mapping[str, Mapping[Any, Se
                 found.append(Violation(
                     "aot_signature", f"{who}: kernel {art.kernel_name!r} does not match what "
                     f"TensorRT launches it with: {'; '.join(problems)}", "get_launch_params"))
-        ok, log, tool = assemble(art.image, arch)
+        ok, log, tool = assemble(art.image, arch, on_device)
         if ok is None:
             warnings.append(f"{who}: the PTX was not assembled ({log})")
         elif not ok:
