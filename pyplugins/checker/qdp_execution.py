@@ -15,12 +15,14 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from pyplugins import dtypes
 from pyplugins.checker import qdp_runtime, runtime_enqueue, runtime_v3, size_tensors
+from pyplugins.checker.aot_artifact import evaluate
 from pyplugins.checker.checks.v3 import rebuild_violations, tactic_output_violations
 from pyplugins.emulator import surface
 from pyplugins.emulator import trampoline_quick as tq
@@ -30,7 +32,7 @@ from pyplugins.emulator.enums import TensorRTPhase
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.version import emulated_version
 
-__all__ = ["context", "run_aot", "run_jit"]
+__all__ = ["context", "real_shapes", "run_aot", "run_jit"]
 
 
 def run_jit(run: Any) -> None:
@@ -102,6 +104,11 @@ def context(run: Any, pr: Any, tactic: int) -> Optional[List[np.ndarray]]:
             [dtypes.numpy_from_trt(t) for t in run.out_types], 0, run.ctx.recorder,
             aliases=run.aliases, size_outputs=uppers, real_shape=real_shape,
             check_capture=run.ctx.check_capture)
+        for v in outcome.violations:  # QDP's outputs are described by the register function
+            if v.check == "output_mismatch":
+                v.message = "impl: " + v.message.replace(
+                    "get_output_dimensions/get_output_datatype", "the register function's "
+                    "description (the Tensor's shape and dtype impl received)")
         run.add(outcome.violations)
         return outcome.host_outputs if outcome.ran else None
     finally:
@@ -133,10 +140,42 @@ def run_aot(run: Any) -> None:
                        "modules": result.get("modules")}
     if raw is None:
         return
-    shapes = [tuple(s) for s in plan["outputs"]]
+    if run.aliases:
+        ctx.warn(["the AOT kernel ran with its own buffers for aliased outputs (the emulator "
+                  "does not pass the input's pointer there): in-place writes are not checked"])
+    uppers = [tuple(s) for s in plan["outputs"]]  # data-dependent outputs at their upper bound
+    shapes = real_shapes(run, raw, uppers, out_np)
     raw_alt = None
     if qdp_runtime.any_poisoned(raw, shapes, out_np):
         _, raw_alt = qdp_runtime.run_artifact(run.engine, arrays, opt, out_np, launch=True,
                                               plugin_module=ctx.module_name, alt=True)
-    run.add(qdp_runtime.aot_output_violations(raw, shapes, out_np, raw_alt))
+    cut = [_extent(b, s, u, d) for b, s, u, d in zip(raw, shapes, uppers, out_np)]
+    cut_alt = None if raw_alt is None else [
+        _extent(b, s, u, d) for b, s, u, d in zip(raw_alt, shapes, uppers, out_np)]
+    run.add(qdp_runtime.aot_output_violations(cut, shapes, out_np, cut_alt))
     run.outputs = [qdp_runtime.body(b, s, d) for b, s, d in zip(raw, shapes, out_np)]
+
+
+def real_shapes(run: Any, raw: List[np.ndarray], uppers: List[Tuple[int, ...]],
+                dtypes_: List[np.dtype]) -> List[Tuple[int, ...]]:
+    """The outputs' shapes once the kernel wrote its size tensors (their upper bounds when it
+    wrote none, or a value outside [0, upper], which is reported)."""
+    if not run.declared:
+        return uppers
+    opt = {k: tuple(s.opt) for k, s in enumerate(run.ctx.specs)}
+    sizes = {k: int(qdp_runtime.body(raw[k], (), dtypes_[k])) for k in run.declared}
+    bounds = {k: e._b._evaluate(opt) for k, e in run.declared.items()}
+    found = size_tensors.value_violations(sizes, bounds)
+    run.add(found)
+    if found:
+        return uppers
+    known = {**opt, **{("size", k): v for k, v in sizes.items()}}
+    return [tuple(evaluate(d, known) for d in dims) for dims in run.artifact.output_shapes]
+
+
+def _extent(raw: np.ndarray, shape: Tuple[int, ...], upper: Tuple[int, ...],
+            dt: np.dtype) -> np.ndarray:
+    """``[the real extent | the guard]`` of an output allocated at ``upper``."""
+    flat = np.ascontiguousarray(raw).view(np.uint8).reshape(-1)
+    real, full = math.prod(shape) * dt.itemsize, math.prod(upper) * dt.itemsize
+    return np.concatenate([flat[:real], flat[full:]])

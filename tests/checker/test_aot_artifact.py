@@ -3,6 +3,7 @@ its run in a child process that never imports the plugin."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pyplugins.checker import qdp_runtime
@@ -92,3 +93,29 @@ def test_a_damaged_artifact_or_an_import_in_the_child_is_a_violation():
     seen = {"error": None, "modules": {"tensorrt": True, "tensorrt.plugin": False}}
     (found,) = qdp_runtime.artifact_run_violations(seen, "ns::p")
     assert "imported ['tensorrt']" in found.message
+
+
+def test_an_aot_kernels_size_tensor_cuts_its_data_dependent_output():
+    from types import SimpleNamespace
+
+    from pyplugins.checker.qdp_execution import real_shapes
+    from pyplugins.checker.size_tensors import SizeTensorBuilder
+    from pyplugins.emulator.dims import expr_tree
+    from pyplugins.emulator.enums import DimensionOperation
+    from pyplugins.emulator.specs import TensorSpec
+
+    eb = SizeTensorBuilder()
+    x = eb._input(0, (-1, 4))
+    n = eb.declare_size_tensor(1, eb.constant(2), eb.operation(DimensionOperation.PROD, x[0],
+                                                                x[1]))
+    found = []
+    run = SimpleNamespace(declared={1: n}, add=found.extend,
+                          ctx=SimpleNamespace(specs=[TensorSpec.parse("1-3-4x4:float32")]),
+                          artifact=artifact(output_shapes=[[expr_tree(n), {"const": 2}], []]))
+    uppers = [(12, 2), ()]
+    dtypes = [np.dtype(np.int32), np.dtype(np.int64)]
+    raw = [np.zeros(24, np.int32).view(np.uint8), np.int64([5]).view(np.uint8)]
+    assert real_shapes(run, raw, uppers, dtypes) == [(5, 2), ()] and found == []
+    raw[1] = np.int64([99]).view(np.uint8)  # past the declared upper bound (3 * 4)
+    assert real_shapes(run, raw, uppers, dtypes) == uppers
+    assert [v.check for v in found] == ["size_tensor"]
