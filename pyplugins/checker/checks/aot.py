@@ -185,8 +185,10 @@ def _nvjitlink(image: bytes, arch: str) -> Optional[Tuple[bool, str]]:
 def _driver_load(image: bytes) -> Tuple[bool, str]:
     """Load the PTX into the current CUDA context as TensorRT's runtime would (the driver JIT
     compiles it for the device); a refusal is not sticky, the context stays usable."""
+    import cupy  # noqa: PLC0415 - GPU only
     from cupy_backends.cuda.api import driver  # noqa: PLC0415 - GPU only
 
+    cupy.cuda.runtime.free(0)  # makes the device's primary context current, as a launch would
     try:
         module = driver.moduleLoadData(bytes(image).rstrip(b"\0") + b"\0")
     except Exception as err:  # noqa: BLE001 - the driver's refusal is the verdict
