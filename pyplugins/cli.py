@@ -51,7 +51,10 @@ def _add_check(subparsers: Any) -> None:
             "examples:\n"
             "  pyplugins check my_plugins/circ_pad.py --plugin CircPad \\\n"
             "      --input 1x3x8x8:float32 --attr pads=1,1,2,2\n"
-            "  pyplugins check my_pkg.circ_pad --input 1-2-4x3x8x8:float16 --trace",
+            "  pyplugins check my_pkg.circ_pad --input 1-2-4x3x8x8:float16 --trace\n"
+            "  pyplugins check qdp_defs.py --call enable_single_tactic_circ_pad \\\n"
+            "      --plugin sample::circ_pad_plugin --input 10x3x32x32:float32 \\\n"
+            "      --attr pads=1,1,1,1 --qdp both",
             _fill("SHAPE is dims joined by 'x'. A dynamic dim is min-opt-max: 1-2-4x3x8x8 is a "
                   "tensor whose first dim is -1 in the network, with an optimization profile "
                   "of min 1, opt 2 and max 4 (enqueue runs at opt)."),
@@ -79,7 +82,8 @@ def _add_check(subparsers: Any) -> None:
                                           "(the shipped ops always are); repeatable")
     p.add_argument("--plugin", metavar="NAME[:VERSION[:NAMESPACE]]",
                    help="the registered creator to check (default: the only one the module "
-                        "registers); VERSION defaults to 1, NAMESPACE to ''")
+                        "registers); VERSION defaults to 1, NAMESPACE to ''; NAMESPACE::NAME "
+                        "for a tensorrt.plugin (QDP) plugin")
     p.add_argument("--input", dest="inputs", action="append", default=[], metavar="SHAPE:DTYPE",
                    help="one plugin input, in order; repeat for each input. "
                         "SHAPE like 2x3x8x8; dynamic dim as min-opt-max, e.g. 1-2-4x3x8x8; "
@@ -93,6 +97,15 @@ def _add_check(subparsers: Any) -> None:
     p.add_argument("--aliased-io", action="store_true",
                    help="IPluginV3: build with PreviewFeature.ALIASED_PLUGIN_IO_10_03, so "
                         "get_aliased_input is honoured")
+    p.add_argument("--qdp", choices=("jit", "aot", "both"), default=None,
+                   help="tensorrt.plugin (QDP): build with PREFER_JIT_PYTHON_PLUGINS (jit), "
+                        "PREFER_AOT_PYTHON_PLUGINS (aot), or both and compare their outputs; "
+                        "default: as TensorRT without a flag (a plugin with both is checked "
+                        "both ways). --attr aot=1|0 is the ONNX node's `aot` attribute")
+    p.add_argument("--call", dest="calls", action="append", default=[], metavar="FUNC",
+                   help="after importing the module, call its function FUNC() (repeatable): "
+                        "for modules whose own script defines impl/autotune/aot_impl inside "
+                        "set-up functions, as NVIDIA's QDP samples do (enable_*)")
     p.add_argument("--fresh-process", action="store_true",
                    help="also deserialize the engine's plugin in a fresh Python process, as "
                         "loading a saved engine does")

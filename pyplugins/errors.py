@@ -114,6 +114,11 @@ class ExecutionError(PyPluginsError, RuntimeError):
         self.plugin, self.node, self.method = plugin, node, method
 
 
+class AOTArtifactError(PyPluginsError, ValueError):
+    """An AOT artifact (the kernel, launch parameters and arguments an engine keeps of a QDP
+    plugin built ahead of time) cannot be read or evaluated."""
+
+
 class MissingDependencyError(PyPluginsError, ImportError):
     """An optional dependency (cupy, onnx, tensorrt) is needed but not installed."""
 

@@ -45,7 +45,8 @@ OWN_WORK_LIMIT_S = 300.0
 
 #: The command-line arguments the child needs (``argparse.Namespace`` attributes).
 _CHILD_ARGS = ("target", "plugin", "inputs", "attrs", "device", "fresh_process", "trace",
-               "shape_inputs", "aliased_io", "require_gpu", "memory_limit", "trace_html")
+               "shape_inputs", "aliased_io", "require_gpu", "memory_limit", "trace_html",
+               "qdp", "calls")
 
 
 def run_check(args: argparse.Namespace, *, isolated: bool = True) -> int:

@@ -28,7 +28,8 @@ __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "EnvironmentFailure", "Usa
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
-_PLUGIN_FORM = "NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns"
+_PLUGIN_FORM = ("NAME[:VERSION[:NAMESPACE]], e.g. CircPad or CircPad:1 or CircPad:1:my_ns, or "
+                "NAMESPACE::NAME for a tensorrt.plugin (QDP) plugin")
 
 
 class UsageError(PyPluginsError, ValueError):
@@ -196,6 +197,10 @@ def _module_creators(registry: Any, module: Any) -> List[Any]:
     from pyplugins.emulator.bases import IPluginCreatorInterface  # noqa: PLC0415
 
     found = []
+    if "pyplugins.emulator.plugin" in sys.modules:  # the module may define QDP plugins
+        from pyplugins.checker.lifecycle_qdp import module_creators  # noqa: PLC0415
+
+        found = module_creators(module)
     for value in list(vars(module).values()):
         if isinstance(value, IPluginCreatorInterface):
             creator = registry.get_creator(value.name, value.plugin_version,
@@ -220,6 +225,9 @@ def _find_creator(registry: Any, wanted: Optional[str], new: List[Any]) -> Any:
         raise UsageError(msg)
     name, version, namespace = parse_plugin(wanted)
     creator = registry.get_creator(name, version, namespace)
+    qdp_ns, sep, qdp_name = wanted.partition("::")
+    if creator is None and sep and qdp_name and ":" not in qdp_name:
+        creator = registry.get_creator(qdp_name, "1", qdp_ns)  # a QDP id, NAMESPACE::NAME
     if creator is None:
         msg = (f"--plugin {wanted!r}: no creator is registered as (name={name!r}, "
                f"version={version!r}, namespace={namespace!r}); registered "
@@ -265,10 +273,17 @@ def load_creator(args: argparse.Namespace, attrs: Dict[str, Any], watch: Any) ->
         module, module_ref = _import_plugin_module(args.target)
     finally:
         watch.end(saved)
+    for name in getattr(args, "calls", None) or []:  # --call: the module's own set-up functions
+        _call_setup(module, name, args.target)
     new = ([c for c in registry.all_creators if id(c) not in before]
            or _module_creators(registry, module))
     creator = _find_creator(registry, args.plugin, new)
-    _warn_unknown_attrs(creator, attrs)
+    qdp = getattr(args, "qdp", None)
+    if qdp is not None and not _is_quick(creator):
+        msg = f"--qdp {qdp}: {_describe(creator)} is not a tensorrt.plugin (QDP) plugin"
+        raise UsageError(msg)
+    _warn_unknown_attrs(creator, {k: v for k, v in attrs.items() if not _is_quick(creator)
+                                  or k not in ("aot", "plugin_namespace")})
     return creator, module_ref
 
 
@@ -297,7 +312,8 @@ def run_lifecycle(args: argparse.Namespace, creator: Any, module_ref: str,
                                device=args.device, fresh_process=args.fresh_process,
                                plugin_module=module_ref,
                                trace=args.trace or bool(getattr(args, "trace_html", None)),
-                               shape_inputs=args.shape_inputs, aliased_io=args.aliased_io)
+                               shape_inputs=args.shape_inputs, aliased_io=args.aliased_io,
+                               qdp=getattr(args, "qdp", None))
     except FieldError as err:  # an --attr value ONNX/TensorRT cannot carry
         raise UsageError(f"--attr: {err}") from err
     except ValueError as err:
@@ -341,6 +357,30 @@ def report_for_error(name: str, err: BaseException) -> Any:
         msg = f"the check failed inside pyplugins (please report it): {what(err)}\n{text}"
         raise EnvironmentFailure(msg) from err
     return report
+
+
+def _is_quick(creator: Any) -> bool:
+    from pyplugins.emulator.bases_quick import IPluginCreatorV3Quick  # noqa: PLC0415
+
+    return isinstance(creator, IPluginCreatorV3Quick)
+
+
+def _call_setup(module: Any, name: str, target: str) -> None:
+    """``--call NAME``: run ``module.NAME()``, as the module's own script would (NVIDIA's QDP
+    samples define ``impl``/``autotune`` inside ``enable_*()`` helpers)."""
+    func = getattr(module, name, None)
+    if not callable(func):
+        names = sorted(n for n, v in vars(module).items()
+                       if callable(v) and not n.startswith("_") and not isinstance(v, type))
+        msg = (f"--call {name!r}: {target!r} has no function of that name (functions: "
+               f"{', '.join(names) or 'none'})")
+        raise UsageError(msg)
+    try:
+        func()
+    except Exception as err:
+        msg = (f"--call {name!r} raised {type(err).__name__}: {err} (it runs with no "
+               "arguments, after the module is imported)")
+        raise UsageError(msg) from err
 
 
 def _warn_unknown_attrs(creator: Any, attrs: Dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.checker import _fresh, buffers, discovery, host_buffers, runtime_enqueue
 from pyplugins.emulator import trampoline
+from pyplugins.emulator.bases_quick import IPluginCreatorV3Quick
 from pyplugins.emulator.bases_v3 import IPluginCreatorV3One
 from pyplugins.checker.checks import Violation, pybind
 from pyplugins.checker.checks.fresh_process import fresh_violations
@@ -289,7 +290,7 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
         keep_on_device: bool = False, shape_inputs: Sequence[Sequence[int]] = (),
-        aliased_io: bool = False) -> LifecycleReport:
+        aliased_io: bool = False, qdp: Optional[str] = None) -> LifecycleReport:
     """Drive one plugin through import, build and run as TensorRT does, checking it on the way.
 
     Args:
@@ -308,11 +309,17 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         keep_on_device: return outputs as CuPy arrays.
         shape_inputs: IPluginV3 only: the values of each shape input (``get_output_shapes``'
             ``shape_inputs``, §6).
-        aliased_io: IPluginV3 only: ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` is on, so
+        aliased_io: IPluginV3 and QDP: ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` is on, so
             ``get_aliased_input`` is honoured.
+        qdp: QDP only: the network flag that picks JIT or AOT, ``"jit"``
+            (PREFER_JIT_PYTHON_PLUGINS), ``"aot"`` (PREFER_AOT_PYTHON_PLUGINS), ``"both"`` (one
+            lifecycle each, outputs compared), or None (no flag; a plugin with both is checked
+            both ways). An ``aot`` node attribute in ``fields`` asks STRICT_AOT/STRICT_JIT.
 
     An ``IPluginCreatorV3One`` is driven by :class:`~pyplugins.checker.lifecycle_v3.DriverV3`
-    (protocol §2.5; no fresh-process or on-device outputs yet), any other creator as V2.
+    (protocol §2.5; no fresh-process or on-device outputs yet), an ``IPluginCreatorV3Quick``
+    (``tensorrt.plugin``) by :class:`~pyplugins.checker.lifecycle_qdp.DriverQDP` (§8), any other
+    creator as V2.
 
     Returns:
         A :class:`LifecycleReport`.
@@ -329,25 +336,46 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     check_input_sizes(specs)
     key = (creator.name, creator.plugin_version, creator.plugin_namespace)
     report = LifecycleReport(plugin=":".join("" if k is None else str(k) for k in key))
+    quick = isinstance(creator, IPluginCreatorV3Quick)
     v3 = isinstance(creator, IPluginCreatorV3One)
-    report.interface = "IPluginV3" if v3 else "IPluginV2DynamicExt"
+    report.interface = ("tensorrt.plugin (QDP)" if quick else "IPluginV3" if v3 else
+                        "IPluginV2DynamicExt")
+    if quick:  # loaded only for QDP plugins: it imports tensorrt.plugin, whose import logs
+        from pyplugins.checker.lifecycle_qdp import DriverQDP, node_options  # noqa: PLC0415
+
+        node_aot, fields = node_options(creator, fields)
+    else:
+        node_aot = None
+    if qdp is not None and not quick:
+        msg = f"qdp= is for tensorrt.plugin (QDP) plugins; {type(creator).__name__} is not one"
+        raise ValueError(msg)
     fc, report.warnings = field_collection(creator, fields)
     report.warnings += discovery.notes_for(creator)
     cp, reason = pick_device(device)
-    recorder = Recorder()
+    recorder = Recorder(check_clones=not quick)
     tracer = None
     if trace:
         from pyplugins.checker.trace import Trace
 
         tracer = report.trace = Trace()
     pybind.idiom_violations()  # forget idioms noted outside this run
-    if (shape_inputs or aliased_io) and not v3:
+    if (shape_inputs or aliased_io) and not (v3 or quick):
         msg = (f"shape_inputs and aliased_io are IPluginV3 features; {type(creator).__name__} "
                f"makes V2 plugins")
         raise ValueError(msg)
-    if v3:
-        driver: Any = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
-                               check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
+    if shape_inputs and quick:
+        msg = "tensorrt.plugin (QDP) plugins take no shape inputs (TensorRT asserts there)"
+        raise ValueError(msg)
+    if quick:
+        driver: Any = DriverQDP(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                                check_capture, implementation=qdp, node_aot=node_aot,
+                                aliased_io=aliased_io)
+        if keep_on_device:  # fresh_process says so in report.fresh_process
+            report.warnings.append("keep_on_device is not implemented for QDP plugins: outputs "
+                                   "are NumPy arrays")
+    elif v3:
+        driver = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                          check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
         if keep_on_device:  # fresh_process says so in report.fresh_process
             report.warnings.append("keep_on_device is not implemented for IPluginV3 plugins "
                                    "yet: outputs are NumPy arrays")
@@ -374,9 +402,13 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         report.skipped = reason
     if report.fresh_process is None:
         report.fresh_process = ("not asked for" if not fresh_process else
+                                "not run: not implemented for QDP (an AOT kernel runs in a "
+                                "fresh process all the same)" if quick else
                                 "not run: not implemented for IPluginV3 yet" if v3 else
                                 "not run: the check stopped before deserialization")
     report.violations = driver.violations + recorder.violations
+    if quick:
+        report.qdp = driver.summary()
     if cp is None:  # enqueue never launched a kernel: compile them all without a GPU
         found, warnings = kernel_violations(creator)
         report.violations += found

@@ -51,6 +51,9 @@ class LifecycleReport:
             (None: not known, as in a report made without a run).
         fresh_process: ``"ran"`` when the engine bytes were also run in a fresh process, else
             why not (``"not asked for"``, ...); None when not known.
+        qdp: for a ``tensorrt.plugin`` plugin, what ran: per lifecycle (JIT, AOT) the request,
+            the implementation made, the combinations and tactics, the kept candidate, the AOT
+            artifact and its run (:meth:`pyplugins.checker.lifecycle_qdp.DriverQDP.summary`).
     """
 
     plugin: str
@@ -66,6 +69,7 @@ class LifecycleReport:
     notes: List[str] = field(default_factory=list)
     interface: Optional[str] = None
     fresh_process: Optional[str] = None
+    qdp: Optional[Dict[str, Any]] = None
 
     @property
     def ok(self) -> bool:
@@ -89,6 +93,7 @@ class LifecycleReport:
             "warnings": list(self.warnings), "notes": list(self.notes),
             "trace": self.trace.to_json() if self.trace is not None else None,
             "interface": self.interface, "fresh_process": self.fresh_process,
+            **({"qdp": self.qdp} if self.qdp is not None else {}),
         }
 
     def format(self) -> str:
@@ -119,6 +124,8 @@ class LifecycleReport:
             lines.append("  enqueue ran")
         elif detail is not None:  # under "no GPU", only what CUDA said
             lines.append(f"  {detail}")
+        if self.qdp is not None:
+            lines += [f"  {line}" for line in _qdp_lines(self.qdp)]
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  warning: {w}" for w in self.warnings]
         lines += [f"  {text}" for text in _grouped(self.violations)]
@@ -154,3 +161,26 @@ def _grouped(violations: List[Violation]) -> List[str]:
         else:
             out.append(str(v) + (f" ({len(places)} times)" if len(places) > 1 else ""))
     return out
+
+
+def _qdp_lines(qdp: Dict[str, Any]) -> List[str]:
+    """One line per QDP lifecycle: what was asked, what was made, what was kept and run."""
+    lines = []
+    for run in qdp.get("runs", []):
+        made = str(run.get("implementation") or run.get("asked")).upper()
+        text = f"qdp {made}" + (f" (request {run['request']})" if run.get("request") else "")
+        kept = run.get("kept")
+        if kept:
+            text += f": kept {kept['combination']}, tactic {kept['tactic']}"
+        artifact = run.get("artifact")
+        if artifact:
+            text += (f"; AOT kernel {artifact['kernel']!r} ({artifact['image']}, "
+                     f"{artifact['image_bytes']} B)")
+        ran = run.get("run")
+        if isinstance(ran, dict):
+            text += "; launched without the plugin's Python" if ran.get("launched") else \
+                "; artifact evaluated without the plugin's Python, not launched"
+        if run.get("stopped"):
+            text += f"; stopped: {run['stopped']}"
+        lines.append(text)
+    return lines

@@ -35,8 +35,10 @@ import numpy as np
 
 from pyplugins.emulator import trampoline
 from pyplugins.emulator.bases import IPluginCreatorInterface, IPluginV2DynamicExt
-from pyplugins.emulator.bases_v3 import (IPluginCapability, IPluginCreatorV3One,
-                                         IPluginV3)
+from pyplugins.emulator.bases_quick import (IPluginCreatorV3Quick, IPluginV3QuickBuild,
+                                            IPluginV3QuickCore, IPluginV3QuickRuntime, ISymExprs,
+                                            KernelLaunchParams, extra_arg_exprs, launch_exprs)
+from pyplugins.emulator.bases_v3 import IPluginCapability, IPluginCreatorV3One, IPluginV3
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
 from pyplugins.emulator.enums import PluginFieldType, PybindEnum
@@ -63,10 +65,24 @@ PARAMS: Dict[str, Tuple[str, ...]] = {
     "get_aliased_input": ("output_index",),
     "deserialize_plugin": ("name", "data"),
 }
+#: The Quick (``tensorrt.plugin``, QDP) bindings' parameter names where V3's differ (§8.4).
+QUICK_PARAMS: Dict[str, Tuple[str, ...]] = {
+    "create_plugin": ("name", "namespace", "fc", "phase", "request"),
+    "get_output_data_types": ("input_types", "ranks"),
+    "get_supported_format_combinations": ("in_out", "num_inputs"),
+    "get_launch_params": ("input_exprs", "in_out", "num_inputs", "launch_params", "extra_args",
+                          "expr_builder"),
+    "get_kernel": ("input_desc", "output_desc"),
+    "enqueue": ("input_desc", "output_desc", "inputs", "outputs", "in_strides", "out_strides",
+                "stream"),
+}
+_QUICK_CLASSES = (IPluginCreatorV3Quick, IPluginV3QuickCore, IPluginV3QuickBuild,
+                  IPluginV3QuickRuntime)
 #: Plugin objects (labelled P0, P1, ...): V2 plugins, V3 plugins and their capability objects.
 _PLUGIN_CLASSES = (IPluginV2DynamicExt, IPluginV3, IPluginCapability)
 #: Argument positions that carry device pointers or streams (shown in hex).
 _POINTER_ARGS = {"enqueue": (2, 3, 4, 5)}
+_QUICK_POINTER_ARGS = {"enqueue": (2, 3, 6)}
 #: What a clone is for, by the phase it was made in (the lifecycle driver's phase names;
 #: ``{v}`` is the interface, 2 or 3: ``add_plugin_v2``/``add_plugin_v3``, protocol §2.3, §2.5).
 _CLONE_ROLES = {
@@ -85,7 +101,7 @@ _MADE_BY = {
     ("attach_to_context", None): "for one execution context: configure, then enqueue",
 }
 #: Callbacks whose C++ result is a status (0, or -1 when the Python call raised).
-_STATUS_METHODS = ("enqueue", "initialize", "set_tactic", "on_shape_change")
+_STATUS_METHODS = ("enqueue", "initialize", "set_tactic", "on_shape_change", "get_launch_params")
 _MAX_SUMMARY = 240
 _MAX_ITEMS = 8
 
@@ -180,7 +196,8 @@ class Trace:
             obj_id=id(event.obj),
             obj_label=label,
             method=event.method,
-            args_summary=self._summarize_args(event.method, event.args),
+            args_summary=self._summarize_args(event.method, event.args,
+                                              quick=isinstance(event.obj, _QUICK_CLASSES)),
             result_summary=self._summarize_result(event),
             error=event.error,
             seconds=event.seconds,
@@ -219,9 +236,9 @@ class Trace:
             return "-1" if event.error else "0"
         return summarize(event.result, self)
 
-    def _summarize_args(self, method: str, args: Sequence[Any]) -> str:
-        names = PARAMS.get(method, ())
-        pointers = _POINTER_ARGS.get(method, ())
+    def _summarize_args(self, method: str, args: Sequence[Any], quick: bool = False) -> str:
+        names = (quick and QUICK_PARAMS.get(method)) or PARAMS.get(method, ())
+        pointers = (_QUICK_POINTER_ARGS if quick else _POINTER_ARGS).get(method, ())
         parts = []
         for i, arg in enumerate(args):
             text = _pointers(arg) if i in pointers else summarize(arg, self)
@@ -249,8 +266,9 @@ class Trace:
                 roles[made] = (f"made by {e.obj_label.split()[0]} {e.method} {how}"
                                f" ({e.phase or '-'})")
             elif e.method == "clone" and made in self._label_texts() and made not in roles:
+                phase = (e.phase or "").split(":")[0]  # "build: aot" is a step of "build"
                 version = 3 if e.obj_label in self._v3 else 2
-                why = _CLONE_ROLES.get(e.phase or "", "a copy TensorRT made").format(v=version)
+                why = _CLONE_ROLES.get(phase, "a copy TensorRT made").format(v=version)
                 roles[made] = f"clone of {e.obj_label.split()[0]}: {why} ({e.phase or '-'})"
             if e.obj_label not in roles:
                 asked = ("create_plugin at build and at runtime" if e.obj_label in self._v3
@@ -396,6 +414,17 @@ def _dyn_desc(d: DynamicPluginTensorDesc) -> str:
     return text
 
 
+def _launch_summary(value: Any) -> str:
+    """What ``get_launch_params`` wrote: ``launch(grid_x=..., block_x=256)``, ``args[...]``."""
+    try:
+        if isinstance(value, KernelLaunchParams):
+            set_ = {k: e for k, e in launch_exprs(value).items() if e is not None}
+            return "launch(" + ", ".join(f"{k}={e!r}" for k, e in set_.items()) + ")"
+        return "args[" + ", ".join(repr(e) for _, _, e in extra_arg_exprs(value)) + "]"
+    except TypeError:  # an entry without an expression: the checks report it
+        return type(value).__name__ + "(?)"
+
+
 def _field_value(f: PluginField) -> str:
     try:
         data = f.data
@@ -449,6 +478,8 @@ def _summarize(value: Any, trace: Optional[Trace]) -> str:
         return repr(value)
     if isinstance(value, IExprBuilder):
         return "expr_builder"
+    if isinstance(value, (KernelLaunchParams, ISymExprs)):
+        return _launch_summary(value)
     if isinstance(value, Dims):
         return _shape(value)
     if isinstance(value, (PluginFieldCollection_, PluginFieldCollection)):

@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from pyplugins.emulator.bases import IPluginCreatorInterface, str_property, to_int
 from pyplugins.emulator.bases_v3 import IPluginCapability, IPluginCreatorV3One
@@ -38,7 +38,7 @@ from pyplugins.emulator.dims import IDimensionExpr
 
 __all__ = ["EMULATED", "IPluginCreatorV3Quick", "IPluginV3QuickAOTBuild", "IPluginV3QuickBuild",
            "IPluginV3QuickCore", "IPluginV3QuickRuntime", "ISymExpr", "ISymExprs",
-           "KernelLaunchParams"]
+           "KernelLaunchParams", "extra_arg_exprs", "launch_exprs"]
 
 
 class IPluginV3QuickCore(IPluginCapability):
@@ -253,6 +253,54 @@ class KernelLaunchParams:
         """Emulator-side: each parameter's value at concrete input shapes (None when unset)."""
         return {f: (self._values[f]._evaluate(shapes) if self._values.get(f) is not None
                     else None) for f in _LAUNCH_FIELDS}
+
+
+def launch_exprs(params: KernelLaunchParams) -> Dict[str, Optional[IDimensionExpr]]:
+    """Emulator-side: what ``get_launch_params`` wrote into TensorRT's launch parameters, one
+    ``IDimensionExpr`` (None when unset) per field: ``grid_x`` ... ``block_z``, ``shared_mem``.
+
+    Raises:
+        TypeError: a field holds an ``ISymExpr`` without an ``IDimensionExpr``.
+
+    Example:
+        >>> launch_exprs(KernelLaunchParams._make())["grid_x"] is None
+        True
+    """
+    out: Dict[str, Optional[IDimensionExpr]] = {}
+    for name in _LAUNCH_FIELDS:
+        sym = params._values.get(name)
+        out[name] = None if sym is None else _expr_of(sym, f"KernelLaunchParams.{name}")
+    return out
+
+
+def extra_arg_exprs(args: ISymExprs) -> List[Tuple[Any, Any, Optional[IDimensionExpr]]]:
+    """Emulator-side: each extra kernel argument ``get_launch_params`` wrote, as
+    ``(PluginArgType, PluginArgDataType, IDimensionExpr)``; an entry left unset is
+    ``(None, None, None)``.
+
+    Example:
+        >>> args = ISymExprs._make()
+        >>> args.nbSymExprs = 1
+        >>> extra_arg_exprs(args)
+        [(None, None, None)]
+    """
+    out = []
+    for i, sym in enumerate(args._items):
+        if sym is None:
+            out.append((None, None, None))
+            continue
+        kind, dtype, _ = sym._parts()
+        out.append((kind, dtype, _expr_of(sym, f"extra argument {i}")))
+    return out
+
+
+def _expr_of(sym: ISymExpr, what: str) -> IDimensionExpr:
+    expr = getattr(sym, "_pp_expr", None)
+    if not isinstance(expr, IDimensionExpr):
+        msg = (f"{what} holds {expr!r}, not an IDimensionExpr: TensorRT would read a dangling or "
+               "null expression (was the SymInt32 built outside a shape context?)")
+        raise TypeError(msg)
+    return expr
 
 
 #: The ``tensorrt`` names this module emulates (served by ``pyplugins.emulator.__getattr__``).

@@ -158,6 +158,27 @@ class IDimensionExpr:
         return f"{self._op.name}({self._a!r}, {self._b!r})"
 
 
+def expr_tree(expr: IDimensionExpr) -> dict:
+    """Emulator-side: ``expr`` as plain data, what an engine stores of an expression (the AOT
+    artifact of the QDP checker keeps launch parameters this way): ``{"const": v}``,
+    ``{"input": i, "dim": d}``, ``{"op": "SUM", "a": ..., "b": ...}`` or
+    ``{"size": k, "opt": ..., "upper": ...}`` (output ``k``'s size tensor).
+
+    Example:
+        >>> eb = IExprBuilder()
+        >>> x = eb._input(0, (-1, 4))
+        >>> expr_tree(eb.operation(DimensionOperation.PROD, x[0], x[1]))
+        {'op': 'PROD', 'a': {'input': 0, 'dim': 0}, 'b': {'const': 4}}
+    """
+    if expr._kind == "const":
+        return {"const": int(expr._value)}
+    if expr._kind == "sym":
+        return {"input": int(expr._symbol[0]), "dim": int(expr._symbol[1])}
+    if expr._kind == "size":
+        return {"size": int(expr._value), "opt": expr_tree(expr._a), "upper": expr_tree(expr._b)}
+    return {"op": expr._op.name, "a": expr_tree(expr._a), "b": expr_tree(expr._b)}
+
+
 def _apply(op: DimensionOperation, a: int, b: int) -> int:
     if op in (DimensionOperation.FLOOR_DIV, DimensionOperation.CEIL_DIV) and b == 0:
         msg = f"shape expression {op.name}({a}, {b}) divides by zero"

@@ -48,7 +48,7 @@ from pyplugins._config import knobs
 from pyplugins.errors import KernelCompileError, MissingDependencyError
 from pyplugins.runtime.kernels import CUPY_NVRTC_OPTIONS, KernelProgram
 
-__all__ = ["ARCH", "Verdict", "clear_cache", "compile_program", "compiler_name"]
+__all__ = ["ARCH", "Verdict", "clear_cache", "compile_program", "compiler_name", "toolkit_program"]
 
 #: The virtual architecture the check compiles for: the oldest the project supports (sm_80).
 ARCH = "80"
@@ -178,14 +178,25 @@ def _compiler(choice: str) -> Optional[_Compiler]:
 
 
 @functools.lru_cache(maxsize=None)
-def _nvcc_path() -> Optional[str]:
-    on_path = shutil.which("nvcc")
+def toolkit_program(name: str) -> Optional[str]:
+    """The path of a CUDA toolkit program (``"nvcc"``, ``"ptxas"``): on PATH, else in
+    ``CUDA_PATH``/``CUDA_HOME``/``/usr/local/cuda``'s ``bin``; None when there is none.
+
+    Example::
+
+        toolkit_program("ptxas")    # '/usr/local/cuda/bin/ptxas'
+    """
+    on_path = shutil.which(name)
     if on_path:
         return on_path
     for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return str(Path(root) / "bin" / "nvcc")
+        if root and (Path(root) / "bin" / name).is_file():
+            return str(Path(root) / "bin" / name)
     return None
+
+
+def _nvcc_path() -> Optional[str]:
+    return toolkit_program("nvcc")
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,6 +17,8 @@ calls into:
 - :mod:`~pyplugins.checker.checks.fresh_process`: the engine bytes in a new process;
 - :mod:`~pyplugins.checker.checks.kernels`: every ``pp.Kernel`` compiled for every type it
   serves, without a GPU;
+- :mod:`~pyplugins.checker.checks.qdp` and :mod:`~pyplugins.checker.checks.aot`: QDP's autotune
+  and ``impl`` stream, and the AOT kernel, its signature and launch parameters;
 - :mod:`~pyplugins.checker.checks.recorder`: the trampoline listener (callback errors,
   ``enqueue`` on an unconfigured object, the clones as they are made).
 
@@ -97,6 +99,28 @@ CHECKS: Dict[str, str] = {
                       "source defines its name, it does not compile for a type the plugin "
                       "serves, or the source lists no @instantiate line for that type (checked "
                       "without a GPU, through NVRTC or nvcc)",
+    # tensorrt.plugin (QDP): pyplugins.checker.lifecycle_qdp, qdp_shapes, checks.qdp, checks.aot
+    "shape_branch": "a QDP register function tests a symbolic (or fake) dimension for truth, or "
+                    "its symbolic output shapes differ from its result on constant shapes: "
+                    "Python cannot branch on a per-inference dimension (§8.1)",
+    "impl_output_desc": "a QDP register function gives other output types in TensorRT's shape "
+                        "pass than in its type pass, so impl, autotune and aot_impl see "
+                        "descriptions TensorRT did not allocate (§8.4)",
+    "autotune_types": "a QDP autotune offers a combination whose output types are not the ones "
+                      "the register function gives for its input types (§8.5)",
+    "impl_stream": "a QDP impl never reads its stream argument: its work goes to the current "
+                   "(default) stream, not TensorRT's (§9, §10.4)",
+    "aot_kernel_name": "a QDP aot_impl names a kernel its PTX or CUBIN does not contain",
+    "aot_ptx_compile": "a QDP aot_impl's PTX does not assemble for the device (ptxas or "
+                       "nvJitLink, without a GPU)",
+    "aot_signature": "a QDP AOT kernel's parameters do not take the input pointers, extra int "
+                     "arguments and output pointers TensorRT launches it with",
+    "aot_launch_params": "a QDP aot_impl's grid, block, shared memory or extra arguments take "
+                         "values no launch accepts at the profile's min, opt or max shapes",
+    "aot_artifact": "the AOT artifact the engine keeps cannot be read back or evaluated in a "
+                    "process that never imports the plugin's module",
+    "aot_jit_mismatch": "a QDP plugin's AOT kernel and its JIT impl give different outputs for "
+                        "the same inputs (GPU)",
     "lifecycle": "a step TensorRT needs returned nothing (no plugin, no clone, no creator for "
                  "the engine's plugin key, num_outputs unset, initialize failed)",
 }

@@ -37,13 +37,18 @@ class Recorder:
     successful ``configure_plugin``, checks each clone as it is made, keeps every
     ``serialize()`` result, and collects the ``[ERROR]`` lines the trampoline printed.
 
+    Args:
+        check_clones: check each clone as it is made (off for QDP plugins, whose ``clone()`` is
+            TensorRT's own code: a new object plus ``__dict__.update``, §8.4).
+
     Attributes:
         errors: ``(method, line, step, object label)`` for each printed ``[ERROR]`` line.
         violations: clone violations found so far.
         step: a label for the current step; errors are tagged with it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, check_clones: bool = True) -> None:
+        self.check_clones = check_clones
         self.errors: List[Tuple[str, str, str, str]] = []
         self.violations: List[Violation] = []
         self.step = ""
@@ -73,7 +78,7 @@ class Recorder:
             self.errors.append((event.method, event.error, self.step, self.label(event.obj)))
         if event.method == "configure_plugin":
             self._configured[id(event.obj)] = (event.obj, event.error is None)
-        elif event.method == "clone" and event.result is not None:
+        elif event.method == "clone" and event.result is not None and self.check_clones:
             self._clone_check(event.obj, event.result)
         elif event.method == "serialize":
             self._serialized.setdefault(id(event.obj), []).append(

@@ -41,7 +41,8 @@ from pyplugins.emulator.version import emulated_version
 from pyplugins.errors import QDPAttributeError, QDPDefinitionError, QDPRuntimeError
 
 __all__ = ["ShapeExpr", "SizeTensorShapeExpr", "SymExpr", "SymExprImpl", "SymInt16", "SymInt32",
-           "SymInt8", "SymIntExpr", "expr_builder", "set_expr_builder"]
+           "SymInt8", "SymIntExpr", "add_truth_observer", "expr_builder", "remove_truth_observer",
+           "set_expr_builder"]
 
 
 class _Builder(threading.local):
@@ -62,6 +63,51 @@ def expr_builder() -> Any:
 def set_expr_builder(builder: Any) -> None:
     """Enter (a builder) or leave (None) a shape-calculation context."""
     _BUILDER.value = builder
+
+
+class _Observers(threading.local):
+    def __init__(self) -> None:
+        self.callbacks: list = []
+
+
+_TRUTH_OBSERVERS = _Observers()
+
+
+def add_truth_observer(callback: Any) -> None:
+    """Emulator-side (TensorRT has no such hook): call ``callback(expr)`` whenever this thread
+    asks a symbolic expression that is fake or not constant for its truth value (``if a == b:``,
+    ``max(a, b)``), before the version's answer (always True before 10.16, an error after).
+    The QDP checker uses it to find shape functions that branch on symbolic dimensions.
+
+    Example:
+        >>> seen = []
+        >>> add_truth_observer(seen.append)
+        >>> try:
+        ...     bool(ShapeExpr())   # a fake expression (the dtype pass): True, or 10.16+ raises
+        ... except QDPRuntimeError:
+        ...     pass
+        >>> remove_truth_observer(seen.append)
+        >>> len(seen)
+        1
+    """
+    _TRUTH_OBSERVERS.callbacks.append(callback)
+
+
+def remove_truth_observer(callback: Any) -> None:
+    """Stop calling ``callback`` (added with :func:`add_truth_observer`)."""
+    _TRUTH_OBSERVERS.callbacks.remove(callback)
+
+
+def _observe_truth_test(expr: "SymIntExpr") -> None:
+    if not _TRUTH_OBSERVERS.callbacks:
+        return
+    try:
+        symbolic = getattr(expr, "_is_dummy", False) or not expr._expr.is_constant()
+    except Exception:  # noqa: BLE001 - no expression at all (built outside a context)
+        symbolic = True
+    if symbolic:
+        for callback in list(_TRUTH_OBSERVERS.callbacks):
+            callback(expr)
 
 
 class SymExpr(ABC):
@@ -135,6 +181,7 @@ class SymIntExpr(SymExpr):
     __hash__ = None  # type: ignore[assignment]  # __eq__ builds an expression
 
     def __bool__(self) -> bool:
+        _observe_truth_test(self)
         if emulated_version() < (10, 16):
             return True  # no __bool__ before 10.16: every expression object is true
         if not self.is_constant:
@@ -243,6 +290,7 @@ class ShapeExpr(SymInt32):
 
     def __bool__(self) -> bool:
         if emulated_version() >= (10, 16) and self._is_dummy:
+            _observe_truth_test(self)
             msg = "A fake ShapeExpr has no truth value: check is_fake first"
             raise QDPRuntimeError(msg)
         return super().__bool__()
