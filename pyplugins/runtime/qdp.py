@@ -1,8 +1,12 @@
 """``@pp.register(interface="qdp")``: a ``pp.Plugin`` class as a ``tensorrt.plugin`` (QDP) plugin ``namespace::name``, registered through the active TensorRT's own ``tensorrt.plugin``.
 
-:func:`define` registers, with ``tensorrt.plugin.register``, ``autotune`` and ``impl``, the
-functions of :mod:`pyplugins.runtime.qdp_functions`. TensorRT (or the emulator, which is the same
-module to the plugin) then registers the plugin's ``IPluginCreatorV3Quick`` itself. What differs
+:func:`define` registers, with ``tensorrt.plugin.register``, ``autotune`` and ``impl`` (and, from
+TensorRT 10.9, ``aot_impl`` for a class with an ``aot_launch`` hook), the functions of
+:mod:`pyplugins.runtime.qdp_functions` (and :mod:`pyplugins.runtime.qdp_aot`). TensorRT (or the
+emulator, which is the same module to the plugin) then registers the plugin's
+``IPluginCreatorV3Quick`` itself. A plugin with both implementations is created JIT or AOT as
+TensorRT asks: ``aot=1`` on an ONNX node, ``network.add_plugin(..., aot=True)``, or the network
+flag ``PREFER_AOT_PYTHON_PLUGINS`` (without one of them TensorRT refuses to choose). What differs
 from V2 and V3:
 
 - **Identity**: the QDP id is ``namespace::name``: the class's ``name`` and its ``namespace``, or
@@ -52,6 +56,7 @@ from typing import Any, Dict, Optional
 import pyplugins.trt as trt
 from pyplugins.errors import AotUnsupportedError, PluginDefinitionError, RegistrationError
 from pyplugins.runtime import qdp_attrs
+from pyplugins.runtime.qdp_aot import aot_impl_function
 from pyplugins.runtime.qdp_functions import (QdpDefinition, autotune_function, impl_function,
                                              register_function)
 
@@ -208,7 +213,7 @@ def define(cls: Any, *, replace: bool = False) -> Any:
     pid = plugin_id(cls)
     ns, name = namespace_of(cls), cls.name
     new = QdpDefinition(cls, trtp, input_count(cls))
-    aot = False  # aot_impl: not registered yet
+    aot = aot_support(cls) is None
     registry = trt.get_plugin_registry()
     with _lock:
         current = _definitions.get(pid)
@@ -238,6 +243,8 @@ def define(cls: Any, *, replace: bool = False) -> Any:
             trtp.register(pid)(register_function(lookup))
             trtp.autotune(pid)(autotune_function(lookup))
             trtp.impl(pid)(impl_function(lookup))
+            if aot:
+                trtp.aot_impl(pid)(aot_impl_function(lookup))
         except Exception:
             _definitions.pop(pid, None)
             raise

@@ -46,8 +46,8 @@ from pyplugins.runtime.plugin_v3 import ConcreteDesc
 from pyplugins.runtime.qdp_shapes import QdpExprBuilder, dims_of, shape_exprs
 from pyplugins.runtime.tactics import declared, tactic_name
 
-__all__ = ["CACHE", "QdpDefinition", "autotune_function", "impl_function", "register_function",
-           "signature"]
+__all__ = ["CACHE", "QdpDefinition", "autotune_function", "impl_function", "named",
+           "register_function", "signature"]
 
 #: Plugins (and configured launches) kept per class, most recently used first.
 CACHE = 64
@@ -237,7 +237,8 @@ def signature(definition: QdpDefinition, role: str) -> inspect.Signature:
     return inspect.Signature(params, return_annotation=returns)
 
 
-def _named(fn: Callable, definition: QdpDefinition, role: str) -> Callable:
+def named(fn: Callable, definition: QdpDefinition, role: str) -> Callable:
+    """``fn`` with the signature, name and docstring of ``role`` for the definition's class."""
     fn.__signature__ = signature(definition, role)  # type: ignore[attr-defined]
     fn.__name__ = fn.__qualname__ = f"{definition.cls.__name__}_{role}"
     fn.__module__ = definition.cls.__module__
@@ -254,7 +255,7 @@ def register_function(lookup: Callable[[], QdpDefinition]) -> Callable:
         d = lookup()
         return d.outputs(d.plugin(d.attrs_from_keywords(attrs)), inputs)
 
-    return _named(register, definition, "register")
+    return named(register, definition, "register")
 
 
 def autotune_function(lookup: Callable[[], QdpDefinition]) -> Callable:
@@ -267,7 +268,7 @@ def autotune_function(lookup: Callable[[], QdpDefinition]) -> Callable:
         inputs, attrs, outputs = args[:n_in], args[n_in:n_in + n_attr], args[n_in + n_attr]
         return d.combinations(attrs, (*inputs, *outputs))
 
-    return _named(autotune, definition, "autotune")
+    return named(autotune, definition, "autotune")
 
 
 def impl_function(lookup: Callable[[], QdpDefinition]) -> Callable:
@@ -292,4 +293,4 @@ def impl_function(lookup: Callable[[], QdpDefinition]) -> Callable:
         run.plugin.enqueue(run.in_descs, run.out_descs, [t.data_ptr for t in inputs],
                            [t.data_ptr for t in outputs], 0, stream)
 
-    return _named(impl, definition, "impl")
+    return named(impl, definition, "impl")
