@@ -82,15 +82,19 @@ def volume(dims: Sequence[Value]) -> Value:
     return out
 
 
-def divisible(value: shapes.Dim, k: int) -> shapes.Dim:
-    """1 when ``value`` is a multiple of ``k``, else 0 (symbolically)."""
-    return (value // k * k).eq(value)
+def divisible(value: Value, k: int) -> Value:
+    """1 when ``value`` is a multiple of ``k``, else 0 (symbolically for a dim)."""
+    if isinstance(value, shapes.Dim):
+        return (value // k * k).eq(value)
+    return int(int(value) % k == 0)
 
 
-def select(condition: shapes.Dim, if_one: Value, if_zero: Value) -> shapes.Dim:
-    """``if_one`` where ``condition`` (a 0/1 dim) is 1, else ``if_zero``, as arithmetic:
-    ``condition * if_one + (1 - condition) * if_zero``."""
-    return condition * if_one + (1 - condition) * if_zero
+def select(condition: Value, if_one: Value, if_zero: Value) -> Value:
+    """``if_one`` where ``condition`` (0 or 1) is 1, else ``if_zero``: for a symbolic
+    condition as arithmetic, ``condition * if_one + (1 - condition) * if_zero``."""
+    if isinstance(condition, shapes.Dim):
+        return condition * if_one + (1 - condition) * if_zero
+    return if_one if condition else if_zero
 
 
 def at_least_one(value: Value) -> Value:

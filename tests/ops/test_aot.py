@@ -39,6 +39,17 @@ class Case:
 CASES = {
     "leaky_relu": Case(LeakyReLU, {"neg_slope": 0.2}, [(-1, 3, -1)], [(1, 3, 1)], [(64, 3, 4096)],
                        [[(1, 3, 1)], [(7, 3, 5)], [(64, 3, 4096)], [(2, 3, 1000)]], [F, H]),
+    # inner 3: the "gather" grid; inner = one 16-byte vector: the "rows" grid, per type
+    "seq_repeat": Case(SeqRepeat, {"factor": 3}, [(-1, -1, 3)], [(1, 1, 3)], [(8, 512, 3)],
+                       [[(1, 1, 3)], [(2, 5, 3)], [(8, 512, 3)]], [F, H, I8, I32]),
+    "seq_repeat_rows4": Case(SeqRepeat, {"factor": 2}, [(2, -1, 4)], [(2, 1, 4)],
+                             [(2, 300, 4)], [[(2, 1, 4)], [(2, 300, 4)]], [F, I32]),
+    "seq_repeat_rows8": Case(SeqRepeat, {"factor": 2}, [(2, -1, 8)], [(2, 1, 8)],
+                             [(2, 300, 8)], [[(2, 300, 8)]], [H]),
+    "seq_repeat_rows16": Case(SeqRepeat, {"factor": 4}, [(2, -1, 2, 8)], [(2, 1, 2, 8)],
+                              [(2, 300, 2, 8)], [[(2, 300, 2, 8)]], [I8]),
+    "seq_repeat_2d": Case(SeqRepeat, {"factor": 5}, [(-1, -1)], [(1, 1)], [(16, 64)],
+                          [[(1, 1)], [(16, 64)], [(3, 7)]], [H]),
 }
 IDS = list(CASES)
 
