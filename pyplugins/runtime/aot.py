@@ -23,8 +23,8 @@ floats travel as their bits (:func:`float32_bits`, read back with ``__int_as_flo
 
 Dims are :class:`pyplugins.runtime.shapes.Dim`: ``+ - * //``, ``cdiv``, ``max``, ``min``, ``eq``,
 ``lt`` work, Python's ``if`` and ``%`` do not (the value is known only at run time): write a
-choice as arithmetic with :func:`select` and :func:`divisible`. A choice that must be made once,
-for every shape (a kernel, a compile option), is made from what the build knows:
+choice as arithmetic with :func:`select`, :func:`less` and :func:`divisible`. A choice that must
+be made once, for every shape (a kernel, a compile option), is made from what the build knows:
 :attr:`AotTensor.shape` (``-1`` for runtime dims) and the profile's :attr:`AotTensor.min` and
 :attr:`AotTensor.max`. TensorRT launches the grid it is given, so a grid of 0 blocks is a launch
 error: :func:`at_least_one` keeps one block (the kernels return early on empty tensors).
@@ -61,7 +61,7 @@ from pyplugins.runtime.kernels import Kernel
 from pyplugins.runtime.qdp_shapes import dims_of
 
 __all__ = ["INT32_MAX", "AotLaunch", "AotTensor", "at_least_one", "divisible", "float32_bits",
-           "select", "volume"]
+           "less", "select", "volume"]
 
 #: The largest value an extra argument (``SymInt32``) can carry.
 INT32_MAX = 2**31 - 1
@@ -87,6 +87,15 @@ def divisible(value: Value, k: int) -> Value:
     if isinstance(value, shapes.Dim):
         return (value // k * k).eq(value)
     return int(int(value) % k == 0)
+
+
+def less(first: Value, second: Value) -> Value:
+    """1 when ``first < second``, else 0 (symbolically when either is a dim)."""
+    if isinstance(first, shapes.Dim):
+        return first.lt(second)
+    if isinstance(second, shapes.Dim):
+        return shapes.wrap(int(first), second.builder).lt(second)
+    return int(int(first) < int(second))
 
 
 def select(condition: Value, if_one: Value, if_zero: Value) -> Value:
