@@ -29,6 +29,7 @@ reported as that, never blamed on TensorRT.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
@@ -40,6 +41,7 @@ from pyplugins.errors import PluginDefinitionError, RegistrationError
 from pyplugins.runtime.plugin import Plugin, missing_methods
 
 P = TypeVar("P", bound=type)
+logger = logging.getLogger("pyplugins")
 
 #: The registry object creators were registered with (kept alive, §5.4).
 _registry: Any = None
@@ -56,9 +58,13 @@ INTERFACES = ("v2", "v3", "qdp")
 def default_interface(cls: Any = None) -> str:
     """The interface :func:`register` gives a class that names none.
 
-    ``PYPLUGINS_INTERFACE=v2|v3|qdp`` decides when set. Otherwise (``auto``): ``"v3"`` for a class
-    that uses what only ``IPluginV3`` serves (``shape_inputs``, ``size_tensors``, ``aliases``)
-    or when the active TensorRT no longer binds ``IPluginV2DynamicExt``; else ``"v2"``.
+    ``PYPLUGINS_INTERFACE=v2|v3|qdp`` decides when set; with ``qdp``, a class that cannot be a
+    QDP plugin (:func:`pyplugins.runtime.qdp.check_qdp`: no ``inputs`` count, say) takes the
+    ``auto`` rule instead, with a warning on the ``pyplugins`` logger naming the reason, so that
+    a process can register every QDP-able op as QDP (``import pyplugins.ops``). Otherwise
+    (``auto``): ``"v3"`` for a class that uses what only ``IPluginV3`` serves
+    (``shape_inputs``, ``size_tensors``, ``aliases``) or when the active TensorRT no longer
+    binds ``IPluginV2DynamicExt``; else ``"v2"``.
 
     Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1):
     an engine records the interface its plugin was built with (a V2 layer is rebuilt
@@ -73,6 +79,14 @@ def default_interface(cls: Any = None) -> str:
         True
     """
     chosen = knobs.interface
+    if chosen == "qdp" and cls is not None:
+        try:
+            qdp.check_qdp(cls)
+            qdp.plugin_module()
+        except PluginDefinitionError as err:
+            logger.warning("PYPLUGINS_INTERFACE=qdp: %s; it registers by the auto rule instead",
+                           err)
+            chosen = "auto"
     if chosen != "auto":
         return chosen
     needs_v3 = cls is not None and bool(plugin_v3.v3_only(cls))
