@@ -51,7 +51,7 @@ Example:
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import pyplugins.trt as trt
 from pyplugins.errors import ShapeError
@@ -182,7 +182,3 @@ def shape_exprs(dims: Sequence[Any], plugin: str, output_index: int) -> Tuple[An
         out.append(entry.sym)
     return tuple(out)
 
-
-def fake(dims: Optional[Sequence[QdpExpr]]) -> bool:
-    """Whether these are the dtype pass's fake shapes (no builder: nothing can be evaluated)."""
-    return bool(dims) and any(e.sym.is_fake for e in dims)
