@@ -22,10 +22,19 @@
 //     na * sizeof(T) is not a multiple of 16: there the loads stay 16 bytes wide and the
 //     stores go element by element). Unaligned heads and tails are copied element-wise.
 //
+// Ahead-of-time entry (a QDP aot_impl: TensorRT passes the input pointers, then 32-bit ints,
+// then the output pointers; pyplugins.ops.bar.BarPlugin.aot_launch):
+//     bar_aot<T>(const T* a, const T* b, int na, int nb, T* out0, T* out1)
+//   - na, nb below 2^31 (widened to 64 bits inside); the body, grid and block are bar's.
+//
 // @instantiate bar<float>
 // @instantiate bar<__half>
 // @instantiate bar<signed char>
 // @instantiate bar<int>
+// @instantiate bar_aot<float>
+// @instantiate bar_aot<__half>
+// @instantiate bar_aot<signed char>
+// @instantiate bar_aot<int>
 
 #include "common.cuh"
 
@@ -107,11 +116,11 @@ __device__ __forceinline__ void copy_span(const W* __restrict__ src, W* __restri
     }
 }
 
-}  // namespace pp_bar
-
+// The whole kernel body, shared by the two entries below.
 template <typename T>
-__global__ void bar(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out0,
-                    T* __restrict__ out1, long long na, long long nb) {
+__device__ __forceinline__ void bar_body(const T* __restrict__ a, const T* __restrict__ b,
+                                         T* __restrict__ out0, T* __restrict__ out1,
+                                         long long na, long long nb) {
     // The copy never interprets elements: move them as unsigned integers of their size.
     typedef typename pp::Bits<sizeof(T)>::type W;
     const long long tid = pp::global_thread_id();
@@ -127,12 +136,26 @@ __global__ void bar(const T* __restrict__ a, const T* __restrict__ b, T* __restr
                                               (static_cast<double>(na) / (static_cast<double>(na) + nb)));
         ta = ta < 1 ? 1 : (ta > nthreads - 1 ? nthreads - 1 : ta);
         if (tid < ta) {
-            pp_bar::copy_span<W>(wa, o0, nullptr, na, tid, ta);
+            copy_span<W>(wa, o0, nullptr, na, tid, ta);
         } else {
-            pp_bar::copy_span<W>(wb, o0b, o1, nb, tid - ta, nthreads - ta);
+            copy_span<W>(wb, o0b, o1, nb, tid - ta, nthreads - ta);
         }
         return;
     }
-    pp_bar::copy_span<W>(wa, o0, nullptr, na, tid, nthreads);
-    pp_bar::copy_span<W>(wb, o0b, o1, nb, tid, nthreads);
+    copy_span<W>(wa, o0, nullptr, na, tid, nthreads);
+    copy_span<W>(wb, o0b, o1, nb, tid, nthreads);
+}
+
+}  // namespace pp_bar
+
+template <typename T>
+__global__ void bar(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out0,
+                    T* __restrict__ out1, long long na, long long nb) {
+    pp_bar::bar_body(a, b, out0, out1, na, nb);
+}
+
+template <typename T>
+__global__ void bar_aot(const T* __restrict__ a, const T* __restrict__ b, int na, int nb,
+                        T* __restrict__ out0, T* __restrict__ out1) {
+    pp_bar::bar_body(a, b, out0, out1, static_cast<long long>(na), static_cast<long long>(nb));
 }

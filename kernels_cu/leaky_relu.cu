@@ -16,9 +16,17 @@
 //              (4 floats, 8 halves) with a scalar head and tail; otherwise all of it is scalar.
 //   rounding   the product is rounded once, to T (round to nearest even); NaN stays NaN.
 //
+// Ahead-of-time entry (a QDP aot_impl: TensorRT passes the input pointers, then 32-bit ints,
+// then the output pointers; pyplugins.ops.leaky_relu.LeakyReLU.aot_launch)
+//   kernel     leaky_relu_aot<T>(const T* x, int n, int neg_slope_bits, T* y)
+//   args       n: elements, 0 <= n < 2^31; neg_slope_bits: the float32 slope's bits
+//              (__int_as_float). The body, block and grid are leaky_relu's.
+//
 // @instantiate leaky_relu<float>
 // @instantiate leaky_relu<__half>
 // @instantiate leaky_relu<__nv_bfloat16>
+// @instantiate leaky_relu_aot<float>
+// @instantiate leaky_relu_aot<__half>
 #include "common.cuh"
 
 // Tuning knobs (compile options; benchmarks/kernel_variants.py compares them). The defaults are
@@ -119,11 +127,10 @@ __device__ __forceinline__ void store_vec(T* p, const pp::Vec16<T>& v) {
     }
 }
 
-}  // namespace
-
+// The whole kernel body, shared by the two entries below.
 template <typename T>
-__global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long n,
-                           float neg_slope) {
+__device__ __forceinline__ void leaky_relu_body(const T* __restrict__ x, T* __restrict__ y,
+                                                long long n, float neg_slope) {
     constexpr int V = pp::Vec16<T>::size;
     const pp::index_t tid = pp::global_thread_id();
     const pp::index_t nthreads = pp::grid_threads();
@@ -185,4 +192,18 @@ __global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long
     for (pp::index_t i = head + nvec * V + tid; i < n; i += nthreads) {
         y[i] = leaky_one(x[i], neg_slope);
     }
+}
+
+}  // namespace
+
+template <typename T>
+__global__ void leaky_relu(const T* __restrict__ x, T* __restrict__ y, long long n,
+                           float neg_slope) {
+    leaky_relu_body(x, y, n, neg_slope);
+}
+
+template <typename T>
+__global__ void leaky_relu_aot(const T* __restrict__ x, int n, int neg_slope_bits,
+                               T* __restrict__ y) {
+    leaky_relu_body(x, y, static_cast<long long>(n), __int_as_float(neg_slope_bits));
 }

@@ -22,8 +22,16 @@
 //     the reduction (PP_RMSNORM_EARLY_WEIGHT=0 loads them after it, as before), and every
 //     vector moves as one 16-byte access.
 //
+// Ahead-of-time entry (a QDP aot_impl: TensorRT passes the input pointers, then 32-bit ints,
+// then the output pointer; pyplugins.ops.rmsnorm.RMSNorm.aot_launch):
+//     rmsnorm_aot<T>(const T* x, const T* weight, int rows, int d, int eps_bits, T* y)
+//   - rows below 2^31; eps_bits: the float32 eps's bits (__int_as_float). The body, grid and
+//     block are rmsnorm's.
+//
 // @instantiate rmsnorm<float>
 // @instantiate rmsnorm<__half>
+// @instantiate rmsnorm_aot<float>
+// @instantiate rmsnorm_aot<__half>
 
 #include "common.cuh"
 
@@ -158,16 +166,31 @@ __device__ __forceinline__ void rmsnorm_rows(const T* __restrict__ x, const T* _
     }
 }
 
+// The whole kernel body, shared by the two entries below.
+template <typename T>
+__device__ __forceinline__ void rmsnorm_body(const T* __restrict__ x, const T* __restrict__ weight,
+                                             T* __restrict__ y, long long rows, int d, float eps) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (rows <= 0 || d <= 0) return;
+    if (d % kVec == 0 && pp::is_aligned16(x) && pp::is_aligned16(weight) && pp::is_aligned16(y)) {
+        rmsnorm_rows<T, kVec>(x, weight, y, rows, d, eps);
+    } else {
+        rmsnorm_rows<T, 1>(x, weight, y, rows, d, eps);
+    }
+}
+
 }  // namespace pp_rmsnorm
 
 template <typename T>
 __global__ void __launch_bounds__(1024) rmsnorm(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, long long rows,
                         int d, float eps) {
-    constexpr int kVec = 16 / sizeof(T);
-    if (rows <= 0 || d <= 0) return;
-    if (d % kVec == 0 && pp::is_aligned16(x) && pp::is_aligned16(weight) && pp::is_aligned16(y)) {
-        pp_rmsnorm::rmsnorm_rows<T, kVec>(x, weight, y, rows, d, eps);
-    } else {
-        pp_rmsnorm::rmsnorm_rows<T, 1>(x, weight, y, rows, d, eps);
-    }
+    pp_rmsnorm::rmsnorm_body(x, weight, y, rows, d, eps);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(1024) rmsnorm_aot(const T* __restrict__ x,
+                                                    const T* __restrict__ weight, int rows, int d,
+                                                    int eps_bits, T* __restrict__ y) {
+    pp_rmsnorm::rmsnorm_body(x, weight, y, static_cast<long long>(rows), d,
+                             __int_as_float(eps_bits));
 }

@@ -20,10 +20,20 @@
 //     which the caches serve. Index math is 32-bit (multiply-shift division) when the sizes
 //     fit, 64-bit otherwise.
 //
+// Ahead-of-time entry (a QDP aot_impl: TensorRT passes the input pointer, then 32-bit ints,
+// then the output pointer; pyplugins.ops.seq_repeat.SeqRepeat.aot_launch):
+//     seq_repeat_aot<T>(const T* x, int d0, int len, int inner, int factor, T* y)
+//   - d0, len, inner each below 2^31 (the sizes are widened to 64 bits inside); the body,
+//     grid and block are seq_repeat's.
+//
 // @instantiate seq_repeat<float>
 // @instantiate seq_repeat<__half>
 // @instantiate seq_repeat<signed char>
 // @instantiate seq_repeat<int>
+// @instantiate seq_repeat_aot<float>
+// @instantiate seq_repeat_aot<__half>
+// @instantiate seq_repeat_aot<signed char>
+// @instantiate seq_repeat_aot<int>
 
 #include "common.cuh"
 
@@ -132,12 +142,11 @@ __device__ __forceinline__ void repeat_gather(const W* __restrict__ x, W* __rest
     }
 }
 
-}  // namespace pp_seq_repeat
-
+// The whole kernel body, shared by the two entries below.
 template <typename T>
-__global__ void __launch_bounds__(1024) seq_repeat(const T* __restrict__ x, T* __restrict__ y, long long d0, long long len,
-                           long long inner, int factor) {
-    using namespace pp_seq_repeat;
+__device__ __forceinline__ void seq_repeat_body(const T* __restrict__ x, T* __restrict__ y,
+                                                long long d0, long long len, long long inner,
+                                                int factor) {
     typedef typename pp::Bits<sizeof(T)>::type W;
     constexpr int V = 16 / sizeof(T);
     if (d0 <= 0 || len <= 0 || inner <= 0 || factor <= 0) return;
@@ -157,4 +166,20 @@ __global__ void __launch_bounds__(1024) seq_repeat(const T* __restrict__ x, T* _
         if (small) repeat_gather<W, FastDiv>(xw, yw, total, inner, factor);
         else repeat_gather<W, SlowDiv>(xw, yw, total, inner, factor);
     }
+}
+
+}  // namespace pp_seq_repeat
+
+template <typename T>
+__global__ void __launch_bounds__(1024) seq_repeat(const T* __restrict__ x, T* __restrict__ y, long long d0, long long len,
+                           long long inner, int factor) {
+    pp_seq_repeat::seq_repeat_body(x, y, d0, len, inner, factor);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(1024) seq_repeat_aot(const T* __restrict__ x, int d0, int len,
+                                                       int inner, int factor,
+                                                       T* __restrict__ y) {
+    pp_seq_repeat::seq_repeat_body(x, y, static_cast<long long>(d0), static_cast<long long>(len),
+                                   static_cast<long long>(inner), factor);
 }

@@ -45,10 +45,12 @@ class _Knobs:
     def interface(self) -> str:
         """``PYPLUGINS_INTERFACE``: the plugin interface ``pp.register`` gives a class that names
         none: ``auto`` (default: :func:`pyplugins.runtime.creator.default_interface`'s rule), ``v2``
-        (``IPluginV2DynamicExt``) or ``v3`` (``IPluginV3``)."""
+        (``IPluginV2DynamicExt``), ``v3`` (``IPluginV3``) or ``qdp`` (``tensorrt.plugin``, with
+        an ahead-of-time kernel where the class has one: :mod:`pyplugins.runtime.qdp`)."""
         value = os.environ.get("PYPLUGINS_INTERFACE", "auto").strip().lower() or "auto"
-        if value not in ("auto", "v2", "v3"):
-            msg = f"PYPLUGINS_INTERFACE={value!r} is not understood; expected auto, v2 or v3."
+        if value not in ("auto", "v2", "v3", "qdp"):
+            msg = (f"PYPLUGINS_INTERFACE={value!r} is not understood; expected auto, v2, v3 or "
+                   "qdp.")
             raise ValueError(msg)
         return value
 

@@ -67,6 +67,11 @@ class LaunchError(PyPluginsError, RuntimeError):
     """A kernel launch was refused or given arguments it cannot take."""
 
 
+class AotUnsupportedError(PyPluginsError, NotImplementedError):
+    """A plugin cannot give TensorRT an ahead-of-time kernel (QDP ``aot_impl``); the message
+    names the plugin and the reason."""
+
+
 class QDPDefinitionError(PyPluginsError, ValueError):
     """``tensorrt.plugin`` (QDP) refuses a definition or a value where TensorRT raises ValueError
     (a decorator's signature, an attribute's type, an op call's schema, a type/format string)."""

@@ -117,7 +117,8 @@ def test_kernels_dir_found_after_install_layout(tmp_path):
 def test_instantiations_of_shipped_files():
     assert instantiations("circ_pad.cu")[:2] == ["circ_pad<float>", "circ_pad<__half>"]
     assert instantiations("leaky_relu.cu") == [
-        "leaky_relu<float>", "leaky_relu<__half>", "leaky_relu<__nv_bfloat16>"]
+        "leaky_relu<float>", "leaky_relu<__half>", "leaky_relu<__nv_bfloat16>",
+        "leaky_relu_aot<float>", "leaky_relu_aot<__half>"]
 
 
 def test_instantiations_parsing(tmp_path):

@@ -9,7 +9,8 @@ for ordinary ops, the execution path for plugin nodes),
 :mod:`~pyplugins.models.check_report` and :mod:`~pyplugins.models.type_flow`),
 :mod:`~pyplugins.models.model_file` and :mod:`~pyplugins.models.validate` (reading untrusted
 model files and refusing what TensorRT's parser could not import),
-:mod:`~pyplugins.models.polygraphy_run` (``polygraphy run --pyplugins``) and
-:mod:`~pyplugins.models.trt_build` (a real TensorRT engine through Polygraphy's loaders).
+:mod:`~pyplugins.models.polygraphy_run` (``polygraphy run --pyplugins``),
+:mod:`~pyplugins.models.trt_build` (a real TensorRT engine through Polygraphy's loaders) and
+:mod:`~pyplugins.models.qdp_node` (nodes of ``tensorrt.plugin`` plugins, ``aot=1``).
 See ``docs/models.md``.
 """

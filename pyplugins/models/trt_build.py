@@ -11,7 +11,9 @@ engine (docs/trt-protocol.md §2.1).
 through its registered creator, so import the plugin modules first: ``plugins=``), makes one
 optimization profile from ``ranges`` (``{input: (min, opt, max)}``; static inputs need none),
 shows the builder's progress, and writes ``ENGINE`` plus ``ENGINE.json`` (:func:`stamp`: GPU
-name, compute capability, TensorRT and pyplugins versions). :func:`load_engine` reads the stamp
+name, compute capability, TensorRT and pyplugins versions). ``prefer_aot`` sets the network flag
+that settles QDP plugins with both implementations whose nodes carry no ``aot`` attribute
+(``PREFER_AOT_PYTHON_PLUGINS`` or ``PREFER_JIT_PYTHON_PLUGINS``, TensorRT 10.9+; docs/aot.md). :func:`load_engine` reads the stamp
 first and refuses an engine built for another GPU or TensorRT: TensorRT's own error for that is
 a bare deserialization failure.
 
@@ -33,8 +35,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from pyplugins.errors import MissingDependencyError, PyPluginsError, install_hint, require
 
-__all__ = ["EngineMismatchError", "build_engine", "load_engine", "ranges_from_shapes",
-           "run_engine", "stamp"]
+__all__ = ["EngineMismatchError", "build_engine", "load_engine", "network_flags",
+           "ranges_from_shapes", "run_engine", "stamp"]
 
 Shape = Tuple[int, ...]
 
@@ -98,18 +100,43 @@ def _register(plugins: Sequence[str]) -> None:
         import_module(module)
 
 
-def build_engine(model: Any, engine_path: str,
-                 ranges: Optional[Mapping[str, Tuple[Shape, Shape, Shape]]] = None,
-                 plugins: Sequence[str] = (), progress: bool = True) -> Path:
-    """Build ``model`` (an ONNX path, or a ``ModelProto``) into ``engine_path`` and its stamp;
-    returns the path.
+def network_flags(trt: Any, prefer_aot: Optional[bool]) -> list:
+    """The ``NetworkDefinitionCreationFlag``s for ``prefer_aot``: none for None, else
+    ``PREFER_AOT_PYTHON_PLUGINS`` (True) or ``PREFER_JIT_PYTHON_PLUGINS`` (False).
 
     Raises:
-        MissingDependencyError: TensorRT is not the active API (or Polygraphy is missing);
-            Polygraphy's errors when parsing or building fails (the parser's messages name the
-            node).
+        MissingDependencyError: the TensorRT given has no such flag (before 10.9).
+
+    Example:
+        >>> from pyplugins import emulator
+        >>> [f.name for f in network_flags(emulator, True)], network_flags(emulator, None)
+        (['PREFER_AOT_PYTHON_PLUGINS'], [])
+    """
+    if prefer_aot is None:
+        return []
+    name = "PREFER_AOT_PYTHON_PLUGINS" if prefer_aot else "PREFER_JIT_PYTHON_PLUGINS"
+    flag = getattr(trt.NetworkDefinitionCreationFlag, name, None)
+    if flag is None:
+        msg = (f"NetworkDefinitionCreationFlag.{name} needs TensorRT 10.9 or later (this is "
+               f"{getattr(trt, '__version__', '?')}); write aot=1 on the plugin nodes instead.")
+        raise MissingDependencyError(msg)
+    return [flag]
+
+
+def build_engine(model: Any, engine_path: str,
+                 ranges: Optional[Mapping[str, Tuple[Shape, Shape, Shape]]] = None,
+                 plugins: Sequence[str] = (), progress: bool = True,
+                 prefer_aot: Optional[bool] = None) -> Path:
+    """Build ``model`` (an ONNX path, or a ``ModelProto``) into ``engine_path`` and its stamp;
+    returns the path. ``prefer_aot``: see :func:`network_flags`.
+
+    Raises:
+        MissingDependencyError: TensorRT is not the active API (or Polygraphy is missing, or
+            ``prefer_aot`` needs a newer TensorRT); Polygraphy's errors when parsing or
+            building fails (the parser's messages name the node).
     """
     trt = _real_trt()
+    flags = network_flags(trt, prefer_aot)
     require("polygraphy", "building a model with TensorRT")
     from polygraphy.backend.trt import (CreateConfig, EngineBytesFromNetwork,  # noqa: PLC0415
                                         NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
@@ -120,9 +147,10 @@ def build_engine(model: Any, engine_path: str,
     config = CreateConfig(profiles=[profile] if ranges else None,
                           progress_monitor=_progress_monitor(trt) if progress else None)
     if hasattr(model, "SerializeToString"):
-        network = NetworkFromOnnxBytes(model.SerializeToString(), strongly_typed=True)
+        network = NetworkFromOnnxBytes(model.SerializeToString(), flags=flags or None,
+                                       strongly_typed=True)
     else:
-        network = NetworkFromOnnxPath(str(model), strongly_typed=True)
+        network = NetworkFromOnnxPath(str(model), flags=flags or None, strongly_typed=True)
     data = EngineBytesFromNetwork(network, config=config)()
     path = Path(engine_path)
     path.write_bytes(bytes(data))

@@ -20,7 +20,9 @@ four tensors share one type and the LINEAR format. The kernel moves elements as 
 integers of their size, so the result is bit-exact: ``pyplugins.testing.TOLERANCES`` allows 0 for
 INT32, and the tests compare every type with ``np.array_equal`` (no rounding is involved).
 
-How each TensorRT callback serves this op: ``docs/ops/bar.md``.
+How each TensorRT callback serves this op: ``docs/ops/bar.md``. Registered as
+``tensorrt.plugin`` (``interface="qdp"``), it also has an ahead-of-time kernel (``bar_aot``,
+:meth:`BarPlugin.aot_launch`; ``numel(A)`` and ``numel(B)`` below 2**31): ``docs/aot.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.checker import lifecycle
@@ -38,7 +40,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
@@ -62,18 +64,18 @@ UNROLL = 2
 DEFINES = {"PP_BAR_UNROLL": UNROLL}
 
 
-def grid_size(na: int, nb: int, itemsize: int) -> int:
+def grid_size(na: Any, nb: Any, itemsize: int) -> Any:
     """Blocks of ``BLOCK`` threads for a full grid: :data:`UNROLL` 16-byte vectors of A or B
     per thread (``bar.cu`` splits the threads between them in proportion to ``na`` and ``nb``);
-    0 when both are empty.
+    0 when both are empty. ``na`` and ``nb`` may be symbolic dims (the AOT launch).
 
     Example:
         >>> grid_size(2**24, 2**24, 4), grid_size(1, 0, 2), grid_size(0, 0, 4)
         (16384, 1, 0)
     """
     v = 16 // itemsize
-    return min(shapes.cdiv(shapes.cdiv(na, v) + shapes.cdiv(nb, v), BLOCK * UNROLL),
-               MAX_GRID[0])
+    return shapes.minimum(shapes.cdiv(shapes.cdiv(na, v) + shapes.cdiv(nb, v), BLOCK * UNROLL),
+                          MAX_GRID[0])
 
 
 @register
@@ -100,9 +102,11 @@ class BarPlugin(Plugin):
     """
 
     name = "BarPlugin"
+    inputs = 2
     outputs = 2
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("bar.cu", "bar<{T}>", options=define_options(DEFINES))
+    aot_kernel = Kernel("bar.cu", "bar_aot<{T}>", options=define_options(DEFINES))
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[A0 + B0, r...]`` for output 0, ``[B0, r...]`` for output 1.
@@ -152,6 +156,15 @@ class BarPlugin(Plugin):
         fn = self.kernel.function(ctype_from_trt(a.type), device)
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, POINTER, POINTER, np.int64(na), np.int64(nb)))
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of the shapes:
+        ``bar_aot<T>(A, B, na, nb, out0, out1)``, the sizes as int32."""
+        a, b = inputs
+        na, nb = aot.volume(a.dims), aot.volume(b.dims)
+        grid = aot.at_least_one(grid_size(na, nb, itemsize_from_trt(a.type)))
+        return aot.AotLaunch(self.aot_kernel, ctype_from_trt(a.type), grid=grid, block=BLOCK,
+                             args=(na, nb))
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """``(np.concatenate([a, b], axis=0), b.copy())``.

@@ -20,7 +20,9 @@ elementwise over the flat tensor). The product is computed in float and rounded 
 output type. Tolerances (:data:`pyplugins.testing.TOLERANCES`): FP32 1e-5 relative + 1e-5
 absolute, FP16 1e-3 + 1e-3.
 
-How each TensorRT callback serves this op: ``docs/ops/leaky_relu.md``.
+How each TensorRT callback serves this op: ``docs/ops/leaky_relu.md``. Registered as
+``tensorrt.plugin`` (``interface="qdp"``), it also has an ahead-of-time kernel
+(``leaky_relu_aot``, :meth:`LeakyReLU.aot_launch`): ``docs/aot.md``.
 
 Example (what a script written for TensorRT's built-in plugin does)::
 
@@ -42,7 +44,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.runtime.device import usable_device
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt, numpy_from_trt
@@ -71,7 +73,7 @@ def _finite(value: float) -> bool:
     return True
 
 
-def grid_size(n: int, itemsize: int, max_blocks: int = MAX_GRID[0]) -> int:
+def grid_size(n: Any, itemsize: int, max_blocks: int = MAX_GRID[0]) -> Any:
     """Blocks for ``n`` elements, per ``leaky_relu.cu``'s recommendation (0 when ``n`` is 0).
 
     One 16-byte vector (``16 // itemsize`` elements) per thread of a ``BLOCK``-thread block, so
@@ -81,13 +83,14 @@ def grid_size(n: int, itemsize: int, max_blocks: int = MAX_GRID[0]) -> int:
     threads and write-back stores, the former launch, LeakyReLU ran at 0.97 to 0.98 of
     ``F.leaky_relu`` (``benchmarks/results/2026-11-24-nvidia-h200.md``). ``max_blocks`` caps
     the grid (CUDA's limit by default); the kernel loops over whatever a smaller grid leaves.
+    ``n`` may be a symbolic :class:`~pyplugins.runtime.shapes.Dim` (the AOT launch).
 
     Example:
         >>> grid_size(0, 4), grid_size(1000, 4), grid_size(2**28, 4), grid_size(10**9, 2, 528)
         (0, 1, 262144, 528)
     """
     per_block = (16 // itemsize) * BLOCK
-    return min(shapes.cdiv(n, per_block), max_blocks)
+    return shapes.minimum(shapes.cdiv(n, per_block), max_blocks)
 
 
 class _Renamed:
@@ -113,11 +116,13 @@ class LeakyReLU(Plugin):
     """
 
     name = "LReLU_TRT"
+    inputs = 1
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
     same_as = 0
 
     neg_slope = Field.float(default=0.01, validate=_finite, doc="slope for negative inputs")
     kernel = Kernel("leaky_relu.cu", "leaky_relu<{T}>")
+    aot_kernel = Kernel("leaky_relu.cu", "leaky_relu_aot<{T}>")
 
     @classmethod
     def from_fields(cls, fc: Any, layer_name: str = "") -> "LeakyReLU":
@@ -172,6 +177,16 @@ class LeakyReLU(Plugin):
         grid = grid_size(n, itemsize_from_trt(desc.type))
         return Launch(fn, grid=grid, block=BLOCK, device=device, name=f"leaky_relu<{ctype}>",
                       args=(POINTER, POINTER, np.int64(n), np.float32(self.neg_slope)))
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of the shape, for TensorRT to run without
+        Python: ``leaky_relu_aot<T>(x, n, slope bits, y)`` (int32 ``n``: under 2**31 elements).
+        """
+        x = inputs[0]
+        n = aot.volume(x.dims)
+        grid = aot.at_least_one(grid_size(n, itemsize_from_trt(x.type)))
+        return aot.AotLaunch(self.aot_kernel, ctype_from_trt(x.type), grid=grid, block=BLOCK,
+                             args=(n, aot.float32_bits(self.neg_slope)))
 
     def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
         """``x`` where ``x >= 0``, else ``neg_slope * x``, in float64 with the slope the kernel

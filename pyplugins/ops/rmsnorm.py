@@ -18,7 +18,9 @@ the output have ``x``'s type; LINEAR only. Tolerances (``pyplugins.testing.TOLER
 float64 reference): FP32 ``rtol = atol = 1e-5`` (rsqrtf's 2 ulp and a float sum of squares);
 FP16 ``rtol = atol = 1e-3`` (one half ulp: float math rounded to half).
 
-How each TensorRT callback serves this op: ``docs/ops/rmsnorm.md``.
+How each TensorRT callback serves this op: ``docs/ops/rmsnorm.md``. Registered as
+``tensorrt.plugin`` (``interface="qdp"``), it also has an ahead-of-time kernel (``rmsnorm_aot``,
+:meth:`RMSNorm.aot_launch`; fewer than 2**31 rows): ``docs/aot.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.checker import lifecycle
@@ -37,7 +39,7 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
@@ -123,6 +125,20 @@ VARIANTS = (
 )
 
 
+def aot_rows_per_block(d: Any, itemsize: int, block: Any) -> Any:
+    """:func:`rows_per_block` for a symbolic row length ``d`` and block (256 or 512), as
+    arithmetic: ``g`` is 1 doubled once for each ``2**k`` (below the block) with
+    ``2**k * CACHED`` under the row's vector count, which is the loop's answer. The loop's last
+    rule (a ``g`` over 32 that does not divide the block) never applies to a power-of-two block.
+    """
+    v = 16 // itemsize
+    n = aot.select(aot.divisible(d, v), d // v, d)
+    g: Any = 1
+    for k in range(LONG_ROW_BLOCK.bit_length() - 1):
+        g = g + (1 << k) * aot.less((1 << k) * CACHED, n) * aot.less(1 << k, block)
+    return block // g
+
+
 def _positive_finite(value: float) -> None:
     """The check of ``eps``: finite and > 0."""
     if not (math.isfinite(value) and value > 0):
@@ -150,10 +166,12 @@ class RMSNorm(Plugin):
     """
 
     name = "RMSNorm"
+    inputs = 2
     eps = Field.float(default=1e-6, validate=_positive_finite,
                       doc="added to the mean square before the square root")
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF)
     kernel = find(VARIANTS, "rmsnorm").kernel
+    aot_kernel = Kernel("rmsnorm.cu", "rmsnorm_aot<{T}>", options=define_options(DEFINES))
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``x``'s shape.
@@ -198,6 +216,19 @@ class RMSNorm(Plugin):
                          self.eps)
         row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
         return launch(row, facts, ctype_from_trt(x.type), device)
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of the shape: the block (512 for rows over
+        ``LONG_ROW_BYTES``) and :func:`grid_size` computed at run time
+        (:func:`aot_rows_per_block`); ``rmsnorm_aot<T>(x, weight, rows, d, eps bits, y)``."""
+        x = inputs[0]
+        d, rows = x.dims[-1], aot.volume(x.dims[:-1])
+        itemsize = itemsize_from_trt(x.type)
+        block = aot.select(aot.less(LONG_ROW_BYTES, d * itemsize), LONG_ROW_BLOCK, BLOCK)
+        blocks = shapes.cdiv(rows, aot_rows_per_block(d, itemsize, block)) * aot.less(0, d)
+        grid = aot.at_least_one(shapes.minimum(blocks, MAX_GRID[0]))
+        return aot.AotLaunch(self.aot_kernel, ctype_from_trt(x.type), grid=grid, block=block,
+                             args=(rows, d, aot.float32_bits(self.eps)))
 
     def reference(self, x: np.ndarray, weight: np.ndarray) -> Tuple[np.ndarray]:
         """``x / sqrt(mean(x^2 over the last dim) + eps) * weight`` in float64, with the eps the

@@ -17,7 +17,10 @@ the output has the input's type; LINEAR only. The kernel copies elements as unsi
 of their size, so results are bit-exact (``pyplugins.testing.TOLERANCES`` would allow nothing less for
 INT32; the tests compare every type with ``np.array_equal``).
 
-How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``.
+How each TensorRT callback serves this op: ``docs/ops/seq_repeat.md``. Registered as
+``tensorrt.plugin`` (``interface="qdp"``), it also has an ahead-of-time kernel
+(``seq_repeat_aot``, :meth:`SeqRepeat.aot_launch`; ``d0``, ``len`` and ``inner`` below 2**31):
+``docs/aot.md``.
 
 Example (no GPU needed: the run stops before ``enqueue``):
     >>> from pyplugins.checker import lifecycle
@@ -37,7 +40,7 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.runtime.error_reports import describe
@@ -99,9 +102,11 @@ class SeqRepeat(Plugin):
     """
 
     name = "SeqRepeat"
+    inputs = 1
     factor = Field.int(min=1, max=INT32_MAX, doc="how many times each step of dim 1 repeats")
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32)
     kernel = Kernel("seq_repeat.cu", "seq_repeat<{T}>", options=define_options(DEFINES))
+    aot_kernel = Kernel("seq_repeat.cu", "seq_repeat_aot<{T}>", options=define_options(DEFINES))
 
     def get_output_dimensions(self, output_index: int, inputs: Any, expr_builder: Any) -> Any:
         """``[d0, len * factor, rest...]`` with ``len * factor`` a symbolic product.
@@ -136,6 +141,20 @@ class SeqRepeat(Plugin):
         return Launch(fn, grid=grid, block=BLOCK, device=device,
                       args=(POINTER, POINTER, np.int64(d0), np.int64(length), np.int64(inner),
                             np.int32(self.factor)))
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of the shape (:func:`grid_size`'s two paths
+        chosen by :func:`~pyplugins.runtime.aot.divisible`, at run time):
+        ``seq_repeat_aot<T>(x, d0, len, inner, factor, y)``, the sizes as int32."""
+        x = inputs[0]
+        d0, length, inner = x.dims[0], x.dims[1], aot.volume(x.dims[2:])
+        v = 16 // itemsize_from_trt(x.type)
+        numel = d0 * length * inner
+        units = aot.select(aot.divisible(inner, v), numel // v,
+                           shapes.cdiv(numel * self.factor, v))
+        grid = aot.at_least_one(shapes.minimum(shapes.cdiv(units, BLOCK), MAX_GRID[0]))
+        return aot.AotLaunch(self.aot_kernel, ctype_from_trt(x.type), grid=grid, block=BLOCK,
+                             args=(d0, length, inner, self.factor))
 
     def reference(self, x: np.ndarray) -> Tuple[np.ndarray]:
         """``(np.repeat(x, self.factor, axis=1),)``: ``y[:, j] = x[:, j // factor]``.

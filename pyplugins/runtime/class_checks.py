@@ -38,9 +38,9 @@ _V2_NAME = {"get_output_data_types": "get_output_datatype(index, input_types)",
 PROTOCOL_METHODS = ("get_output_datatype", "get_output_dimensions", "supports_format_combination",
                     "configure_plugin", "get_workspace_size", "enqueue", "initialize",
                     "terminate", "serialize", "get_serialization_size", "clone", "destroy")
-_RESERVED = frozenset(("name", "version", "namespace", "outputs", "dtypes", "same_as", "shared",
-                       "creator", "layer_name", "setup", "reference", "launch_device", "plan",
-                       "check_configure", "check_shapes",
+_RESERVED = frozenset(("name", "version", "namespace", "outputs", "inputs", "dtypes", "same_as",
+                       "shared", "aot_launch", "creator", "layer_name", "setup", "reference",
+                       "launch_device", "plan", "check_configure", "check_shapes",
                        "launch", "field_values", "from_fields", "advertised_fields",
                        "tactics", "tactic", "shape_inputs", "size_tensors", "aliases",
                        "from_bytes", *PROTOCOL_METHODS, *_RENAMED, *_READ_ONLY, *_V2_NAME))
@@ -78,6 +78,11 @@ def check_class(cls: type) -> None:
         value = own["outputs"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             msg = f"{cls.__name__}.outputs must be an int >= 1 (got {value!r})."
+            raise PluginDefinitionError(msg)
+    if "inputs" in own and own["inputs"] is not None:
+        value = own["inputs"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"{cls.__name__}.inputs must be None or an int >= 0 (got {value!r})."
             raise PluginDefinitionError(msg)
     if "shared" in own and (isinstance(own["shared"], str)
                             or not all(isinstance(s, str) for s in own["shared"])):

@@ -29,17 +29,19 @@ reported as that, never blamed on TensorRT.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
 import pyplugins.trt as trt
 from pyplugins._config import knobs
-from pyplugins.runtime import plugin_v3
+from pyplugins.runtime import plugin_v3, qdp
 from pyplugins.runtime.error_reports import report
 from pyplugins.errors import PluginDefinitionError, RegistrationError
 from pyplugins.runtime.plugin import Plugin, missing_methods
 
 P = TypeVar("P", bound=type)
+logger = logging.getLogger("pyplugins")
 
 #: The registry object creators were registered with (kept alive, §5.4).
 _registry: Any = None
@@ -50,15 +52,19 @@ _lock = threading.RLock()
 
 
 #: The interfaces :func:`register` can give a plugin class.
-INTERFACES = ("v2", "v3")
+INTERFACES = ("v2", "v3", "qdp")
 
 
 def default_interface(cls: Any = None) -> str:
     """The interface :func:`register` gives a class that names none.
 
-    ``PYPLUGINS_INTERFACE=v2|v3`` decides when set. Otherwise (``auto``): ``"v3"`` for a class
-    that uses what only ``IPluginV3`` serves (``shape_inputs``, ``size_tensors``, ``aliases``)
-    or when the active TensorRT no longer binds ``IPluginV2DynamicExt``; else ``"v2"``.
+    ``PYPLUGINS_INTERFACE=v2|v3|qdp`` decides when set; with ``qdp``, a class that cannot be a
+    QDP plugin (:func:`pyplugins.runtime.qdp.check_qdp`: no ``inputs`` count, say) takes the
+    ``auto`` rule instead, with a warning on the ``pyplugins`` logger naming the reason, so that
+    a process can register every QDP-able op as QDP (``import pyplugins.ops``). Otherwise
+    (``auto``): ``"v3"`` for a class that uses what only ``IPluginV3`` serves
+    (``shape_inputs``, ``size_tensors``, ``aliases``) or when the active TensorRT no longer
+    binds ``IPluginV2DynamicExt``; else ``"v2"``.
 
     Why V2 stays the default while TensorRT binds it (10.x and 11.x up to 11.1, protocol §1.1):
     an engine records the interface its plugin was built with (a V2 layer is rebuilt
@@ -73,6 +79,14 @@ def default_interface(cls: Any = None) -> str:
         True
     """
     chosen = knobs.interface
+    if chosen == "qdp" and cls is not None:
+        try:
+            qdp.check_qdp(cls)
+            qdp.plugin_module()
+        except PluginDefinitionError as err:
+            logger.warning("PYPLUGINS_INTERFACE=qdp: %s; it registers by the auto rule instead",
+                           err)
+            chosen = "auto"
     if chosen != "auto":
         return chosen
     needs_v3 = cls is not None and bool(plugin_v3.v3_only(cls))
@@ -86,7 +100,9 @@ def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
     :func:`register` registers one; checks and tests drive one directly.
 
     Raises:
-        PluginDefinitionError: what :func:`register` raises for a bad class or interface.
+        PluginDefinitionError: what :func:`register` raises for a bad class or interface, and
+            for ``"qdp"``: ``tensorrt.plugin`` makes and registers a QDP creator itself, so
+            there is no unregistered one (:func:`pyplugins.runtime.qdp.define` registers).
 
     Example:
         >>> from pyplugins.ops.circ_pad import CircPad
@@ -94,9 +110,10 @@ def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
         ('CircPadCreatorV3', 'v2')
     """
     _check_registrable(cls)
-    chosen = default_interface(cls) if interface is None else interface
-    if chosen not in INTERFACES:
-        msg = f"interface must be one of {', '.join(map(repr, INTERFACES))} (got {interface!r})."
+    chosen = _interface(cls, interface)
+    if chosen == "qdp":
+        msg = (f"plugin {cls.name!r}: tensorrt.plugin makes and registers a QDP creator itself; "
+               "use register(cls, interface='qdp') or pyplugins.runtime.qdp.define(cls).")
         raise PluginDefinitionError(msg)
     if chosen == "v3":
         return _creator_v3_class(cls, plugin_v3.adapter_class(cls))()
@@ -107,6 +124,14 @@ def make_creator(cls: Any, interface: Optional[str] = None) -> Any:
                "serve; register it with interface='v3'.")
         raise PluginDefinitionError(msg)
     return _creator_class(cls)()
+
+
+def _interface(cls: Any, interface: Optional[str]) -> str:
+    chosen = default_interface(cls) if interface is None else interface
+    if chosen not in INTERFACES:
+        msg = f"interface must be one of {', '.join(map(repr, INTERFACES))} (got {interface!r})."
+        raise PluginDefinitionError(msg)
+    return chosen
 
 
 def _creator_v3_class(cls: Any, adapter: type) -> type:
@@ -223,6 +248,13 @@ def _check_registrable(cls: Any) -> None:
 
 
 def _register(cls: Any, replace: bool, interface: Optional[str] = None) -> Any:
+    _check_registrable(cls)
+    if _interface(cls, interface) == "qdp":
+        with _lock:
+            creator = qdp.define(cls, replace=replace)
+            _creators[(cls.name, "1", qdp.namespace_of(cls))] = creator
+            cls.creator = creator
+            return cls
     creator = make_creator(cls, interface)
     with _lock:
         return _register_locked(cls, creator, replace)
@@ -279,16 +311,19 @@ def register(cls: Optional[P] = None, *, replace: bool = False,
     """Build, register and attach the creator of a :class:`pyplugins.Plugin` class.
 
     Use as ``@pp.register``, ``@pp.register(replace=True)`` or
-    ``@pp.register(interface="v3")``. Sets ``cls.creator``. The same class serves either
+    ``@pp.register(interface="v3")``. Sets ``cls.creator``. The same class serves each
     interface: ``"v2"`` registers an ``IPluginCreator`` whose plugins are ``cls`` instances
     (``IPluginV2DynamicExt``); ``"v3"`` an ``IPluginCreatorV3One`` whose plugins are
-    ``IPluginV3`` adapters around ``cls`` instances (:mod:`pyplugins.runtime.plugin_v3`).
+    ``IPluginV3`` adapters around ``cls`` instances (:mod:`pyplugins.runtime.plugin_v3`);
+    ``"qdp"`` a ``tensorrt.plugin`` plugin ``namespace::name`` (namespace ``"pyplugins"`` when
+    the class's is empty) whose creator ``tensorrt.plugin`` registers, with an ahead-of-time
+    kernel when the class has an ``aot_launch`` hook (:mod:`pyplugins.runtime.qdp`).
 
     Args:
         cls: the plugin class (when used without parentheses).
         replace: deregister a creator already registered under the same name, version and
             namespace instead of failing.
-        interface: ``"v2"``, ``"v3"``, or None for :func:`default_interface`.
+        interface: ``"v2"``, ``"v3"``, ``"qdp"``, or None for :func:`default_interface`.
 
     Returns:
         The class itself.
@@ -297,7 +332,8 @@ def register(cls: Optional[P] = None, *, replace: bool = False,
         PluginDefinitionError: not a Plugin subclass, no ``name``, a required method
             (``get_output_dimensions``, ``enqueue``) missing, an unknown interface, V3-only
             attributes (``shape_inputs``, ``size_tensors``, ``aliases``) with ``"v2"``, or
-            ``"v3"`` where TensorRT has no ``IPluginV3``.
+            ``"v3"`` where TensorRT has no ``IPluginV3``, and what
+            :func:`pyplugins.runtime.qdp.check_qdp` refuses with ``"qdp"``.
         RegistrationError: the key is taken and ``replace`` is False.
     """
     if cls is None:
@@ -310,6 +346,14 @@ def unregister(cls: type) -> bool:
     creator = getattr(cls, "creator", None)
     if creator is None:
         return False
+    with _lock:
+        if qdp.definition(qdp.plugin_id(cls)) is not None and isinstance(
+                creator, getattr(trt, "IPluginCreatorV3Quick", ())):
+            key = (cls.name, "1", qdp.namespace_of(cls))
+            if _creators.get(key) is creator:
+                del _creators[key]
+            cls.creator = None
+            return qdp.forget(cls)
     key = (cls.name, cls.version, cls.namespace)
     with _lock:
         registry = _registry if _registry is not None else trt.get_plugin_registry()

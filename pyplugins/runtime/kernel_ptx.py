@@ -17,6 +17,11 @@ both run on a CPU-only machine.
   three quarters of the time. One compile covers every expression of a program; only when it
   fails is each expression compiled alone, to say which ones fail (after one compile with no
   expression tells whether the source itself is broken).
+- **AOT**: :func:`compile_ptx` compiles one expression *with* optimization and returns the PTX
+  text and the kernel's lowered (mangled) entry name: what a QDP ``aot_impl`` hands TensorRT
+  (:mod:`pyplugins.runtime.qdp_aot`). With nvcc, which has no lowered names, the entry is the one
+  ``.entry`` of the PTX whose mangled name holds the kernel's name (the trailer instantiates only
+  that expression).
 - **Cache**: verdicts are kept in memory and on disk under ``knobs.cache_dir / "ptx"``
   (``PYPLUGINS_CACHE_DIR``), keyed by the SHA-256 of compiler and version, arch, code (which
   carries the digest of every included header), options and expressions. A compiler that could
@@ -47,8 +52,10 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 from pyplugins._config import knobs
 from pyplugins.errors import KernelCompileError, MissingDependencyError
 from pyplugins.runtime.kernels import CUPY_NVRTC_OPTIONS, KernelProgram
+from pyplugins.runtime.ptx_text import entries
 
-__all__ = ["ARCH", "Verdict", "clear_cache", "compile_program", "compiler_name", "toolkit_program"]
+__all__ = ["ARCH", "Ptx", "Verdict", "clear_cache", "compile_program", "compile_ptx",
+           "compiler_name", "toolkit_program"]
 
 #: The virtual architecture the check compiles for: the oldest the project supports (sm_80).
 ARCH = "80"
@@ -60,9 +67,12 @@ _TRAILER_FILE = "pyplugins-name-expressions"
 
 _lock = threading.Lock()
 _memo: Dict[str, Dict[str, "Verdict"]] = {}
+_ptx_memo: Dict[str, "Ptx"] = {}
 
 #: (ok, log) of one compile of code with the given options and name expressions.
 Runner = Callable[[str, str, Tuple[str, ...], Tuple[str, ...]], Tuple[bool, str]]
+#: (ok, log, lowered entry name, PTX text) of one compile of one name expression.
+PtxRunner = Callable[[str, str, Tuple[str, ...], str], Tuple[bool, str, str, str]]
 
 
 @dataclass(frozen=True)
@@ -83,10 +93,30 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Ptx:
+    """The optimized PTX of one kernel expression (:func:`compile_ptx`).
+
+    Attributes:
+        expression: the name expression (``"leaky_relu_aot<float>"``).
+        name: the kernel's entry name in the PTX (lowered: ``"_Z14leaky_relu_aot..."``).
+        text: the PTX module.
+        compiler: which compiler made it.
+        arch: the virtual architecture it targets (``"80"``: ``compute_80``).
+    """
+
+    expression: str
+    name: str
+    text: str
+    compiler: str
+    arch: str
+
+
+@dataclass(frozen=True)
 class _Compiler:
     name: str
     run: Runner
     include: Tuple[str, ...] = ()
+    ptx: Optional[PtxRunner] = None
 
 
 def compiler_name() -> Optional[str]:
@@ -119,11 +149,50 @@ def compile_program(program: KernelProgram, *, arch: str = ARCH) -> Dict[str, Ve
         return _verdicts(chosen, program, arch)
 
 
+def compile_ptx(program: KernelProgram, *, arch: str = ARCH) -> Ptx:
+    """The optimized PTX of ``program``'s single name expression for ``compute_<arch>``, with
+    the options the GPU path uses (what an ahead-of-time plugin gives TensorRT); cached in
+    memory and on disk.
+
+    Raises:
+        ValueError: the program has not exactly one expression.
+        MissingDependencyError: no compiler can run, or ``knobs.kernel_compiler`` is ``off``.
+        KernelCompileError: the code does not compile (the log names the file and line), or
+            nvcc's PTX has no single entry of that kernel.
+    """
+    if len(program.expressions) != 1:
+        msg = f"compile_ptx() compiles one name expression (got {program.expressions!r})"
+        raise ValueError(msg)
+    chosen = _compiler(knobs.kernel_compiler)
+    if chosen is None:
+        msg = ("PYPLUGINS_KERNEL_COMPILER=off, but an ahead-of-time kernel needs its PTX; set "
+               "it to auto, nvrtc or nvcc.")
+        raise MissingDependencyError(msg)
+    expr = program.expressions[0]
+    options = (*program.options, *chosen.include, *CUPY_NVRTC_OPTIONS, f"-arch=compute_{arch}")
+    key = hashlib.sha256(json.dumps(["aot-ptx", chosen.name, arch, program.code, options,
+                                     expr]).encode()).hexdigest()
+    with _lock:
+        hit = _ptx_memo.get(key) or _load_ptx(key, expr, chosen.name, arch)
+        if hit is None:
+            ok, log, name, text = chosen.ptx(program.source.name, program.code, options, expr)
+            if not ok:
+                msg = (f"{program.source.name}: kernel {expr} does not compile to PTX with "
+                       f"{chosen.name} (options {' '.join(options)}):\n{log}")
+                raise KernelCompileError(msg, source=program.source.name, kernel=expr,
+                                         options=options, log=log)
+            hit = Ptx(expr, name, text, chosen.name, arch)
+            _store(key, {"name": name, "text": text})
+        _ptx_memo[key] = hit
+        return hit
+
+
 def clear_cache() -> None:
-    """Forget the verdicts kept in memory (the disk cache stays; :func:`compile_program` reads
-    it again)."""
+    """Forget the verdicts and PTX kept in memory (the disk cache stays; :func:`compile_program`
+    and :func:`compile_ptx` read it again)."""
     with _lock:
         _memo.clear()
+        _ptx_memo.clear()
 
 
 def _verdicts(chosen: _Compiler, program: KernelProgram, arch: str) -> Dict[str, Verdict]:
@@ -149,7 +218,7 @@ def _verdicts(chosen: _Compiler, program: KernelProgram, arch: str) -> Dict[str,
             for expr in program.expressions:
                 out.update(_verdicts(chosen, replace(program, expressions=(expr,)), arch))
     _memo[key] = out
-    _store(key, chosen.name, out)
+    _store(key, {e: [v.ok, v.log] for e, v in out.items()})
     return out
 
 
@@ -222,7 +291,7 @@ def _nvrtc() -> Optional[_Compiler]:
         return None
     if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         return None
-    return _Compiler(f"nvrtc {major}.{minor}", _run_nvrtc, _toolkit_include())
+    return _Compiler(f"nvrtc {major}.{minor}", _run_nvrtc, _toolkit_include(), _ptx_nvrtc)
 
 
 def _run_nvrtc(name: str, code: str, options: Tuple[str, ...],
@@ -250,6 +319,31 @@ def _run_nvrtc(name: str, code: str, options: Tuple[str, ...],
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def _ptx_nvrtc(name: str, code: str, options: Tuple[str, ...],
+               expression: str) -> Tuple[bool, str, str, str]:
+    from cuda.bindings import nvrtc  # noqa: PLC0415 - optional
+
+    _, prog = nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], [])
+    try:
+        nvrtc.nvrtcAddNameExpression(prog, expression.encode())
+        encoded = [o.encode() for o in options]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buffer = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buffer)
+        log = buffer.rstrip(b"\0").decode("utf-8", "replace").strip()
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return False, log or nvrtc.nvrtcGetErrorString(result)[1].decode(), "", ""
+        _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression.encode())
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = b" " * size
+        nvrtc.nvrtcGetPTX(prog, ptx)
+        lowered = lowered.decode() if isinstance(lowered, bytes) else str(lowered)
+        return True, log, lowered, ptx.rstrip(b"\0").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
 @functools.lru_cache(maxsize=None)
 def _nvcc() -> Optional[_Compiler]:
     path = _nvcc_path()
@@ -261,7 +355,8 @@ def _nvcc() -> Optional[_Compiler]:
         return None
     release = next((w.strip(",V") for line in out.stdout.splitlines() if "release" in line
                     for w in line.split() if w.startswith("V")), "?")
-    return _Compiler(f"nvcc {release}", functools.partial(_run_nvcc, path))
+    return _Compiler(f"nvcc {release}", functools.partial(_run_nvcc, path),
+                     ptx=functools.partial(_ptx_nvcc, path))
 
 
 def nvcc_trailer(expressions: Sequence[str]) -> str:
@@ -285,6 +380,25 @@ def nvcc_trailer(expressions: Sequence[str]) -> str:
 
 def _run_nvcc(nvcc: str, name: str, code: str, options: Tuple[str, ...],
               expressions: Tuple[str, ...]) -> Tuple[bool, str]:
+    ok, log, _ = _nvcc_ptx(nvcc, name, code, options, expressions)
+    return ok, log
+
+
+def _ptx_nvcc(nvcc: str, name: str, code: str, options: Tuple[str, ...],
+              expression: str) -> Tuple[bool, str, str, str]:
+    ok, log, ptx = _nvcc_ptx(nvcc, name, code, options, (expression,))
+    if not ok:
+        return False, log, "", ""
+    base = expression.split("<", 1)[0].split("::")[-1].strip()
+    found = [e for e in entries(ptx) if f"{len(base)}{base}" in e or e == base]
+    if len(found) != 1:
+        return False, (f"the PTX nvcc made has {len(found)} entries of kernel {base!r} "
+                       f"({', '.join(found) or 'none'}); expected one"), "", ""
+    return True, log, found[0], ptx
+
+
+def _nvcc_ptx(nvcc: str, name: str, code: str, options: Tuple[str, ...],
+              expressions: Tuple[str, ...]) -> Tuple[bool, str, str]:
     kept = [o for o in options if o not in _NVRTC_ONLY]
     with tempfile.TemporaryDirectory(prefix="pyplugins-ptx-") as work:
         source = Path(work) / name
@@ -298,7 +412,9 @@ def _run_nvcc(nvcc: str, name: str, code: str, options: Tuple[str, ...],
             raise KernelCompileError(msg, source=name, kernel=", ".join(expressions),
                                      options=tuple(kept)) from None
         log = (done.stderr + done.stdout).replace(f"{work}/", "").strip()
-    return done.returncode == 0, log
+        out = Path(work) / "out.ptx"
+        ptx = out.read_text(encoding="utf-8") if done.returncode == 0 and out.is_file() else ""
+    return done.returncode == 0, log, ptx
 
 
 # -- the disk cache --------------------------------------------------------------------------------
@@ -315,9 +431,16 @@ def _load(key: str, compiler: str) -> Optional[Dict[str, Verdict]]:
         return None  # absent or unreadable: compile again
 
 
-def _store(key: str, compiler: str, verdicts: Dict[str, Verdict]) -> None:
+def _load_ptx(key: str, expression: str, compiler: str, arch: str) -> Optional[Ptx]:
+    try:
+        doc = json.loads(_cache_file(key).read_text(encoding="utf-8"))
+        return Ptx(expression, str(doc["name"]), str(doc["text"]), compiler, arch)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # absent or unreadable: compile again
+
+
+def _store(key: str, doc: dict) -> None:
     path = _cache_file(key)
-    doc = {e: [v.ok, v.log] for e, v in verdicts.items()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False,

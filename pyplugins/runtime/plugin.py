@@ -99,6 +99,8 @@ class Plugin(trt.IPluginV2DynamicExt):
         version: the plugin version string (ONNX ``plugin_version``), default ``"1"``.
         namespace: the plugin namespace (ONNX ``plugin_namespace``), default ``""``.
         outputs: the number of outputs, default 1.
+        inputs: the number of input tensors, or None (default) when the network decides
+            (V2, V3); ``tensorrt.plugin`` (QDP) needs it (:mod:`pyplugins.runtime.qdp`).
         dtypes: allowed data types for the default ``supports_format_combination``: a tuple
             for every tensor, or ``{tensor index: tuple}``; default FLOAT and HALF.
         same_as: tensor whose type every tensor shares (default 0), ``{i: k}`` pairs, or None.
@@ -121,6 +123,10 @@ class Plugin(trt.IPluginV2DynamicExt):
         tactics: launch variants TensorRT times when registered as IPluginV3: a tuple of
             names (ids 1, 2, ...) or ``{id: name}``; ``plan`` reads ``self.tactic`` (the name, or
             None for the default, always None as V2). See :mod:`pyplugins.runtime.tactics`.
+        aot_launch: None, or a method ``aot_launch(self, inputs, outputs)`` returning the
+            :class:`~pyplugins.runtime.aot.AotLaunch` (kernel, symbolic grid, block, shared
+            memory and extra int32 arguments) TensorRT runs without Python when the class is
+            registered as QDP with an ahead-of-time kernel (:mod:`pyplugins.runtime.aot`).
         shape_inputs, size_tensors, aliases: IPluginV3-only capabilities (shape-tensor input
             count; 0-D size-tensor output indices; ``{output: input}`` written in place); see
             :mod:`pyplugins.runtime.plugin_v3`.
@@ -139,6 +145,7 @@ class Plugin(trt.IPluginV2DynamicExt):
     version: ClassVar[str] = "1"
     namespace: ClassVar[str] = ""
     outputs: ClassVar[int] = 1
+    inputs: ClassVar[Optional[int]] = None
     dtypes: ClassVar[Any] = (trt.DataType.FLOAT, trt.DataType.HALF)
     same_as: ClassVar[Any] = 0
     shared: ClassVar[Tuple[str, ...]] = ()
@@ -149,6 +156,8 @@ class Plugin(trt.IPluginV2DynamicExt):
     plan: ClassVar[Any] = None
     check_configure: ClassVar[Any] = None
     check_shapes: ClassVar[Any] = None
+    #: The QDP ahead-of-time launch hook (None: the class registers as QDP with impl only).
+    aot_launch: ClassVar[Any] = None
     #: IPluginV3 only (see :mod:`pyplugins.runtime.plugin_v3`, :mod:`pyplugins.runtime.tactics`): named launch
     #: variants TensorRT times, shape-tensor input count, 0-D size-tensor outputs, in-place
     #: outputs ``{output: input}``.

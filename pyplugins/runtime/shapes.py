@@ -103,7 +103,7 @@ class Dim:
             return other.expr
         if isinstance(other, int) and not isinstance(other, bool):
             return self.builder.constant(int(other))
-        if isinstance(other, trt.IDimensionExpr):
+        if isinstance(other, (trt.IDimensionExpr, _expr_type(self.builder))):
             return other
         if hasattr(other, "__index__") and not isinstance(other, (bool, float)):
             return self.builder.constant(int(other.__index__()))
@@ -199,7 +199,8 @@ def inputs(all_inputs: Sequence[Any], builder: Any) -> List[List[Dim]]:
 
 
 def output(items: Iterable[Any], builder: Any) -> Any:
-    """A ``trt.DimsExprs`` from :class:`Dim` values, ``IDimensionExpr`` values and ints.
+    """A ``trt.DimsExprs`` from :class:`Dim` values, ``IDimensionExpr`` values and ints
+    (from a builder with ``dims_exprs``, such as the QDP adapter's, what that method makes).
 
     Raises:
         ShapeError: an entry is neither a dimension nor an int, or there are more than 8.
@@ -208,19 +209,27 @@ def output(items: Iterable[Any], builder: Any) -> Any:
     if len(entries) > 8:
         msg = f"TensorRT tensors have at most 8 dimensions (got {len(entries)})"
         raise ShapeError(msg)
-    out = trt.DimsExprs(len(entries))
+    make = getattr(builder, "dims_exprs", None)  # a builder of another expression type
+    out = make(len(entries)) if make is not None else trt.DimsExprs(len(entries))
+    own = _expr_type(builder)
     for i, item in enumerate(entries):
         if isinstance(item, Dim):
             out[i] = item.expr
         elif isinstance(item, int) and not isinstance(item, bool):
             out[i] = builder.constant(int(item))
-        elif isinstance(item, trt.IDimensionExpr):
+        elif isinstance(item, (trt.IDimensionExpr, own)):
             out[i] = item
         else:
             msg = (f"output dimension {i} is {item!r} (a {type(item).__name__}); expected a Dim, "
                    "an IDimensionExpr or an int")
             raise ShapeError(msg)
     return out
+
+
+def _expr_type(builder: Any) -> Any:
+    """The expressions a builder other than TensorRT's makes (``expr_type``; the QDP adapter's,
+    :mod:`pyplugins.runtime.qdp_shapes`), or ``()`` for TensorRT's builder."""
+    return getattr(builder, "expr_type", ())
 
 
 def _pair(a: IntLike, b: IntLike, builder: Any) -> tuple:

@@ -51,8 +51,8 @@ def kernel_attributes(cls: type) -> Dict[str, Kernel]:
 
     Example:
         >>> from pyplugins.ops import RMSNorm
-        >>> list(kernel_attributes(RMSNorm))
-        ['kernel']
+        >>> list(kernel_attributes(RMSNorm))     # the JIT kernel and the AOT entry
+        ['kernel', 'aot_kernel']
     """
     out: Dict[str, Kernel] = {}
     for klass in reversed(cls.__mro__):

@@ -1,0 +1,269 @@
+"""Every op with an aot_launch hook as a QDP AOT plugin: registered under the emulator, driven through register/autotune/aot_impl as TensorRT calls them, its launch evaluated at concrete shapes and compared with what plan computes there, its PTX checked host-side; on a GPU, the AOT launch through the driver gives the JIT impl's bits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any, Dict, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+import pyplugins.trt as trt
+from pyplugins.runtime import tactics
+from pyplugins.errors import AotUnsupportedError, PluginDefinitionError
+from pyplugins.ops import BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, SeqRepeat
+from pyplugins.runtime import aot, qdp
+from pyplugins.runtime.launch import POINTER
+from pyplugins.runtime.ptx_text import entries, entry_params
+
+from tests.qdp_support import REQUEST, Built, create
+
+F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
+
+
+@dataclass
+class Case:
+    """One op: its class, field values, network shapes (-1 dynamic), profile bounds, the
+    concrete shapes to evaluate at, and the types of each tensor (inputs, outputs) to build."""
+
+    cls: Any
+    values: Dict[str, Any]
+    shapes: List[Tuple[int, ...]]
+    lo: List[Tuple[int, ...]]
+    hi: List[Tuple[int, ...]]
+    at: List[List[Tuple[int, ...]]]
+    types: List[Any]
+
+
+CASES = {
+    "leaky_relu": Case(LeakyReLU, {"neg_slope": 0.2}, [(-1, 3, -1)], [(1, 3, 1)], [(64, 3, 4096)],
+                       [[(1, 3, 1)], [(7, 3, 5)], [(64, 3, 4096)], [(2, 3, 1000)]], [F, H]),
+    # inner 3: the "gather" grid; inner = one 16-byte vector: the "rows" grid, per type
+    "seq_repeat": Case(SeqRepeat, {"factor": 3}, [(-1, -1, 3)], [(1, 1, 3)], [(8, 512, 3)],
+                       [[(1, 1, 3)], [(2, 5, 3)], [(8, 512, 3)]], [F, H, I8, I32]),
+    "seq_repeat_rows4": Case(SeqRepeat, {"factor": 2}, [(2, -1, 4)], [(2, 1, 4)],
+                             [(2, 300, 4)], [[(2, 1, 4)], [(2, 300, 4)]], [F, I32]),
+    "seq_repeat_rows8": Case(SeqRepeat, {"factor": 2}, [(2, -1, 8)], [(2, 1, 8)],
+                             [(2, 300, 8)], [[(2, 300, 8)]], [H]),
+    "seq_repeat_rows16": Case(SeqRepeat, {"factor": 4}, [(2, -1, 2, 8)], [(2, 1, 2, 8)],
+                              [(2, 300, 2, 8)], [[(2, 300, 2, 8)]], [I8]),
+    "seq_repeat_2d": Case(SeqRepeat, {"factor": 5}, [(-1, -1)], [(1, 1)], [(16, 64)],
+                          [[(1, 1)], [(16, 64)], [(3, 7)]], [H]),
+    # both dims dynamic, A and B of other lengths; one of them empty
+    "bar": Case(BarPlugin, {}, [(-1, 5), (-1, 5)], [(0, 5), (1, 5)], [(4096, 5), (512, 5)],
+                [[(2, 5), (3, 5)], [(4096, 5), (1, 5)], [(0, 5), (512, 5)], [(999, 5), (77, 5)]],
+                [F, H, I8, I32]),
+    # rows dynamic, d static: every row length class of rows_per_block, and 512-thread blocks
+    "rmsnorm": Case(RMSNorm, {"eps": 1e-5}, [(-1, 7, 64), (64,)], [(1, 7, 64), (64,)],
+                    [(9, 7, 64), (64,)], [[(1, 7, 64), (64,)], [(9, 7, 64), (64,)]], [F, H]),
+    "rmsnorm_dynamic_d": Case(
+        RMSNorm, {"eps": 1e-6}, [(-1, -1), (-1,)], [(1, 1), (1,)], [(64, 16384), (16384,)],
+        [[(3, d), (d,)] for d in (1, 6, 8, 96, 100, 1000, 2048, 4095, 4096, 8192, 8200, 16384)] +
+        [[(0, 64), (64,)], [(64, 3), (3,)]], [F, H]),
+}
+IDS = list(CASES)
+
+
+class Recorded:
+    """Stands in for the op module's ``Launch`` while ``plan`` runs without a GPU."""
+
+    def __init__(self, function: Any, *, grid: Any, block: Any, args: Any, **kwargs: Any) -> None:
+        self.function, self.grid, self.block, self.args = function, grid, block, tuple(args)
+        self.shared_mem = kwargs.get("shared_mem", 0)
+
+
+def planned(monkeypatch: Any, case: Case, at: Sequence[Tuple[int, ...]], dtype: Any,
+            out_shapes: Sequence[Tuple[int, ...]]) -> Recorded:
+    """What ``plan`` computes for these concrete shapes (kernels and Launch stubbed)."""
+    module = __import__(case.cls.__module__, fromlist=["Launch"])
+    monkeypatch.setattr(module, "Launch", Recorded)
+    monkeypatch.setattr(tactics, "Launch", Recorded)  # ops whose plan reads a variant table
+    monkeypatch.setattr(case.cls.kernel, "function", lambda ctype, device=None: f"fn<{ctype}>")
+    plugin = case.cls(**case.values)
+    desc = lambda s: trt.PluginTensorDesc(list(s), dtype, trt.TensorFormat.LINEAR)  # noqa: E731
+    return plugin.plan([desc(s) for s in at], [desc(s) for s in out_shapes], 0)
+
+
+def scalars(args: Sequence[Any]) -> List[int]:
+    """plan's by-value arguments as AOT passes them: ints, floats as their float32 bits."""
+    out = []
+    for a in args:
+        if a is POINTER:
+            continue
+        out.append(aot.float32_bits(float(a)) if np.issubdtype(type(a), np.floating) else int(a))
+    return out
+
+
+@pytest.fixture
+def aot_defined():
+    made = []
+
+    def define(cls):
+        made.append(cls)
+        qdp.define(cls)
+
+    yield define
+    for cls in made:
+        qdp.forget(cls)
+
+
+def _ptxas(ptx: bytes, tmp_path: Any) -> subprocess.CompletedProcess:
+    path = tmp_path / "kernel.ptx"
+    path.write_bytes(ptx)
+    return subprocess.run([shutil.which("ptxas"), "-arch=sm_90", str(path), "-o",
+                           str(tmp_path / "kernel.cubin")], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("op", IDS)
+def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monkeypatch, tmp_path):
+    case = CASES[op]
+    aot_defined(case.cls)
+    plugin = create(case.cls, case.values, REQUEST.STRICT_AOT)
+    assert isinstance(plugin, trt.IPluginV3QuickAOTBuild)
+    n_in, n_out = len(case.shapes), case.cls.outputs
+    for dtype in case.types:
+        built = Built(plugin, case.shapes, [dtype] * n_in, case.lo, case.hi)
+        in_out = built.configure([dtype] * (n_in + n_out))
+        for at in case.at:
+            got = built.launch(in_out, at)
+            want = planned(monkeypatch, case, at, dtype, built.out_shapes(at))
+            where = f"{op} {dtype.name} at {at}"
+            assert got["grid"] == (max(want.grid, 1), 1, 1), where
+            assert got["block"] == (want.block, 1, 1), where
+            assert got["shared_mem"] == want.shared_mem, where
+            assert got["args"] == scalars(want.args), where
+            assert set(got["arg_types"]) <= {"INT32"}
+        ptx, name = got["ptx"], got["name"]
+        assert name in entries(ptx.decode()), (op, name)
+        params = entry_params(ptx.decode(), name)
+        assert len(params) == n_in + len(got["args"]) + n_out, params
+        if shutil.which("ptxas"):
+            done = _ptxas(ptx, tmp_path)
+            assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("cls", [CircPad, Pool, RoPE])
+def test_ops_without_an_aot_kernel_say_why(cls, aot_defined):
+    reason = qdp.aot_support(cls)
+    assert reason is not None and cls.name in reason and "no aot_launch" in reason
+    with pytest.raises(AotUnsupportedError, match=cls.name):
+        qdp.require_aot(cls)
+
+
+def test_an_aot_launch_that_does_not_fit_its_kernel_is_refused(aot_defined):
+    class Short(LeakyReLU):
+        name, namespace = "LReLU_short", "qdp_tests"
+
+        def aot_launch(self, inputs, outputs):
+            real = super().aot_launch(inputs, outputs)
+            return aot.AotLaunch(real.kernel, real.ctype, real.grid, real.block, real.args[:1])
+
+    aot_defined(Short)
+    plugin = create(Short, {"neg_slope": 0.5}, REQUEST.STRICT_AOT)
+    built = Built(plugin, [(4, 8)], [F])
+    in_out = built.configure([F, F])
+    with pytest.raises(PluginDefinitionError, match="has 4 parameters.*passes 3"):
+        built.launch(in_out, [(4, 8)])
+    with pytest.raises(PluginDefinitionError, match="float32_bits"):
+        aot.AotLaunch(LeakyReLU.aot_kernel, "float", 1, 256, (0.5,))
+    with pytest.raises(PluginDefinitionError, match="32-bit int cannot hold"):
+        aot.AotLaunch(LeakyReLU.aot_kernel, "float", 1, 256, (2**31,))
+
+
+# -- on a GPU: the AOT launch through the driver, bit for bit against the JIT impl ---------------
+
+def _random(shape: Sequence[int], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    np_type = np.dtype(trt.nptype(dtype))
+    if np_type.kind == "f":
+        return rng.uniform(-4, 4, size=shape).astype(np_type)
+    info = np.iinfo(np_type)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(np_type)
+
+
+def _strides(shape: Sequence[int]) -> Any:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(int(d), 1)
+    return trt.Dims(tuple(reversed(out)))
+
+
+def _check(result: Any, what: str) -> Any:
+    from cuda.bindings import driver
+
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    assert err == driver.CUresult.CUDA_SUCCESS, f"{what}: {err}"
+    return rest[0] if len(rest) == 1 else rest
+
+
+def _launch_aot(got: Dict[str, Any], inputs: Sequence[Any], outputs: Sequence[Any],
+                stream: Any) -> None:
+    """cuModuleLoadData + cuLaunchKernel with the evaluated parameters, in TensorRT's argument
+    order (input pointers, extra int32 arguments, output pointers)."""
+    import ctypes
+
+    from cuda.bindings import driver
+
+    _check(driver.cuInit(0), "cuInit")
+    image = np.frombuffer(got["ptx"] + b"\0", np.uint8)
+    module = _check(driver.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
+    try:
+        function = _check(driver.cuModuleGetFunction(module, got["name"].encode()),
+                          "cuModuleGetFunction")
+        values = ([a.data.ptr for a in inputs] + list(got["args"]) +
+                  [a.data.ptr for a in outputs])
+        types = ([ctypes.c_void_p] * len(inputs) + [ctypes.c_int] * len(got["args"]) +
+                 [ctypes.c_void_p] * len(outputs))
+        _check(driver.cuLaunchKernel(function, *got["grid"], *got["block"], got["shared_mem"],
+                                     driver.CUstream(stream.ptr), (tuple(values), tuple(types)),
+                                     0), "cuLaunchKernel")
+        stream.synchronize()
+    finally:
+        driver.cuModuleUnload(module)
+
+
+def _poisoned(cp: Any, shape: Sequence[int], np_type: Any, byte: int) -> Any:
+    count = int(np.prod(shape)) * np.dtype(np_type).itemsize
+    return cp.full(count, byte, np.uint8).view(np_type).reshape(tuple(shape))
+
+
+def _descs(shapes: Sequence[Sequence[int]], dtype: Any) -> List[Any]:
+    return [trt.PluginTensorDesc(list(s), dtype, trt.TensorFormat.LINEAR, -1.0) for s in shapes]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", IDS)
+def test_aot_kernel_through_the_driver_equals_the_jit_impl_bit_for_bit(op, aot_defined):
+    cp = pytest.importorskip("cupy")
+    pytest.importorskip("cuda.bindings.driver")
+    case = CASES[op]
+    aot_defined(case.cls)
+    rng = np.random.default_rng(21)
+    n_in, n_out = len(case.shapes), case.cls.outputs
+    stream = cp.cuda.Stream(non_blocking=True)
+    for dtype in case.types:
+        jit = create(case.cls, case.values, REQUEST.STRICT_JIT)
+        ahead = create(case.cls, case.values, REQUEST.STRICT_AOT)
+        types = [dtype] * (n_in + n_out)
+        built_jit = Built(jit, case.shapes, [dtype] * n_in, case.lo, case.hi)
+        built_jit.configure(types)
+        built_aot = Built(ahead, case.shapes, [dtype] * n_in, case.lo, case.hi)
+        in_out = built_aot.configure(types)
+        np_type = trt.nptype(dtype)
+        for at in case.at:
+            inputs = [cp.asarray(_random(s, dtype, rng)) for s in at]
+            out_shapes = built_jit.out_shapes(at)
+            # different poison in each: an element neither writes cannot compare equal
+            by_jit = [_poisoned(cp, s, np_type, 0xA5) for s in out_shapes]
+            by_aot = [_poisoned(cp, s, np_type, 0x5A) for s in out_shapes]
+            jit.enqueue(_descs(at, dtype), _descs(out_shapes, dtype), [a.data.ptr for a in inputs],
+                        [a.data.ptr for a in by_jit], [_strides(s) for s in at],
+                        [_strides(s) for s in out_shapes], stream.ptr)
+            stream.synchronize()
+            _launch_aot(built_aot.launch(in_out, at), inputs, by_aot, stream)
+            for k, (a, b) in enumerate(zip(by_jit, by_aot)):
+                assert cp.asnumpy(a).tobytes() == cp.asnumpy(b).tobytes(), \
+                    f"{op} {dtype.name} at {at}: output {k} differs between JIT and AOT"
