@@ -2,13 +2,14 @@
 # Runs the whole test suite and `pyplugins check --fresh-process` on the shipped plugins, the numba
 # variant and (when present) plugin modules written for real TensorRT, on a GPU machine. Writes a
 # dated report named after the device into the folder given (default: reports/).
-#   bash reports/run_gpu_checks.sh [OUT_DIR] [SAMPLES_DIR]
+#   bash reports/run_gpu_checks.sh [OUT_DIR] [SAMPLES_DIR] [QDP_SAMPLES_DIR]
 # SAMPLES_DIR (optional) holds plugin modules written for real TensorRT (NVIDIA's Python plugin
 # samples: never committed here); each is checked as a user would check it.
 # Missing Python packages travel as wheels in .whl/ (installed into /tmp/site first).
 set -uo pipefail
 out="${1:-reports}"
 samples="${2:-}"
+qdp_samples="${3:-}"  # NVIDIA's samples/python/quickly_deployable_plugins (qdp_defs.py): never committed
 mkdir -p "$out"
 if compgen -G ".whl/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -82,6 +83,14 @@ if [ -n "$samples" ] && [ -d "$samples" ]; then
     [ -e "$samples/circ_pad_plugin_multi_tactic.py" ] && check sample-multi-tactic "$samples/circ_pad_plugin_multi_tactic.py" --input 10x3x32x32:float32 --attr pads=1,1,1,1 --attr per_format_tactics=0
     [ -e "$samples/non_zero_plugin.py" ] && check sample-non-zero "$samples/non_zero_plugin.py" --input 8x5:float32
     [ -e "$samples/aliased_io_plugin.py" ] && check sample-aliased-io "$samples/aliased_io_plugin.py" --input 4:float32 --input 6:float32 --input 6:int64 --aliased-io
+fi
+if [ -n "$qdp_samples" ] && [ -e "$qdp_samples/qdp_defs.py" ]; then
+    q="$qdp_samples/qdp_defs.py"
+    check qdp-circ-pad-jit "$q" --plugin sample::circ_pad_plugin --input 10x3x32x32:float32 --attr pads=1,1,1,1 --call enable_single_tactic_circ_pad
+    check qdp-circ-pad-multi "$q" --plugin sample::circ_pad_plugin --input 10x3x32x32:float32 --attr pads=1,1,1,1 --call enable_multi_tactic_circ_pad
+    check qdp-circ-pad-aot "$q" --plugin sample::circ_pad_plugin --input 10x3x32x32:float32 --attr pads=1,1,1,1 --call enable_multi_tactic_aot_circ_pad --qdp both
+    check qdp-non-zero "$q" --plugin sample::non_zero_plugin --input 8x5:float32
+    check qdp-elemwise-add "$q" --plugin sample::elemwise_add_plugin --input 16:float32 --attr block_size=256 --call register_autotune
 fi
 summarize
 tail -n 3 "$stem.txt"
