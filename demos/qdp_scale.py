@@ -16,10 +16,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import List, Tuple, Union
+from typing import Any, List, Tuple, Union
 
 import numpy as np
-import numpy.typing as npt
 import tensorrt as trt
 import tensorrt.plugin as trtp
 
@@ -35,7 +34,7 @@ BLOCK = 256
 
 
 @trtp.register("demo::scale")
-def scale_desc(inp0: trtp.TensorDesc, scale: npt.NDArray[np.float32]) -> trtp.TensorDesc:
+def scale_desc(inp0: trtp.TensorDesc, scale: np.ndarray[Any, np.dtype[np.float32]]) -> trtp.TensorDesc:
     return inp0.like()
 
 
@@ -59,7 +58,7 @@ def _view(tensor: trtp.Tensor):
 
 
 @trtp.impl("demo::scale")
-def scale_impl(inp0: trtp.Tensor, scale: npt.NDArray[np.float32], outputs: Tuple[trtp.Tensor],
+def scale_impl(inp0: trtp.Tensor, scale: np.ndarray[Any, np.dtype[np.float32]], outputs: Tuple[trtp.Tensor],
                stream: int) -> None:
     import cupy as cp
 
@@ -94,7 +93,7 @@ def ptx_of(source: str, name: str) -> bytes:
 
 
 @trtp.aot_impl("demo::scale")
-def scale_aot_impl(inp0: trtp.TensorDesc, scale: npt.NDArray[np.float32],
+def scale_aot_impl(inp0: trtp.TensorDesc, scale: np.ndarray[Any, np.dtype[np.float32]],
                    outputs: Tuple[trtp.TensorDesc], tactic: int
                    ) -> Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams,
                               trtp.SymExprs]:

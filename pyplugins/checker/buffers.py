@@ -51,7 +51,7 @@ def padded_volume(shape: Sequence[int], fmt: TensorFormat) -> int:
             dims[-axis] = -(-dims[-axis] // vec) * vec
     elif fmt in (TensorFormat.DLA_LINEAR, TensorFormat.DLA_HWC4) and dims:
         dims[-1] = -(-dims[-1] // 64) * 64
-        if fmt is TensorFormat.DLA_HWC4 and len(dims) >= 3:
+        if fmt == TensorFormat.DLA_HWC4 and len(dims) >= 3:
             dims[-3] = -(-dims[-3] // 4) * 4
     return math.prod(dims)
 

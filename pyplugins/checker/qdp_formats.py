@@ -51,7 +51,7 @@ def usable(combos: Sequence[Combo], want: Sequence[DataType]) -> List[Combo]:
     for combo in combos:
         if [t for t, _ in combo] == list(want) and list(combo) not in typed:
             typed.append(list(combo))
-    return sorted(typed, key=lambda c: any(f is not TensorFormat.LINEAR for _, f in c))
+    return sorted(typed, key=lambda c: any(f != TensorFormat.LINEAR for _, f in c))
 
 
 def unusable_violation(combos: Sequence[Combo], want: Sequence[DataType], n_in: int,

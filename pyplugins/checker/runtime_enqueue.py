@@ -68,7 +68,7 @@ def input_arrays(specs: Sequence[TensorSpec], combo: Sequence[Tuple[DataType, Te
         else:
             arrays.append(spec.data.astype(dt, copy=False))
     for k, cand in enumerate(combo):
-        if cand[1] is not TensorFormat.LINEAR:
+        if cand[1] != TensorFormat.LINEAR:  # by value: TensorRT hands over fresh enum objects
             return None, (f"in_out[{k}] uses format {cand[1].name}; the emulator runs enqueue on "
                           f"LINEAR tensors only")
     for j, t in enumerate(out_types):

@@ -112,7 +112,7 @@ class PluginTensors:
     def desc(self, k: int, cand: Tuple[DataType, TensorFormat], dims: Sequence[int]
              ) -> PluginTensorDesc:
         """Tensor ``k``'s descriptor with the type and format ``cand`` and shape ``dims``."""
-        scale = self.specs[k].scale if k < self.n_in and cand[0] is DataType.INT8 else -1.0
+        scale = self.specs[k].scale if k < self.n_in and cand[0] == DataType.INT8 else -1.0
         return PluginTensorDesc(dims, cand[0], cand[1], scale)
 
     def dynamic(self, combo: Combo, build: bool) -> Tuple[list, list]:

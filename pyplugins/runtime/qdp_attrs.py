@@ -5,17 +5,17 @@ QDP re-creates an attribute from its field by the register function's annotation
 one-element 1-D array, which NumPy 2.x refuses to convert (measured with 2.4: TypeError), so with
 a current NumPy no QDP plugin with an ``int`` or ``float`` attribute can be created, on TensorRT
 as under the emulator.
-Every numeric field therefore registers as a one-dimensional ``npt.NDArray``, which QDP converts
+Every numeric field therefore registers as a one-dimensional ``np.ndarray``, which QDP converts
 with ``astype`` (any NumPy):
 
 =============================  =============================  ==================================
 ``pp.Field``                   QDP annotation                 a value as an attribute
 =============================  =============================  ==================================
-``int``, ``enum`` of ints      ``npt.NDArray[np.int64]``      ``np.array([3], np.int64)``
-``float``                      ``npt.NDArray[np.float64]``    ``np.array([0.5])``
-``bool``                       ``npt.NDArray[np.bool_]``      ``np.array([True])``
-``ints`` / ``floats``          ``npt.NDArray[np.int64]`` /    ``np.array([1, 2], np.int64)``
-                               ``npt.NDArray[np.float64]``
+``int``, ``enum`` of ints      ``np.ndarray[Any, np.dtype[np.int64]]``      ``np.array([3], np.int64)``
+``float``                      ``np.ndarray[Any, np.dtype[np.float64]]``    ``np.array([0.5])``
+``bool``                       ``np.ndarray[Any, np.dtype[np.bool_]]``      ``np.array([True])``
+``ints`` / ``floats``          ``np.ndarray[Any, np.dtype[np.int64]]`` /    ``np.array([1, 2], np.int64)``
+                               ``np.ndarray[Any, np.dtype[np.float64]]``
 ``str``, ``enum`` of strings   ``str``                        ``"max"``
 =============================  =============================  ==================================
 
@@ -28,7 +28,8 @@ array of several elements fails there too, with the array in the message.
 Example:
     >>> from pyplugins.ops.seq_repeat import SeqRepeat
     >>> field = SeqRepeat.__pp_fields__["factor"]
-    >>> annotation(field) == npt.NDArray[np.int64]
+    >>> from typing import Any
+    >>> annotation(field) == np.ndarray[Any, np.dtype[np.int64]]
     True
     >>> attr_from_value(field, 3), raw_value(field, np.array([3], np.int32))
     (array([3]), np.int32(3))
@@ -54,7 +55,9 @@ def annotation(field: Field) -> Any:
     """The annotation ``field`` registers with in the QDP register function (module table)."""
     if field.base == "str":
         return str
-    return npt.NDArray[_ARRAY_DTYPE[field.base]]
+    # np.ndarray[Any, np.dtype[...]], not npt.NDArray[...]: NumPy 2.5 made NDArray a PEP 695
+    # alias that TensorRT's issubclass check of annotations cannot read (docs/qdp.md).
+    return np.ndarray[Any, np.dtype[_ARRAY_DTYPE[field.base]]]
 
 
 def attr_from_value(field: Field, value: Any) -> Any:

@@ -304,7 +304,12 @@ def test_gpu_knobs_thread_split_and_grids(options, dtype):
     from pyplugins.ops.bar import BLOCK, grid_size
 
     ctype = {np.float32: "float", np.float16: "__half", np.int8: "signed char"}[dtype]
-    fn = Kernel("bar.cu", "bar<{T}>", options=options).function(ctype)
+    from pyplugins.ops.bar import DEFINES
+    from pyplugins.runtime.tactics import define_options
+
+    knobs = {k: int(v) for k, v in (o[2:].split("=") for o in options)}  # "-DNAME=V"
+    fn = Kernel("bar.cu", "bar<{T}>",
+                options=define_options({**DEFINES, **knobs})).function(ctype)
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(len(options))
     for na, nb in ((4096, 4096), (1000, 3), (3, 5000), (0, 777), (777, 0), (33, 4099)):

@@ -403,7 +403,8 @@ def check_launch(cp, launch, host, expected, x_off=0, y_off=0):
     its buffer kept the poison."""
     xbuf = cp.asarray(np.concatenate([host.reshape(-1)[:x_off], host.reshape(-1)]))
     half = host.dtype == np.float16
-    ybuf = cp.full(expected.size + y_off + 9, np.nan if half else -1, dtype=host.dtype)
+    poison = np.array(np.nan if half else -1).astype(host.dtype)  # -1 wraps for uint8, bool
+    ybuf = cp.full(expected.size + y_off + 9, poison, dtype=host.dtype)
     stream = cp.cuda.Stream(non_blocking=True)
     cp.cuda.Device().synchronize()  # the buffers were filled on the legacy stream
     launch(stream.ptr, xbuf.data.ptr + x_off * host.itemsize, ybuf.data.ptr + y_off * host.itemsize)

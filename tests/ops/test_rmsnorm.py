@@ -294,7 +294,12 @@ def test_gpu_kernel_knobs_grids_and_alignment(options, dtype):
     from pyplugins.ops.rmsnorm import grid_size
 
     ctype = {np.float32: "float", np.float16: "__half"}[dtype]
-    fn = Kernel("rmsnorm.cu", "rmsnorm<{T}>", options=options).function(ctype)
+    from pyplugins.ops.rmsnorm import DEFINES
+    from pyplugins.runtime.tactics import define_options
+
+    knobs = {k: int(v) for k, v in (o[2:].split("=") for o in options)}  # "-DNAME=V"
+    fn = Kernel("rmsnorm.cu", "rmsnorm<{T}>",
+                options=define_options({**DEFINES, **knobs})).function(ctype)
     item = np.dtype(dtype).itemsize
     stream = cp.cuda.Stream(non_blocking=True)
     rng = np.random.default_rng(len(options))
