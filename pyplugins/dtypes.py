@@ -86,7 +86,7 @@ def from_text(text: str) -> DTypeInfo:
     accepted = ", ".join(info.attr for info in _TABLE)
     try:
         np_dtype = np.dtype(key)
-    except Exception:  # TypeError for unknown names, others for odd strings
+    except Exception:  # noqa: BLE001 - TypeError for unknown names, others for odd strings
         raise ValueError(f"unknown dtype {text!r}; use one of {accepted}") from None
     row = _BY_NUMPY.get(np_dtype)
     if row is None:

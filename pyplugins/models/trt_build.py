@@ -31,6 +31,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+from pyplugins import __version__, _trt
+from pyplugins.checker._fresh import import_module
+from pyplugins.emulator.real import is_emulator
 from pyplugins.errors import MissingDependencyError, PyPluginsError, install_hint, require
 
 __all__ = ["EngineMismatchError", "build_engine", "load_engine", "ranges_from_shapes",
@@ -44,9 +47,6 @@ class EngineMismatchError(PyPluginsError, RuntimeError):
 
 
 def _real_trt() -> Any:
-    from pyplugins import _trt  # noqa: PLC0415
-    from pyplugins.emulator.real import is_emulator  # noqa: PLC0415
-
     trt = _trt.load()
     if is_emulator(trt):
         msg = ("building an engine needs NVIDIA's TensorRT, and this process uses pyplugins' "
@@ -58,8 +58,6 @@ def _real_trt() -> Any:
 
 def stamp() -> Dict[str, str]:
     """What an engine is only valid for: this GPU and this TensorRT (plus pyplugins' version)."""
-    from pyplugins import __version__  # noqa: PLC0415
-
     trt = _real_trt()
     cp = require("cupy", "stamping a TensorRT engine with its GPU")
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -90,9 +88,7 @@ def _progress_monitor(trt: Any) -> Any:
 
 def _register(plugins: Sequence[str]) -> None:
     """Register the shipped creators and the user's plugin modules with TensorRT."""
-    from pyplugins.checker._fresh import import_module  # noqa: PLC0415
-
-    import pyplugins.ops  # noqa: F401, PLC0415
+    import pyplugins.ops  # noqa: F401, PLC0415 - registers the shipped ops with real TensorRT
 
     for module in plugins:
         import_module(module)
@@ -111,8 +107,8 @@ def build_engine(model: Any, engine_path: str,
     """
     trt = _real_trt()
     require("polygraphy", "building a model with TensorRT")
-    from polygraphy.backend.trt import (CreateConfig, EngineBytesFromNetwork,  # noqa: PLC0415
-                                        NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
+    from polygraphy.backend.trt import (  # noqa: PLC0415 - polygraphy is optional
+        CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
     _register(plugins)
     profile = Profile()
     for name, (lo, opt, hi) in (ranges or {}).items():

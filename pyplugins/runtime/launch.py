@@ -278,7 +278,9 @@ class Unlaunchable:
             >>> from pyplugins._config import override
             >>> with override(device="cpu"):
             ...     print(Unlaunchable.no_device("Pool").why)
-            plugin 'Pool': enqueue cannot run: there was no usable CUDA GPU when configure_plugin ran, so no kernel was compiled; run it on a machine with a CUDA GPU. Detail: no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)
+            plugin 'Pool': enqueue cannot run: there was no usable CUDA GPU when configure_plugin
+            ran, so no kernel was compiled; run it on a machine with a CUDA GPU. Detail: no usable
+            CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)
         """
         detail = no_device_reason() or "a GPU became usable only later"
         return cls(f"plugin {plugin!r}: enqueue cannot run: there was no usable CUDA GPU when "

@@ -151,11 +151,11 @@ class Dim:
         return self._op(_Op.CEIL_DIV, self.expr, self._wrap_or_fail(other),
                         f"cdiv({self!r}, {other!r})")
 
-    def max(self, other: IntLike) -> "Dim":  # noqa: A003
+    def max(self, other: IntLike) -> "Dim":
         """The larger of the two dimensions."""
         return self._op(_Op.MAX, self.expr, self._wrap_or_fail(other), f"max({self!r}, {other!r})")
 
-    def min(self, other: IntLike) -> "Dim":  # noqa: A003
+    def min(self, other: IntLike) -> "Dim":
         """The smaller of the two dimensions."""
         return self._op(_Op.MIN, self.expr, self._wrap_or_fail(other), f"min({self!r}, {other!r})")
 
