@@ -101,11 +101,11 @@ def info(dtype: Any) -> DTypeInfo:
         KeyError: for a name the table does not know.
     """
     name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
-    try:
-        return _BY_NAME[name]
-    except KeyError:
+    row = _BY_NAME.get(name) if isinstance(name, str) else None
+    if row is None:
         msg = f"unknown TensorRT data type {dtype!r}; known: {', '.join(_BY_NAME)}"
-        raise KeyError(msg) from None
+        raise KeyError(msg)
+    return row
 
 
 def numpy_from_trt(dtype: Any) -> np.dtype:
