@@ -14,7 +14,18 @@ see :mod:`pyplugins.runtime.plugin` for a complete example.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below, as type checkers see them (nothing runs here)
+    from pyplugins import dtypes, emulator, errors
+    from pyplugins.checker.checked_run import run
+    from pyplugins.runtime import fields, formats, serialize, shapes
+    from pyplugins.runtime.creator import register, unregister
+    from pyplugins.runtime.eager import EagerRunError
+    from pyplugins.runtime.fields import Field
+    from pyplugins.runtime.kernels import Kernel
+    from pyplugins.runtime.launch import POINTER, Launch
+    from pyplugins.runtime.plugin import Plugin
 
 __version__ = "0.1.0"
 

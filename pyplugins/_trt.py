@@ -19,6 +19,7 @@ import warnings
 from types import ModuleType
 from typing import Optional
 
+from pyplugins import emulator
 from pyplugins._config import knobs
 from pyplugins.errors import install_hint
 from pyplugins.emulator.real import import_real
@@ -39,8 +40,6 @@ def load() -> ModuleType:
 
 
 def _choose(choice: str) -> ModuleType:
-    from pyplugins import emulator
-
     if choice == "emulator":
         return emulator
     real = import_real()

@@ -86,7 +86,7 @@ def from_text(text: str) -> DTypeInfo:
     accepted = ", ".join(info.attr for info in _TABLE)
     try:
         np_dtype = np.dtype(key)
-    except Exception:  # TypeError for unknown names, others for odd strings
+    except Exception:  # noqa: BLE001 - TypeError for unknown names, others for odd strings
         raise ValueError(f"unknown dtype {text!r}; use one of {accepted}") from None
     row = _BY_NUMPY.get(np_dtype)
     if row is None:
@@ -101,11 +101,11 @@ def info(dtype: Any) -> DTypeInfo:
         KeyError: for a name the table does not know.
     """
     name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
-    try:
-        return _BY_NAME[name]
-    except KeyError:
+    row = _BY_NAME.get(name) if isinstance(name, str) else None
+    if row is None:
         msg = f"unknown TensorRT data type {dtype!r}; known: {', '.join(_BY_NAME)}"
-        raise KeyError(msg) from None
+        raise KeyError(msg)
+    return row
 
 
 def numpy_from_trt(dtype: Any) -> np.dtype:

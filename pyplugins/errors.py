@@ -157,7 +157,8 @@ def missing(module: str, needed_for: str) -> MissingDependencyError:
 
     Example:
         >>> print(missing("cupy", "running kernels"))
-        cupy is needed for running kernels but is not installed; install it with: pip install 'cupy-cuda13x>=13' (or, in a pyplugins checkout: pip install '.[cuda]')
+        cupy is needed for running kernels but is not installed; install it with: pip install
+        'cupy-cuda13x>=13' (or, in a pyplugins checkout: pip install '.[cuda]')
     """
     msg = f"{module} is needed for {needed_for} but is not installed; install it with: "
     return MissingDependencyError(msg + install_hint(module))

@@ -77,7 +77,8 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, dtype, *, what: str =
         >>> assert_close(np.float32([1.0, 2.0]), np.float32([1.0, 2.1]), np.float32, what="demo")
         Traceback (most recent call last):
         ...
-        AssertionError: demo: 1 of 2 elements out of tolerance (rtol=1e-05, atol=1e-05); worst at (1,): actual 2.0, expected 2.0999999046325684, |error| 0.0999999, allowed 3.1e-05
+        AssertionError: demo: 1 of 2 elements out of tolerance (rtol=1e-05, atol=1e-05); worst at
+        (1,): actual 2.0, expected 2.0999999046325684, |error| 0.0999999, allowed 3.1e-05
     """
     dtype = np.dtype(dtype)
     tol = TOLERANCES[dtype]

@@ -10,7 +10,13 @@ Example:
 """
 
 import sys
+from typing import TYPE_CHECKING
 
 from pyplugins import _trt
+
+if TYPE_CHECKING:
+    # For type checkers this module is the emulator, whose classes mirror tensorrt's plugin API
+    # name for name; at run time it is whichever module _trt.load() chose.
+    from pyplugins.emulator import *  # noqa: F403 - the whole tensorrt surface, as above
 
 sys.modules[__name__] = _trt.load()

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYPLUGINS_TRT", "emulator")
 os.environ["PYPLUGINS_DEVICE"] = "cpu"
 
-from pyplugins import emulator  # noqa: E402
+from pyplugins import emulator  # noqa: E402 - after the sys.path and knobs set above
 from tests.fuzz import harness  # noqa: E402
 
 # Share of the cases per target; command lines are the slowest, so fewer.

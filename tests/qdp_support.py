@@ -1,4 +1,5 @@
-"""Drive a pp.Plugin registered as tensorrt.plugin (QDP) through the emulator's stand-in, as TensorRT calls it (docs/trt-protocol.md §8.4)."""
+"""Drive a pp.Plugin registered as tensorrt.plugin (QDP) through the emulator's stand-in, as
+TensorRT calls it (docs/trt-protocol.md §8.4)."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # benchmarks/ is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO))
 
-from benchmarks import report  # noqa: E402
-from benchmarks.cases import CASES, DEFAULT_SIZES, format_bytes, parse_bytes, select  # noqa: E402
-from benchmarks.run import main  # noqa: E402
+from benchmarks import report
+from benchmarks.cases import CASES, DEFAULT_SIZES, format_bytes, parse_bytes, select
+from benchmarks.run import main
 
 
 def _env() -> dict:

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # benchmarks/ is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO))
 
-from benchmarks import run  # noqa: E402
+from benchmarks import run
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

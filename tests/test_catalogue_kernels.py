@@ -36,7 +36,7 @@ def rng():
 
 
 def _cp():
-    import cupy  # noqa: PLC0415 - GPU tests only
+    import cupy  # GPU tests only
 
     return cupy
 
@@ -102,7 +102,8 @@ class _Outputs:
             for buf, offset, n in self.buffers:
                 host = buf.get()
                 untouched = np.concatenate([host[:offset], host[offset + n:]])
-                poisoned = np.isnan(untouched) if np.isnan(poison) else untouched == np.asarray(poison).astype(self.dtype)
+                poisoned = (np.isnan(untouched) if np.isnan(poison)
+                            else untouched == np.asarray(poison).astype(self.dtype))
                 assert poisoned.all(), "the kernel wrote outside its output"
             got = [a.get() for a in self.arrays]
             if results is not None:
@@ -331,7 +332,7 @@ def test_pool2d_unaligned(rng, dtype, x_offset, y_offset, kernel, stride, paddin
         outs = _Outputs([want.shape], dtype, y_offset)
         ho, wo = want.shape[-2:]
 
-        def launch(y, mode=mode, ho=ho, wo=wo):
+        def launch(y, mode=mode, ho=ho, wo=wo, want=want):
             fn((_grid(math.ceil(want.size / 4)),), (BLOCK,),
                (dx, y, np.int64(6), np.int32(9), np.int32(64), np.int32(ho), np.int32(wo),
                 np.int32(kernel[0]), np.int32(kernel[1]), np.int32(stride[0]), np.int32(stride[1]),

@@ -130,7 +130,7 @@ def test_instantiations_parsing(tmp_path):
         // @instantiate k<float, 4>
         // instantiate k<double> (not a marker)
         int x; // @instantiate trailing<int> is not at the start of a comment line
-        """))
+        """))  # noqa: W291 - the trailing spaces after k<__half> are part of the case
     assert instantiations(src) == ["k<float, 4>", "k<__half>"]
     (tmp_path / "none.cu").write_text("__global__ void f() {}\n")
     assert instantiations(tmp_path / "none.cu") == []

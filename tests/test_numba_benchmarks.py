@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("numba_cuda", reason="numba kernels need the 'numba' extra")
 
-from benchmarks import numba_cases  # noqa: E402
-from tests.conftest import gpu_available  # noqa: E402
+from benchmarks import numba_cases
+from tests.conftest import gpu_available
 
 
 def test_without_a_gpu_it_says_why():

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("numba_cuda", reason="numba kernels need the 'numba' extra")
 
-from pyplugins.errors import LaunchError  # noqa: E402
-from pyplugins.runtime.numba_launch import (ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda,  # noqa: E402
+from pyplugins.errors import LaunchError
+from pyplugins.runtime.numba_launch import (ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda,
                                             simulated)
 
 

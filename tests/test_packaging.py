@@ -16,7 +16,7 @@ def _local_build_backend() -> bool:
     """Whether setuptools (>= 64) and wheel are installed, so pip can build without a network."""
     try:
         import setuptools
-        import wheel  # noqa: F401
+        import wheel  # noqa: F401 - only whether it imports
     except ImportError:
         return False
     return int(setuptools.__version__.split(".")[0]) >= 64

@@ -294,7 +294,7 @@ def test_v3_only_classes_refuse_v2_and_default_to_v3(cls):
     ("size_tensors", (0, 0), "distinct"), ("shape_inputs", -1, "int >= 0"),
 ])
 def test_bad_v3_attributes(attr, value, match):
-    Op = type("Op", (Plugin,), {"name": "BadV3", attr: value,
+    Op = type("Op", (Plugin,), {"name": "BadV3", attr: value,  # noqa: N806 - a class
                                 "get_output_dimensions": lambda *a: a[2][0],
                                 "enqueue": lambda *a: None})
     with pytest.raises(PluginDefinitionError, match=match):

@@ -3,7 +3,6 @@ report's profile target (CPU only; captures are written here in ncu's text forma
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,9 +11,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import claims, profile_summary as ps, report  # noqa: E402
-from benchmarks.run import main  # noqa: E402
-from tests.test_benchmarks import synthetic_result  # noqa: E402
+from benchmarks import claims, profile_summary as ps, report
+from benchmarks.run import main
+from tests.test_benchmarks import synthetic_result
 
 COMMITTED = REPO / "benchmarks" / "results"
 

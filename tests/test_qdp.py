@@ -1,4 +1,6 @@
-"""pp.Plugin as a tensorrt.plugin (QDP) plugin: registration, the shape adapter, attributes, autotune and the JIT impl, driven through the emulator's stand-in as TensorRT calls it (protocol §8.4)."""
+"""pp.Plugin as a tensorrt.plugin (QDP) plugin: registration, the shape adapter, attributes,
+autotune and the JIT impl, driven through the emulator's stand-in as TensorRT calls it (protocol
+§8.4)."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_uses_only_the_real_tensorrt_surface(eb, monkeypatch):
     d = shapes.dims(eb._input(0, [-1]), eb)[0]
     (d + 1) * 2 // 3
     d.cdiv(2).max(1).min(9)
-    Op = trt.DimensionOperation
+    Op = trt.DimensionOperation  # noqa: N806 - an enum class
     assert calls == [Op.SUM, Op.PROD, Op.FLOOR_DIV, Op.CEIL_DIV, Op.MAX, Op.MIN]
 
 

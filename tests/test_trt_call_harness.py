@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # benchmarks/ is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO))
 
-from benchmarks import overhead, timing  # noqa: E402
-from benchmarks.launch_paths import CppTrtCall, TrtCall, pybind11_noop  # noqa: E402
+from benchmarks import overhead, timing
+from benchmarks.launch_paths import CppTrtCall, TrtCall, pybind11_noop
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from pyplugins import dtypes, emulator
+from pyplugins.checker import discovery
+from pyplugins.checker.buffers import DeviceRun
+from pyplugins.emulator import (DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat,
+                                get_plugin_registry, trampoline)
+
 
 __all__ = ["import_module", "main", "module_of"]
 
@@ -40,9 +46,6 @@ def import_module(spec: str) -> ModuleType:
         spec: an importable module name (``"my_pkg.plugins"``) or a ``.py`` file path. A path is
             imported once per process, under a name derived from the path (never ``__main__``).
     """
-    from pyplugins import emulator
-    from pyplugins.checker import discovery
-
     emulator.install()
     path = Path(spec)
     if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
@@ -85,8 +88,6 @@ def module_of(obj: Any) -> Optional[str]:
 # -- the child ----------------------------------------------------------------------------------
 
 def _descs(items: Sequence[Dict[str, Any]], dynamic: bool) -> List[Any]:
-    from pyplugins.emulator import DataType, DynamicPluginTensorDesc, PluginTensorDesc, TensorFormat
-
     result = []
     for d in items:
         desc = PluginTensorDesc(d["opt"], DataType[d["type"]], TensorFormat[d["format"]],
@@ -114,8 +115,6 @@ def _load(path: Path) -> np.ndarray:
 def _child(work: Path) -> int:
     spec = json.loads((work / "spec.json").read_text())
     import_module(spec["module"])
-    from pyplugins.emulator import get_plugin_registry, trampoline
-
     errors: List[str] = []
     trampoline.listeners.append(lambda ev: errors.append(ev.error) if ev.error else None)
     key = tuple(spec["key"])
@@ -136,9 +135,6 @@ def _child(work: Path) -> int:
     in_descs, out_descs = _descs(spec["inputs"], False), _descs(spec["outputs"], False)
     workspace = trampoline.get_workspace_size(context, in_descs, out_descs)
     if spec["gpu"]:
-        from pyplugins import dtypes
-        from pyplugins.checker.buffers import DeviceRun
-
         arrays = [_load(work / f"in_{i}.npy") for i in range(len(in_descs))]
         metas = [(tuple(d.dims), dtypes.numpy_from_trt(d.type)) for d in out_descs]
         run = DeviceRun(arrays, metas, workspace)
@@ -166,7 +162,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _fail("usage: python -m pyplugins.checker._fresh DIR")
     try:
         return _child(Path(args[0]))
-    except BaseException:  # report anything, including SystemExit from plugin code
+    except BaseException:  # noqa: BLE001 - report anything, including SystemExit from plugin code
         traceback.print_exc()
         return 1
 

@@ -1,4 +1,5 @@
-"""What an engine keeps of a QDP plugin built ahead of time: :class:`AOTArtifact` (a JSON header and the kernel's PTX or CUBIN bytes).
+"""What an engine keeps of a QDP plugin built ahead of time: :class:`AOTArtifact` (a JSON header
+and the kernel's PTX or CUBIN bytes).
 
 At build time TensorRT calls the plugin's ``get_launch_params`` (its ``aot_impl``) and
 ``get_kernel``; the engine then holds the kernel name, the compiled kernel, the grid, block and

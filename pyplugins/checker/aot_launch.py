@@ -1,4 +1,5 @@
-"""The run time of an engine holding a QDP AOT kernel, without Python plugin code: evaluate the artifact for the concrete shapes and launch its kernel through the CUDA driver.
+"""The run time of an engine holding a QDP AOT kernel, without Python plugin code: evaluate the
+artifact for the concrete shapes and launch its kernel through the CUDA driver.
 
 ``python -m pyplugins.checker.aot_launch DIR`` is the child process of the QDP checker's AOT
 run. It reads only ``DIR/artifact.bin`` (:class:`~pyplugins.checker.aot_artifact.AOTArtifact`),

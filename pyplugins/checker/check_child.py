@@ -23,15 +23,27 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import faulthandler
+import json
+import logging
 import os
 import signal
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
+
+from pyplugins import dtypes
+from pyplugins.checker import command as check_command, verdicts
+from pyplugins.checker.command import EnvironmentFailure, UsageError
+from pyplugins.checker.report_output import json_text, report_json, report_text
+from pyplugins.emulator import trampoline
 from pyplugins.emulator.trampoline import Watch
 from pyplugins.checker.isolate import OWN_WORK, PLUGIN_STEP, StepBoard, resident_self
 
@@ -83,10 +95,6 @@ def default_memory_limit(specs: Sequence[Dict[str, Any]]) -> int:
     """The bytes a check's process may grow by when ``--memory-limit`` is not given:
     :data:`MEMORY_BASE` plus 16 times the inputs' bytes at the profile's max (``specs`` from
     :func:`pyplugins.checker.command.parse_input`)."""
-    import numpy as np  # noqa: PLC0415
-
-    from pyplugins import dtypes  # noqa: PLC0415
-
     total = 0
     for spec in specs:
         dtype = spec["dtype"]
@@ -107,23 +115,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work = Path(args[0])
     board = StepBoard(str(work / "steps"))
     board.publish(OWN_WORK, "start-up", time.monotonic())
-    fault = open(work / "fault", "w")  # noqa: SIM115 - faulthandler keeps it to the end
+    fault = open(work / "fault", "w")  # faulthandler keeps it to the end
     faulthandler.enable(fault, all_threads=True)
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, fault, all_threads=True)
-    import json  # noqa: PLC0415
-
     request = json.loads((work / "request.json").read_text())
     _die_with_parent(request["parent"])
     try:
         result = _run(request["args"], board)
     except BaseException:  # noqa: BLE001 - pyplugins' own failure, outside the check's guard
-        import traceback  # noqa: PLC0415
-
         result = {"environment": "the check failed inside pyplugins (please report it):\n"
                                  + traceback.format_exc(), "printed": []}
-    from pyplugins.checker.report_output import json_text  # noqa: PLC0415
-
     partial = work / "result.json.part"
     partial.write_text(json_text(result))
     os.replace(partial, work / "result.json")
@@ -131,14 +133,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(request: Dict[str, Any], board: StepBoard) -> Dict[str, Any]:
-    import argparse  # noqa: PLC0415
-    import logging  # noqa: PLC0415
-
-    from pyplugins.checker import command as check_command, verdicts  # noqa: PLC0415
-    from pyplugins.checker.command import EnvironmentFailure, UsageError  # noqa: PLC0415
-    from pyplugins.emulator import trampoline  # noqa: PLC0415
-    from pyplugins.checker.report_output import report_json, report_text  # noqa: PLC0415
-
     args = argparse.Namespace(**request)
     _quiet_callback_error_logs(logging.getLogger("pyplugins"))
     printed: List[str] = []
@@ -191,8 +185,6 @@ def _quiet_callback_error_logs(logger: Any) -> None:
     """Leave out the ``pyplugins`` logger's one-line report of a callback's exception
     (:mod:`pyplugins.runtime.error_reports`): the check's report carries the same exception, in the
     ``[ERROR]`` line TensorRT prints, so the command says it once. Other records still print."""
-    import logging  # noqa: PLC0415
-
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(lambda record: not (record.levelno >= logging.ERROR
                                           and record.module == "error_reports"))
@@ -205,8 +197,6 @@ def _die_with_parent(parent: int) -> None:
     killed without a chance to clean up leaves no check running; elsewhere, nothing."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes  # noqa: PLC0415
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG

@@ -24,7 +24,11 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional
 
-from pyplugins.checker import isolate
+import pyplugins.emulator
+from pyplugins._config import knobs, override
+from pyplugins.checker import isolate, verdicts
+from pyplugins.checker.supervise import supervise
+from pyplugins.emulator import trampoline
 from pyplugins.emulator.specs import INPUT_FORM
 from pyplugins.checker.command import (EXIT_OK, EXIT_VIOLATION, EnvironmentFailure, UsageError,
                                        interface_of, load_creator, parse_attrs, parse_input,
@@ -63,8 +67,6 @@ def run_check(args: argparse.Namespace, *, isolated: bool = True) -> int:
         EnvironmentFailure: the environment cannot run the check (exit 2).
         KeyboardInterrupt: Ctrl-C; the child process is killed first.
     """
-    from pyplugins._config import knobs  # noqa: PLC0415
-
     if not args.inputs:
         msg = (f"give each plugin input with --input {INPUT_FORM} (repeat it per input, in "
                "order); a check needs the shapes TensorRT would give the plugin")
@@ -116,8 +118,6 @@ def _isolated(args: argparse.Namespace, timeout: float) -> int:
 def _stopped_report(args: argparse.Namespace, outcome: isolate.ChildOutcome, timeout: float,
                     own_limit: float) -> Any:
     """The defect report of a child that ended (or was stopped) before it answered."""
-    from pyplugins.checker import verdicts  # noqa: PLC0415
-
     board = outcome.board
     if board.number == 0 or board.step == "start-up":  # before any plugin code ran: ours
         how = (f"ran past {own_limit:g} s" if outcome.stopped == "timeout" else
@@ -150,8 +150,6 @@ def _stopped_report(args: argparse.Namespace, outcome: isolate.ChildOutcome, tim
 def _plugin_frames(frames: List[str], most: int = 8) -> List[str]:
     """The innermost frames of a stack dump down to the emulator's (TensorRT's side, which
     called the plugin); the innermost few when the stop was in the emulator itself."""
-    import pyplugins.emulator  # noqa: PLC0415
-
     emulator = os.path.dirname(os.path.abspath(pyplugins.emulator.__file__)) + os.sep
     plugin = []
     for frame in frames:
@@ -165,11 +163,6 @@ def _plugin_frames(frames: List[str], most: int = 8) -> List[str]:
 
 def _in_process(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Dict[str, Any],
                 timeout: float) -> int:
-    from pyplugins.checker import verdicts  # noqa: PLC0415
-    from pyplugins._config import override  # noqa: PLC0415
-    from pyplugins.emulator import trampoline  # noqa: PLC0415
-    from pyplugins.checker.supervise import supervise  # noqa: PLC0415
-
     interface: List[Optional[str]] = [None]
 
     def work(watch: Any) -> Any:
@@ -202,8 +195,6 @@ def _in_process(args: argparse.Namespace, specs: List[Dict[str, Any]], attrs: Di
 
 
 def _print(report: Any, args: argparse.Namespace) -> int:
-    from pyplugins.checker import verdicts  # noqa: PLC0415
-
     if args.require_gpu:
         verdicts.require_gpu(report)
     status = EXIT_OK if report.ok else EXIT_VIOLATION

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyplugins.runtime import eager
+from pyplugins.emulator.specs import TensorSpec
 
 __all__ = ["run"]
 
@@ -48,7 +49,6 @@ def run(plugin_class: Any, *arrays: Any, check: bool = False, **fields: Any) -> 
     """
     if check:
         from pyplugins.checker import lifecycle  # noqa: PLC0415 - heavy, and only needed here
-        from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
 
         creator = eager.plugin_creator(plugin_class, arrays, fields)
         label = getattr(plugin_class, "__name__", repr(plugin_class))

@@ -74,7 +74,7 @@ def register_defined_creators(module: ModuleType) -> List[Any]:
     for cls in classes:
         try:
             creator = cls()
-        except Exception as err:  # a creator needing arguments: not ours to guess
+        except Exception as err:  # noqa: BLE001 - a creator needing arguments: not ours to guess
             failed.append(f"{cls.__name__}() raised {type(err).__name__}: {err}")
             continue
         if registry.register_creator(creator, ""):

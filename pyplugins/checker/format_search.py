@@ -72,7 +72,8 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
     Returns:
         The accepted combinations in the order found (at most
         ``IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT``: TensorRT stops after 100 combinations
-        *found*, NvInferRuntime.h:441-476), every call made (at most :data:`MAX_CALLS`), and the reads of ``in_out`` entries
+        *found*, NvInferRuntime.h:441-476), every call made (at most :data:`MAX_CALLS`), and the
+        reads of ``in_out`` entries
         after ``pos`` (``in_out_beyond_pos`` violations).
     """
     n_in, n = tensors.n_in, len(declared)

@@ -40,6 +40,7 @@ from pyplugins.checker.checks.outputs import (GUARD_BYTES, poison_pattern, refer
 from pyplugins.checker.checks.recorder import Recorder
 from pyplugins.emulator.enums import DataType
 from pyplugins.checker.runtime_enqueue import EnqueueOutcome
+from pyplugins.runtime.numba_launch import NumbaLaunch, simulated
 
 __all__ = ["HostRun", "SIMULATED", "simulated_enqueue_and_check", "simulator_applies"]
 
@@ -60,8 +61,6 @@ def simulator_applies(plugin: Any) -> bool:
     kernels: an attribute holding a :class:`~pyplugins.runtime.numba_launch.NumbaLaunch`, or a numba
     kernel (``@cuda.jit``) in the global namespace of the module defining its class.
     """
-    from pyplugins.runtime.numba_launch import NumbaLaunch, simulated  # noqa: PLC0415
-
     if not simulated():
         return False
     if any(isinstance(v, NumbaLaunch) for v in vars(plugin).values()):

@@ -207,7 +207,7 @@ def run_child(module: str, request: Dict[str, Any], *, timeout: float, own_limit
         (work / "request.json").write_text(json.dumps(request))
         board = StepBoard.create(str(work / "steps"))
         with open(work / "output", "wb") as out:
-            proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            proc = subprocess.Popen(  # our own interpreter and module
                 [sys.executable, "-m", module, str(work)], stdin=subprocess.DEVNULL,
                 stdout=out, stderr=out, env=_child_env(env), start_new_session=True)
         try:

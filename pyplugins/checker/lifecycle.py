@@ -55,6 +55,7 @@ from pyplugins.checker.run_setup import (check_input_sizes, field_collection, la
                                          stop_before_enqueue)
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
+from pyplugins.checker.trace import Trace
 
 __all__ = ["run"]
 
@@ -184,8 +185,9 @@ class _Driver:
             try:
                 buffers.scratch_enqueue(
                     sizes[:self.n_in], sizes[self.n_in:], max(workspace, 0),
-                    lambda i, o, w, s: trampoline.enqueue(plugin, ins, outs, i, o, w, s))
-            except Exception as err:
+                    lambda i, o, w, s, ins=ins, outs=outs: trampoline.enqueue(
+                        plugin, ins, outs, i, o, w, s))
+            except Exception as err:  # noqa: BLE001 - CUDA fails in CuPy's many types
                 self.violations.append(Violation("device_error", "a timing enqueue failed on "
                                                  f"the device: {buffers.cuda_error_text(err)}",
                                                  "enqueue"))
@@ -355,8 +357,6 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     recorder = Recorder(check_clones=not quick)
     tracer = None
     if trace:
-        from pyplugins.checker.trace import Trace
-
         tracer = report.trace = Trace()
     pybind.idiom_violations()  # forget idioms noted outside this run
     if (shape_inputs or aliased_io) and not (v3 or quick):

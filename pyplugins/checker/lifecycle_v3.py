@@ -276,8 +276,9 @@ class DriverV3:
                 try:
                     status, ms = runtime_v3.time_enqueue(
                         sizes[:self.n_in], sizes[self.n_in:], ws, self.aliases,
-                        lambda i, o, w, s: tv3.enqueue(rt, ins, outs, i, o, w, s))
-                except Exception as err:
+                        lambda i, o, w, s, ins=ins, outs=outs: tv3.enqueue(
+                            rt, ins, outs, i, o, w, s))
+                except Exception as err:  # noqa: BLE001 - CUDA fails in CuPy's many types
                     self._violations.append(Violation(
                         "device_error", "a timing enqueue failed on the device: "
                         f"{buffers.cuda_error_text(err)}", "enqueue"))

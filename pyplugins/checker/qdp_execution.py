@@ -1,4 +1,5 @@
-"""The run time of a QDP engine: the JIT plugin re-created from the engine's fields and enqueued in execution contexts, and the AOT artifact run without the plugin's Python.
+"""The run time of a QDP engine: the JIT plugin re-created from the engine's fields and enqueued in
+execution contexts, and the AOT artifact run without the plugin's Python.
 
 The functions take a :class:`~pyplugins.checker.qdp_run.QDPRun` after its build and fill its
 ``outputs`` and ``violations``. JIT (protocol §8.3-§8.4): ``create_plugin(name, namespace,

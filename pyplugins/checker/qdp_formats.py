@@ -1,4 +1,5 @@
-"""The builder's format and tactic choice for a QDP plugin: autotune's combinations, asked as TensorRT asks them, and the ones a strongly typed network can use.
+"""The builder's format and tactic choice for a QDP plugin: autotune's combinations, asked as
+TensorRT asks them, and the ones a strongly typed network can use.
 
 A QDP plugin answers ``get_supported_format_combinations(in_out, num_inputs)`` with every
 combination its ``autotune`` expands to, flattened (the default without ``autotune``: the input
@@ -11,8 +12,9 @@ each (combination, tactic) is a build candidate.
 
 Example:
     >>> F, H, L, C = DataType.FLOAT, DataType.HALF, TensorFormat.LINEAR, TensorFormat.HWC
-    >>> usable([[(F, C), (F, C)], [(H, L), (H, L)], [(F, L), (F, L)]], [F, F])
-    [[(<DataType.FLOAT: 0>, <TensorFormat.LINEAR: 0>), (<DataType.FLOAT: 0>, <TensorFormat.LINEAR: 0>)], [(<DataType.FLOAT: 0>, <TensorFormat.HWC: 8>), (<DataType.FLOAT: 0>, <TensorFormat.HWC: 8>)]]
+    >>> kept = usable([[(F, C), (F, C)], [(H, L), (H, L)], [(F, L), (F, L)]], [F, F])
+    >>> [[(t.name, f.name) for t, f in combo] for combo in kept]
+    [[('FLOAT', 'LINEAR'), ('FLOAT', 'LINEAR')], [('FLOAT', 'HWC'), ('FLOAT', 'HWC')]]
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One QDP lifecycle, JIT or AOT: the calls TensorRT makes into a ``tensorrt.plugin`` plugin for one network import, one engine build and one run.
+"""One QDP lifecycle, JIT or AOT: the calls TensorRT makes into a ``tensorrt.plugin`` plugin for
+one network import, one engine build and one run.
 
 :class:`QDPRun` follows the V3 model of protocol §2.5 with the Quick interfaces of §8.4, through
 :mod:`pyplugins.emulator.trampoline_quick`: P0 = ``create_plugin(name, namespace, fc, BUILD,

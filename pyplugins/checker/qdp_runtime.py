@@ -1,4 +1,5 @@
-"""The GPU and run-time side of a QDP check: JIT ``enqueue`` calls, and the AOT artifact run in a child process that never imports the plugin.
+"""The GPU and run-time side of a QDP check: JIT ``enqueue`` calls, and the AOT artifact run in a
+child process that never imports the plugin.
 
 A JIT plugin's ``enqueue`` (``IPluginV3QuickRuntime``) takes descriptors, pointers, strides in
 elements and the stream, without a workspace: :func:`jit_call` adapts it to the

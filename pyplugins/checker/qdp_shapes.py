@@ -1,4 +1,5 @@
-"""The shape checks of a QDP plugin: a register function that branches on symbolic dimensions, and descriptions that change between TensorRT's two passes over it.
+"""The shape checks of a QDP plugin: a register function that branches on symbolic dimensions, and
+descriptions that change between TensorRT's two passes over it.
 
 TensorRT runs a QDP plugin's register function twice: on fake shapes of the inputs' ranks for the
 output types (``get_output_data_types``), then on the inputs' symbolic shapes for the output

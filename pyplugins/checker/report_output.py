@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict
 
+import numpy as np
+
 __all__ = ["json_text", "report_json", "report_text"]
 
 
@@ -58,8 +60,6 @@ def json_text(data: Any) -> str:
 
 
 def _json_default(value: Any) -> Any:
-    import numpy as np  # noqa: PLC0415 - a report made in this process holds NumPy values
-
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

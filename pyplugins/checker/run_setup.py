@@ -20,6 +20,7 @@ from pyplugins.checker.checks import Violation
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.specs import TensorSpec
+from pyplugins.emulator import onnx_import
 
 __all__ = ["check_input_sizes", "field_collection", "labelled_step", "oversized_outputs",
            "pick_device", "resolve_creator", "stop_before_enqueue"]
@@ -71,8 +72,6 @@ def field_collection(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_,
         return fields, []
     if isinstance(fields, PluginFieldCollection):
         return PluginFieldCollection_(fields), []
-    from pyplugins.emulator import onnx_import
-
     return onnx_import.fields_from_attributes(fields or {}, creator.field_names)
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from pyplugins.emulator import bases_quick, subpackage_alias, surface, trampoline  # trampoline: installs the size path
+from pyplugins.emulator import bases_quick, bases_v3, subpackage_alias, surface
+from pyplugins.emulator import trampoline  # noqa: F401 - importing it installs the size path
 from pyplugins.emulator.bases import (ILogger, IPluginCreator, IPluginCreatorInterface, IPluginV2,
                                       IPluginV2DynamicExt, IPluginV2DynamicExtBase, IPluginV2Ext,
                                       Logger)
@@ -84,8 +85,6 @@ def __getattr__(name: str) -> Any:
     if name == "__version__":
         return f"{major}.{minor}.0"
     if name == "IPluginV3OneBuildV2" and emulated_version() >= (10, 3):  # added in 10.3 (§7)
-        from pyplugins.emulator import bases_v3
-
         return bases_v3.IPluginV3OneBuildV2
     if name == "IPluginV3OneBuildV2":  # before 10.3 the name does not exist
         msg = (f"module 'tensorrt' (pyplugins emulator, TensorRT {emulated_version()[0]}."

@@ -1,4 +1,5 @@
-"""The binding classes ``tensorrt.plugin`` (QDP) builds on: the Quick plugin and creator bases, ``ISymExpr``, ``ISymExprs`` and ``KernelLaunchParams``.
+"""The binding classes ``tensorrt.plugin`` (QDP) builds on: the Quick plugin and creator bases,
+``ISymExpr``, ``ISymExprs`` and ``KernelLaunchParams``.
 
 TensorRT binds them in ``python/src/infer/pyPlugin.cpp`` (protocol §8): the Quick interfaces
 from 10.6, ``IPluginV3QuickAOTBuild``, ``ISymExpr``, ``ISymExprs`` and ``KernelLaunchParams``
@@ -137,7 +138,7 @@ class ISymExpr:
     def _set_expr(self, value: Any) -> None:
         self._pp_expr = value
 
-    type = property(None, _set_type, doc="The argument's PluginArgType (write-only).")  # noqa: A003
+    type = property(None, _set_type, doc="The argument's PluginArgType (write-only).")
     dtype = property(None, _set_dtype, doc="The argument's PluginArgDataType (write-only).")
     expr = property(None, _set_expr, doc="The argument's IDimensionExpr (write-only).")
 
@@ -189,7 +190,7 @@ class ISymExprs:
         return len(self._items)
 
     @nbSymExprs.setter
-    def nbSymExprs(self, count: int) -> None:  # noqa: N802
+    def nbSymExprs(self, count: int) -> None:  # noqa: N802 - TensorRT's name
         count = to_int(count, "nbSymExprs")
         self._items = (self._items + [None] * count)[:count]
 

@@ -45,11 +45,11 @@ class PluginTensorDesc:
         self.scale = float(scale)
 
     @property
-    def type(self) -> DataType:  # noqa: A003 - TensorRT's name
+    def type(self) -> DataType:  # TensorRT's name
         """The tensor's DataType (a new object on every read, as through pybind11)."""
         return fresh(self._type)
 
-    @type.setter
+    @type.setter  # noqa: A003 - the property, not the builtin
     def type(self, value: DataType) -> None:
         if not isinstance(value, DataType):
             msg = f"PluginTensorDesc.type must be a trt.DataType (got {value!r})"
@@ -57,11 +57,11 @@ class PluginTensorDesc:
         self._type = DataType.__members__.get(value.name, value)
 
     @property
-    def format(self) -> TensorFormat:  # noqa: A003 - TensorRT's name
+    def format(self) -> TensorFormat:  # TensorRT's name
         """The tensor's TensorFormat (a new object on every read, as through pybind11)."""
         return fresh(self._format)
 
-    @format.setter
+    @format.setter  # noqa: A003 - the property, not the builtin
     def format(self, value: TensorFormat) -> None:
         if not isinstance(value, TensorFormat):
             msg = f"PluginTensorDesc.format must be a trt.TensorFormat (got {value!r})"

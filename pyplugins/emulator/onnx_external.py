@@ -38,6 +38,7 @@ import os
 import stat
 from typing import Any, Optional, Tuple
 
+from pyplugins._config import knobs
 from pyplugins.echo import echo
 from pyplugins.errors import PyPluginsError
 
@@ -108,8 +109,6 @@ def resolve_external(what: str, tensor: Any, model_dir: Optional[str], expected:
                "TensorRT's parser reads it relative to the model")
         raise ExternalDataError(msg)
     if max_bytes is None:
-        from pyplugins._config import knobs  # noqa: PLC0415
-
         max_bytes = knobs.max_tensor_bytes
     if expected > max_bytes:
         msg = (f"{_where(what, location)}: the tensor needs {expected} bytes, more than the "

@@ -43,6 +43,8 @@ import numpy as np
 from pyplugins.emulator.enums import PluginFieldType
 from pyplugins.emulator.onnx_tensors import tensor_field
 from pyplugins.emulator.plugin_field import PluginField, PluginFieldCollection_
+from pyplugins.emulator.registry import get_plugin_registry
+from pyplugins.emulator.version import emulated_version
 from pyplugins.echo import echo
 from pyplugins.errors import FieldError
 
@@ -344,7 +346,7 @@ def _shape_input_indices(node: Any) -> Tuple[int, ...]:
     for attr in node.attribute:
         if attr.name == SHAPE_INPUT_INDICES:
             if attr.type == 4:  # AttributeProto.TENSOR
-                from onnx import numpy_helper  # noqa: PLC0415
+                from onnx import numpy_helper  # noqa: PLC0415 - onnx is optional (the onnx extra)
 
                 return tuple(int(v) for v in numpy_helper.to_array(attr.t).reshape(-1))
             return tuple(int(v) for v in attr.ints)
@@ -385,9 +387,6 @@ def import_node(node: Any, registry: Any = None, model_dir: Optional[str] = None
         LookupError: when no creator is registered under the key (the message lists what is).
         FieldError: when an attribute named in ``field_names`` cannot become a plugin field.
     """
-    from pyplugins.emulator.registry import get_plugin_registry  # noqa: PLC0415
-    from pyplugins.emulator.version import emulated_version  # noqa: PLC0415
-
     reg = registry if registry is not None else get_plugin_registry()
     notes: List[str] = []
     op_type = node.op_type

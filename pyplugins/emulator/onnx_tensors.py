@@ -77,7 +77,7 @@ _MAX_DIMS = 8
 
 def _onnx_array(name: str, tensor: Any, shape: Tuple[int, ...], model_dir: Optional[str]) -> Any:
     """``numpy_helper.to_array`` without its working-directory read, data checked against dims."""
-    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415 - onnx is optional
 
     if any(d < 0 for d in shape):
         raise FieldError(f"Attribute {name!r}: TENSOR has a negative dim {shape}")

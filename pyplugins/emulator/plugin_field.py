@@ -43,7 +43,7 @@ class PluginField:
     __slots__ = ("name", "_type", "_raw", "_size", "_itemsize")
 
     def __init__(self, name: str = "", data: Any = None,
-                 type: PluginFieldType = PluginFieldType.UNKNOWN) -> None:  # noqa: A002
+                 type: PluginFieldType = PluginFieldType.UNKNOWN) -> None:  # noqa: A002 - TensorRT's name
         if isinstance(name, (bytes, bytearray)):  # pybind's string caster takes bytes too
             name = bytes(name).decode("utf-8", "surrogateescape")
         if not isinstance(name, str):
@@ -69,11 +69,11 @@ class PluginField:
         self._size = len(self._raw) // self._itemsize
 
     @property
-    def type(self) -> PluginFieldType:  # noqa: A003 - TensorRT's name
+    def type(self) -> PluginFieldType:  # TensorRT's name
         """The declared PluginFieldType (a new object on every read, as through pybind11)."""
         return fresh(self._type)
 
-    @type.setter
+    @type.setter  # noqa: A003 - the property, not the builtin
     def type(self, value: PluginFieldType) -> None:
         if not isinstance(value, PluginFieldType):
             msg = f"PluginField type must be a PluginFieldType (got {value!r})"

@@ -27,7 +27,7 @@ def import_real() -> Optional[ModuleType]:
         return None if is_emulator(already) else already
     try:
         import tensorrt  # noqa: PLC0415 - optional, heavy dependency
-    except Exception:  # the PyPI stub packages fail in many ways, not only ImportError
+    except Exception:  # noqa: BLE001 - PyPI's stub packages fail in many ways
         sys.modules.pop("tensorrt", None)
         return None
     if not hasattr(tensorrt, "IPluginV2DynamicExt"):

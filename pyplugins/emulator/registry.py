@@ -2,7 +2,8 @@
 
 Creators are keyed by (name, version, namespace); ``register_creator`` returns False for a
 duplicate. Every method holds the registry's lock, so threads may register, deregister and
-look up at once (TensorRT's registry is guarded by a mutex too). ``get_plugin_creator`` and ``plugin_creator_list`` exist only when emulating 10.x
+look up at once (TensorRT's registry is guarded by a mutex too). ``get_plugin_creator`` and
+``plugin_creator_list`` exist only when emulating 10.x
 (TensorRT 11.0 removed them); ``all_creators_recursive`` from 10.10.
 
 Example:
@@ -54,7 +55,8 @@ class IPluginRegistry:
                     return True
             return False
 
-    def get_creator(self, type: str, version: str, plugin_namespace: str = "") -> Optional[Any]:  # noqa: A002
+    def get_creator(self, type: str, version: str,  # noqa: A002 - TensorRT's name
+                    plugin_namespace: str = "") -> Optional[Any]:
         """The creator registered for (type, version, namespace), or None (10.0+)."""
         with self._lock:
             return self._creators.get((type, version, plugin_namespace))

@@ -214,7 +214,10 @@ class TensorSpec:
             if not a <= b <= c:
                 raise ValueError(f"{where}: dynamic dim {item!r} must satisfy min <= opt <= max "
                                  f"(got {a}, {b}, {c})")
-            shape.append(-1); lo.append(a); mid.append(b); hi.append(c)
+            shape.append(-1)
+            lo.append(a)
+            mid.append(b)
+            hi.append(c)
         if len(shape) > 8:
             raise ValueError(f"{where}: TensorRT tensors have at most 8 dimensions "
                              f"(got {len(shape)})")

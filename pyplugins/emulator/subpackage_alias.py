@@ -57,7 +57,7 @@ class SubpackageAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run; give the module back its own ``__spec__`` (the import system set the
         alias's)."""
-        for name, spec in self._specs.items():
+        for spec in self._specs.values():
             if spec is not None and spec.name == module.__name__:
                 module.__spec__ = spec
 

@@ -1,4 +1,5 @@
-"""The C++ side of the Quick (``tensorrt.plugin``, QDP) bindings: every call TensorRT makes into a QDP plugin goes through here.
+"""The C++ side of the Quick (``tensorrt.plugin``, QDP) bindings: every call TensorRT makes into a
+QDP plugin goes through here.
 
 Each function mirrors one virtual of ``pyPlugin.cpp``'s ``PyIPluginV3QuickBuildBaseImpl``,
 ``PyIPluginV3QuickAOTBuildImpl``, ``PyIPluginV3QuickRuntimeImpl`` and

@@ -34,6 +34,11 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyplugins import dtypes
+from pyplugins.checker import lifecycle, verdicts
+from pyplugins.checker.parser_notes import missing_attribute_note
+from pyplugins.emulator import onnx_import
+from pyplugins.emulator.specs import TensorSpec
 from pyplugins.models.check_report import ModelCheckReport, NodeCheck
 from pyplugins.errors import require
 from pyplugins.models.model_file import check_external_data, load_model
@@ -48,8 +53,6 @@ Range = Tuple[int, int, int]
 
 
 def _spec(name: str, flow: TypeFlow, ranges: Mapping[str, Range]) -> Any:
-    from pyplugins import dtypes  # noqa: PLC0415
-    from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
     onnx = require("onnx", "pyplugins check MODEL.onnx")
 
     dims = flow.shape(name)
@@ -108,7 +111,6 @@ def _override(model: Any, inputs: Mapping[str, Mapping[str, Any]]) -> Dict[str, 
 
 def _elem_types(report: Any) -> List[int]:
     """The ONNX element type of each output the plugin declared (0 where there is none)."""
-    from pyplugins import dtypes  # noqa: PLC0415
     onnx = require("onnx", "pyplugins check MODEL.onnx")
 
     elems = []
@@ -121,8 +123,6 @@ def _elem_types(report: Any) -> List[int]:
 
 
 def _compare(node: Any, report: Any, flow: TypeFlow) -> List[str]:
-    onnx = require("onnx", "pyplugins check MODEL.onnx")
-
     found = []
     if report.output_shapes and len(node.output) != len(report.output_shapes):
         found.append(f"the node has {len(node.output)} output(s), the plugin gives "
@@ -179,11 +179,6 @@ class _Checker:
         self.runs: Dict[tuple, Tuple[str, Any]] = {}
 
     def node(self, node: Any, entry: NodeCheck) -> None:
-        from pyplugins.checker import verdicts  # noqa: PLC0415
-        from pyplugins.checker import lifecycle  # noqa: PLC0415
-        from pyplugins.checker.parser_notes import missing_attribute_note  # noqa: PLC0415
-        from pyplugins.emulator import onnx_import
-
         try:
             imported = onnx_import.import_node(node, model_dir=self.model_dir)
             specs = [_spec(n, self.flow, self.ranges) for n in node.input if n]

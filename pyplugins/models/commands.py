@@ -20,6 +20,14 @@ import sys
 import traceback
 from typing import Any, Dict
 
+from pyplugins._config import knobs, override
+from pyplugins.checker.check_runner import ABANDONED
+from pyplugins.checker.command import EnvironmentFailure, UsageError, parse_input
+from pyplugins.checker.supervise import supervise
+from pyplugins.emulator import trampoline
+from pyplugins.models.check_report import ModelCheckReport
+from pyplugins.models.polygraphy_plugins import directory
+
 __all__ = ["add_patterns_dir", "parse_named_input", "run_check_model"]
 
 
@@ -29,8 +37,6 @@ def parse_named_input(text: str) -> Dict[str, Any]:
     Raises:
         pyplugins.checker.command.UsageError: no ``NAME=`` or a malformed shape or dtype.
     """
-    from pyplugins.checker.command import UsageError, parse_input  # noqa: PLC0415
-
     name, sep, spec = text.partition("=")
     if not sep or not name:
         msg = (f"--input {text!r}: with a MODEL.onnx, each input is NAME=SHAPE:DTYPE, e.g. "
@@ -51,14 +57,8 @@ def run_check_model(args: Any) -> int:
     plugin callback, or a step of the model's own (loading, validation, shape inference), that
     runs past the limit stops the check with a report of the nodes checked so far.
     """
-    from pyplugins._config import knobs, override  # noqa: PLC0415
-    from pyplugins.checker.check_runner import ABANDONED  # noqa: PLC0415
-    from pyplugins.checker.command import EnvironmentFailure, UsageError  # noqa: PLC0415
-    from pyplugins.emulator import trampoline  # noqa: PLC0415
-    from pyplugins.models.check import check_model  # noqa: PLC0415
-    from pyplugins.models.check_report import ModelCheckReport  # noqa: PLC0415
-    from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
-    from pyplugins.checker.supervise import supervise  # noqa: PLC0415
+    from pyplugins.models.check import check_model  # noqa: PLC0415 - kept off the CLI's start-up
+    from pyplugins.models.runner import ModelRunError  # noqa: PLC0415 - kept off the CLI's start-up
 
     for flag in ("plugin", "attrs"):
         if getattr(args, flag, None):
@@ -111,7 +111,5 @@ def add_patterns_dir(subparsers: Any) -> None:
 
 
 def _print_patterns_dir(args: Any) -> int:
-    from pyplugins.models.polygraphy_plugins import directory  # noqa: PLC0415
-
     print(directory(), file=sys.stdout)
     return 0

@@ -27,6 +27,7 @@ import stat
 from typing import Any, Iterator, Optional, Tuple
 
 from pyplugins.echo import echo
+from pyplugins.emulator.onnx_external import ExternalDataError, external_bytes, resolve_external
 from pyplugins.errors import PyPluginsError
 from pyplugins.errors import require
 
@@ -162,7 +163,7 @@ def _external(model: Any) -> Iterator[Tuple[Any, str, int]]:
             continue
         try:
             itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-        except Exception as err:  # noqa: BLE001 - KeyError/ValueError: no numpy type for it
+        except Exception as err:  # KeyError/ValueError: no numpy type for it
             msg = f"{what}: element type {tensor.data_type} cannot be read from external data"
             raise ModelFileError(msg) from err
         if any(d < 0 for d in tensor.dims):
@@ -179,13 +180,11 @@ def check_external_data(model: Any, model_dir: Optional[str], where: str = "the 
         ModelFileError: a refused location or size, naming the model (``where``), the tensor
             and the location.
     """
-    from pyplugins.emulator import onnx_external  # noqa: PLC0415
-
     count = 0
     for tensor, what, expected in _external(model):
         try:
-            onnx_external.resolve_external(what, tensor, model_dir, expected)
-        except onnx_external.ExternalDataError as err:
+            resolve_external(what, tensor, model_dir, expected)
+        except ExternalDataError as err:
             raise ModelFileError(f"{where}: {err}") from err
         count += 1
     return count
@@ -198,8 +197,6 @@ def inline_external_data(model: Any, model_dir: Optional[str], where: str = "the
     Raises:
         ModelFileError: a refused location or size, or a tensor whose type has no fixed size.
     """
-    from pyplugins.emulator.onnx_external import ExternalDataError, external_bytes  # noqa: PLC0415
-
     onnx = require("onnx", "reading an ONNX model")
     done = 0
     for tensor, what, expected in list(_external(model)):

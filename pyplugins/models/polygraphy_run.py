@@ -34,7 +34,10 @@ import functools
 import time
 from typing import Any, List
 
-__all__ = ["PyPluginsRunner", "PyPluginsRunnerArgs", "export_argument_groups"]
+from pyplugins.errors import require
+
+# The two classes are made on first use (__getattr__ below), since they subclass polygraphy's.
+__all__ = ["PyPluginsRunner", "PyPluginsRunnerArgs", "export_argument_groups"]  # noqa: F822
 
 
 def export_argument_groups() -> List[Any]:
@@ -51,17 +54,15 @@ def __getattr__(name: str) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _classes() -> dict:
-    from pyplugins.errors import require  # noqa: PLC0415
-
     require("polygraphy", "polygraphy run --pyplugins")
-    from polygraphy import util  # noqa: PLC0415
-    from polygraphy.backend.base import BaseRunner  # noqa: PLC0415
-    from polygraphy.common import TensorMetadata  # noqa: PLC0415
-    from polygraphy.logger import G_LOGGER  # noqa: PLC0415
-    from polygraphy.tools.args import ModelArgs  # noqa: PLC0415
-    from polygraphy.tools.args import util as args_util  # noqa: PLC0415
-    from polygraphy.tools.args.base import BaseRunnerArgs  # noqa: PLC0415
-    from polygraphy.tools.script import make_invocable  # noqa: PLC0415
+    from polygraphy import util  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.backend.base import BaseRunner  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.common import TensorMetadata  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.logger import G_LOGGER  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.tools.args import ModelArgs  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.tools.args import util as args_util  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.tools.args.base import BaseRunnerArgs  # noqa: PLC0415 - polygraphy is optional
+    from polygraphy.tools.script import make_invocable  # noqa: PLC0415 - polygraphy is optional
 
     class PyPluginsRunner(BaseRunner):
         """Runs an ONNX model with plugin nodes through :class:`ModelRunner`.
@@ -84,8 +85,9 @@ def _classes() -> dict:
 
         @util.check_called_by("activate")
         def activate_impl(self) -> None:
-            from pyplugins.models.model_file import ModelFileError  # noqa: PLC0415
-            from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: PLC0415
+            # polygraphy imports this module in every `polygraphy run`; the runner loads here.
+            from pyplugins.models.model_file import ModelFileError  # noqa: PLC0415 - see above
+            from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: PLC0415 - ditto
 
             try:
                 self.runner = ModelRunner(self._model, self.plugins, self.device,
@@ -96,7 +98,7 @@ def _classes() -> dict:
 
         @util.check_called_by("get_input_metadata")
         def get_input_metadata_impl(self) -> Any:
-            from onnx import helper  # noqa: PLC0415
+            from onnx import helper  # noqa: PLC0415 - onnx is optional
 
             meta = TensorMetadata()
             graph = self.runner.model.graph
@@ -111,7 +113,7 @@ def _classes() -> dict:
 
         @util.check_called_by("infer")
         def infer_impl(self, feed_dict: Any) -> Any:
-            from pyplugins.models.runner import ModelRunError  # noqa: PLC0415
+            from pyplugins.models.runner import ModelRunError  # noqa: PLC0415 - as in activate
 
             checked = self.runner.check_seconds
             start = time.perf_counter()

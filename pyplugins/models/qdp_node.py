@@ -1,4 +1,5 @@
-"""ONNX nodes for a ``pp.Plugin`` registered as ``tensorrt.plugin`` (QDP): the op type, ``plugin_namespace``, ``aot`` and every field written out.
+"""ONNX nodes for a ``pp.Plugin`` registered as ``tensorrt.plugin`` (QDP): the op type,
+``plugin_namespace``, ``aot`` and every field written out.
 
 TensorRT's ONNX parser finds a QDP plugin by op type and the node's ``plugin_namespace``
 attribute, and an ``aot`` attribute (an int: 1 or 0) asks for the ahead-of-time or the JIT

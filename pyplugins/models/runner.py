@@ -35,11 +35,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyplugins import _trt
+from pyplugins.checker._fresh import import_module
 from pyplugins.echo import echo
-from pyplugins.errors import PyPluginsError, require
+from pyplugins.emulator import onnx_import
+from pyplugins.emulator.real import is_emulator
+from pyplugins.emulator.specs import TensorSpec
+from pyplugins.errors import ExecutionError, PyPluginsError, require
 from pyplugins.models.model_file import ModelFileError, inline_external_data, load_model
 from pyplugins.models.partition import Segment, split
 from pyplugins.models.validate import node_label, validate_model
+from pyplugins.runtime.execute import Execution
 
 __all__ = ["ModelRunError", "ModelRunner", "NodeRun", "load_plugin_modules", "run_model"]
 
@@ -86,16 +92,12 @@ def load_plugin_modules(modules: Sequence[str]) -> None:
         ModelRunError: real TensorRT is the active API in this process (the runner drives
             plugins through the emulator), or a module fails to import.
     """
-    from pyplugins import _trt  # noqa: PLC0415
-    from pyplugins.emulator.real import is_emulator  # noqa: PLC0415
-    from pyplugins.checker._fresh import import_module  # noqa: PLC0415
-
     if not is_emulator(_trt.load()):
         msg = ("pyplugins' model runner drives plugins through its TensorRT emulator, but this "
                "process already uses the real TensorRT; run with PYPLUGINS_TRT=emulator, or "
                "build an engine with pyplugins.models.trt_build instead.")
         raise ModelRunError(msg)
-    import pyplugins.ops  # noqa: F401, PLC0415 - registers the shipped creators
+    import pyplugins.ops  # noqa: F401, PLC0415 - registers the shipped ops, after the API is chosen
 
     for module in modules:
         try:
@@ -184,7 +186,7 @@ class ModelRunner:
                 session = self._session(index, step, values)
                 try:
                     outs = session.run(step.outputs, {n: values[n] for n in step.inputs})
-                except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types
+                except Exception as err:  # onnxruntime's own exception types
                     raise _refused(step, err, "failed on") from err
                 values.update(zip(step.outputs, outs))
             else:
@@ -232,14 +234,10 @@ class ModelRunner:
         part.ir_version = lowest
         try:
             return ort.InferenceSession(part.SerializeToString(), providers=self.providers)
-        except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types
+        except Exception as err:  # onnxruntime's own exception types
             raise _refused(step, err) from err
 
     def _plugin(self, node: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
-        from pyplugins.emulator import onnx_import  # noqa: PLC0415
-        from pyplugins.errors import ExecutionError  # noqa: PLC0415
-        from pyplugins.runtime.execute import Execution  # noqa: PLC0415
-
         label = f"plugin node {node_label(node)} ({node.op_type[:80]})"
         entry = self._executions.get(id(node))
         if entry is None:
@@ -284,8 +282,7 @@ class ModelRunner:
     def _check_first(self, imported: Any, inputs: List[np.ndarray], shape_values: List[tuple],
                      label: str) -> None:
         """The check lifecycle on the node's first inputs; ModelRunError with its report."""
-        from pyplugins.checker import lifecycle  # noqa: PLC0415
-        from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
+        from pyplugins.checker import lifecycle  # noqa: PLC0415 - only for check='first'
 
         start = time.perf_counter()
         specs = [TensorSpec(a.shape, a.dtype, data=a) for a in inputs]
@@ -306,7 +303,7 @@ def _initializer(tensor: Any, where: str) -> np.ndarray:
     onnx = require("onnx", "pyplugins' model runner")
     try:
         return onnx.numpy_helper.to_array(tensor)
-    except Exception as err:  # noqa: BLE001 - ValueError, TypeError, KeyError from numpy/onnx
+    except Exception as err:  # ValueError, TypeError, KeyError from numpy/onnx
         msg = (f"{where}: initializer {echo(tensor.name)} does not hold what its type and dims "
                f"{echo(list(tensor.dims))} say: {type(err).__name__}: {str(err)[:200]}")
         raise ModelFileError(msg) from err

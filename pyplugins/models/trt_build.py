@@ -13,7 +13,8 @@ optimization profile from ``ranges`` (``{input: (min, opt, max)}``; static input
 shows the builder's progress, and writes ``ENGINE`` plus ``ENGINE.json`` (:func:`stamp`: GPU
 name, compute capability, TensorRT and pyplugins versions). ``prefer_aot`` sets the network flag
 that settles QDP plugins with both implementations whose nodes carry no ``aot`` attribute
-(``PREFER_AOT_PYTHON_PLUGINS`` or ``PREFER_JIT_PYTHON_PLUGINS``, TensorRT 10.9+; docs/aot.md). :func:`load_engine` reads the stamp
+(``PREFER_AOT_PYTHON_PLUGINS`` or ``PREFER_JIT_PYTHON_PLUGINS``, TensorRT 10.9+; docs/aot.md).
+:func:`load_engine` reads the stamp
 first and refuses an engine built for another GPU or TensorRT: TensorRT's own error for that is
 a bare deserialization failure.
 
@@ -33,6 +34,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+from pyplugins import __version__, _trt
+from pyplugins.checker._fresh import import_module
+from pyplugins.emulator.real import is_emulator
 from pyplugins.errors import MissingDependencyError, PyPluginsError, install_hint, require
 
 __all__ = ["EngineMismatchError", "build_engine", "load_engine", "network_flags",
@@ -46,9 +50,6 @@ class EngineMismatchError(PyPluginsError, RuntimeError):
 
 
 def _real_trt() -> Any:
-    from pyplugins import _trt  # noqa: PLC0415
-    from pyplugins.emulator.real import is_emulator  # noqa: PLC0415
-
     trt = _trt.load()
     if is_emulator(trt):
         msg = ("building an engine needs NVIDIA's TensorRT, and this process uses pyplugins' "
@@ -60,8 +61,6 @@ def _real_trt() -> Any:
 
 def stamp() -> Dict[str, str]:
     """What an engine is only valid for: this GPU and this TensorRT (plus pyplugins' version)."""
-    from pyplugins import __version__  # noqa: PLC0415
-
     trt = _real_trt()
     cp = require("cupy", "stamping a TensorRT engine with its GPU")
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -92,9 +91,7 @@ def _progress_monitor(trt: Any) -> Any:
 
 def _register(plugins: Sequence[str]) -> None:
     """Register the shipped creators and the user's plugin modules with TensorRT."""
-    from pyplugins.checker._fresh import import_module  # noqa: PLC0415
-
-    import pyplugins.ops  # noqa: F401, PLC0415
+    import pyplugins.ops  # noqa: F401, PLC0415 - registers the shipped ops with real TensorRT
 
     for module in plugins:
         import_module(module)
@@ -138,8 +135,8 @@ def build_engine(model: Any, engine_path: str,
     trt = _real_trt()
     flags = network_flags(trt, prefer_aot)
     require("polygraphy", "building a model with TensorRT")
-    from polygraphy.backend.trt import (CreateConfig, EngineBytesFromNetwork,  # noqa: PLC0415
-                                        NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
+    from polygraphy.backend.trt import (  # noqa: PLC0415 - polygraphy is optional
+        CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxBytes, NetworkFromOnnxPath, Profile)
     _register(plugins)
     profile = Profile()
     for name, (lo, opt, hi) in (ranges or {}).items():

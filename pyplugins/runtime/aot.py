@@ -1,4 +1,5 @@
-"""Ahead-of-time launches: the ``aot_launch`` hook's result (:class:`AotLaunch`), the symbolic tensors it receives (:class:`AotTensor`) and helpers for symbolic launch arithmetic.
+"""Ahead-of-time launches: the ``aot_launch`` hook's result (:class:`AotLaunch`), the symbolic
+tensors it receives (:class:`AotTensor`) and helpers for symbolic launch arithmetic.
 
 Registered as QDP (``@pp.register(interface="qdp")``), a class with an ``aot_launch`` hook gets an
 ``aot_impl``: TensorRT bakes the kernel's PTX into the engine and launches it itself, without
@@ -128,8 +129,8 @@ class AotTensor:
     format: Any
     dims: Tuple[shapes.Dim, ...]
     shape: Tuple[int, ...]
-    min: Tuple[int, ...]  # noqa: A003 - the profile's name
-    max: Tuple[int, ...]  # noqa: A003
+    min: Tuple[int, ...]
+    max: Tuple[int, ...]
 
     @classmethod
     def from_desc(cls, desc: Any, builder: Any) -> "AotTensor":

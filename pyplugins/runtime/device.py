@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from pyplugins._config import knobs
 from pyplugins.errors import LaunchError, install_hint, missing, require
 
 __all__ = ["current_device", "device_view", "external_stream", "function_handle", "import_cupy",
@@ -43,8 +44,6 @@ def usable_device() -> Optional[int]:
         ...     usable_device() is None
         True
     """
-    from pyplugins._config import knobs  # noqa: PLC0415 - read at call time
-
     if no_device_reason() is not None:
         return None
     return current_device()
@@ -62,8 +61,6 @@ def no_device_reason() -> Optional[str]:
         ...     no_device_reason()
         'no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)'
     """
-    from pyplugins._config import knobs  # noqa: PLC0415 - read at call time
-
     if knobs.device == "cpu":
         return "no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)"
     return _probe()
@@ -74,12 +71,12 @@ def _probe() -> Optional[str]:
     """The no-GPU reason of this process (probed once: the answer does not change)."""
     try:
         import cupy  # noqa: PLC0415 - optional, heavy dependency
-    except Exception as err:  # ImportError, or a CUDA library that fails to load
+    except Exception as err:  # noqa: BLE001 - ImportError, or a CUDA library that fails to load
         return (f"no usable CUDA GPU (CuPy is not importable: {err}; install it with "
                 f"{install_hint('cupy')})")
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as err:  # no driver, an old driver, no device: all mean "no GPU here"
+    except Exception as err:  # noqa: BLE001 - no driver, an old one, no device: "no GPU"
         return f"no usable CUDA GPU (CUDA reports: {err})"
     return None if count > 0 else "no usable CUDA GPU (CUDA reports no device)"
 

@@ -169,7 +169,7 @@ def _one(value: Any, depth: int = 0) -> str:
             return value.name
         text = repr(value)
         return text if len(text) <= 60 else text[:57] + "..."
-    except Exception:  # a summary must never fail the report
+    except Exception:  # noqa: BLE001 - a summary must never fail the report
         return f"<{type(value).__name__}>"
 
 

@@ -99,6 +99,8 @@ class Field:
         doc: a one-line description (shown by tools).
     """
 
+    # min=, max=, len= shadow builtins on purpose (the A002 noqa lines): they are the schema's
+    # words, as in Field.ints(len=4, min=0).
     def __init__(self, kind: builtins.str, default: Any = MISSING, *, min: Any = None,  # noqa: A002
                  max: Any = None, len: OptInt = None, min_len: OptInt = None,  # noqa: A002
                  max_len: OptInt = None, choices: Sequence[Any] = (), validate: Check = None,
@@ -135,9 +137,10 @@ class Field:
         self.default = default  # converted and checked by finalize(), once the class exists
 
     # -- constructors -----------------------------------------------------------------------------
+    # Named for the value's type (Field.int, Field.float) and taking min=/max=/len= as __init__.
 
     @classmethod
-    def int(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
+    def int(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002
             int32: builtins.bool = False, validate: Check = None,
             doc: builtins.str = "") -> "Field":
         """An ``int`` (ONNX INT). ``min``/``max`` bound it; ``int32=True``: the kernel's launch
@@ -145,7 +148,7 @@ class Field:
         return cls("int", default, min=min, max=max, validate=validate, doc=doc, int32=int32)
 
     @classmethod
-    def float(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002,A003
+    def float(cls, default: Any = MISSING, *, min: Any = None, max: Any = None,  # noqa: A002
               validate: Check = None, doc: builtins.str = "",
               allow_nan: builtins.bool = False) -> "Field":
         """A ``float`` (ONNX FLOAT; ints are accepted and converted). NaN is refused unless
@@ -174,13 +177,13 @@ class Field:
                    max=max, validate=validate, doc=doc, allow_nan=allow_nan)
 
     @classmethod
-    def str(cls, default: Any = MISSING, *, validate: Check = None,  # noqa: A003
+    def str(cls, default: Any = MISSING, *, validate: Check = None,
             doc: builtins.str = "") -> "Field":
         """A ``str`` (ONNX STRING; the parser's trailing NUL is stripped)."""
         return cls("str", default, validate=validate, doc=doc)
 
     @classmethod
-    def bool(cls, default: Any = MISSING, *,  # noqa: A003
+    def bool(cls, default: Any = MISSING, *,
              validate: Check = None, doc: builtins.str = "") -> "Field":
         """A ``bool`` (ONNX INT 0/1; also INT8 from QDP, and "true"/"false" strings)."""
         return cls("bool", default, validate=validate, doc=doc)

@@ -13,7 +13,8 @@ Example:
     >>> object_from_json(b'{"format": 1e400}', what="the header")
     Traceback (most recent call last):
     ...
-    pyplugins.errors.SerializationError: the header holds the number 1e400, which is not finite (as a float it is inf); a header holds only finite numbers
+    pyplugins.errors.SerializationError: the header holds the number 1e400, which is not finite (as
+    a float it is inf); a header holds only finite numbers
 """
 
 from __future__ import annotations

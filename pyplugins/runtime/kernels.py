@@ -337,7 +337,7 @@ def nvrtc_code(name: str, text: str, digest: str) -> str:
 def _compile(cupy: Any, path: Path, text: str, digest: str, expr: str,
              options: tuple[str, ...], device: int) -> Any:
     from cupy.cuda.compiler import CompileException  # noqa: PLC0415 - cupy is optional
-    from cupy_backends.cuda.api.driver import CUDADriverError  # noqa: PLC0415
+    from cupy_backends.cuda.api.driver import CUDADriverError  # noqa: PLC0415 - cupy is optional
 
     code = nvrtc_code(path.name, text, digest)
     with cupy.cuda.Device(device):

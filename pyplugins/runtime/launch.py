@@ -278,7 +278,9 @@ class Unlaunchable:
             >>> from pyplugins._config import override
             >>> with override(device="cpu"):
             ...     print(Unlaunchable.no_device("Pool").why)
-            plugin 'Pool': enqueue cannot run: there was no usable CUDA GPU when configure_plugin ran, so no kernel was compiled; run it on a machine with a CUDA GPU. Detail: no usable CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)
+            plugin 'Pool': enqueue cannot run: there was no usable CUDA GPU when configure_plugin
+            ran, so no kernel was compiled; run it on a machine with a CUDA GPU. Detail: no usable
+            CUDA GPU (PYPLUGINS_DEVICE=cpu asks for none)
         """
         detail = no_device_reason() or "a GPU became usable only later"
         return cls(f"plugin {plugin!r}: enqueue cannot run: there was no usable CUDA GPU when "
@@ -416,8 +418,11 @@ def _c_alignment(dt: np.dtype) -> int:
 
 def _has_c_layout(dt: np.dtype) -> bool:
     """Whether a structured dtype's offsets and size are what a C compiler would choose."""
+    fields = dt.fields
+    if fields is None:  # a plain scalar: its own layout is C's
+        return True
     offset = 0
-    for field_dt, field_offset, *_ in sorted(dt.fields.values(), key=lambda f: f[1]):
+    for field_dt, field_offset, *_ in sorted(fields.values(), key=lambda f: f[1]):
         if field_dt.fields is not None and not _has_c_layout(field_dt):
             return False
         align = _c_alignment(field_dt)
@@ -464,5 +469,5 @@ def _pack(args: Sequence[Arg], name: str
         storage[start:start + len(data)] = np.frombuffer(data, dtype=np.uint8)
     base = storage.ctypes.data
     params = np.array([base + off for off, _ in layout] or [0], dtype=np.uint64)
-    slots = (ctypes.c_uint64 * n_ptr).from_buffer(storage)
+    slots = (ctypes.c_uint64 * n_ptr).from_buffer(storage.data)  # memoryview: a Buffer when typed
     return storage, params, slots, tuple(layout)

@@ -47,6 +47,7 @@ import numpy as np
 
 from pyplugins.errors import LaunchError, require
 from pyplugins.runtime.launch import check_launch_limits, launch_dims
+from pyplugins.runtime.device import usable_device
 
 __all__ = ["ArraySlot", "NumbaKernel", "NumbaLaunch", "numba_cuda", "prefer_simulator",
            "simulated"]
@@ -66,8 +67,6 @@ def prefer_simulator() -> bool:
         >>> isinstance(prefer_simulator(), bool)
         True
     """
-    from pyplugins.runtime.device import usable_device  # noqa: PLC0415 - imports CuPy lazily
-
     if "numba" not in sys.modules and _SIM_ENV not in os.environ and usable_device() is None:
         os.environ[_SIM_ENV] = "1"
     if "numba.cuda" in sys.modules:
@@ -188,8 +187,8 @@ class NumbaKernel:
         jitted = self.jitted()
         if simulated():
             return jitted
-        from numba import typeof  # noqa: PLC0415
-        from numba.core import types as nbtypes  # noqa: PLC0415
+        from numba import typeof  # noqa: PLC0415 - numba is optional
+        from numba.core import types as nbtypes  # noqa: PLC0415 - numba is optional
 
         sig = tuple(nbtypes.Array(typeof(a.dtype.type(0)), len(a.shape), "C")
                     if isinstance(a, ArraySlot) else typeof(a) for a in args)
@@ -331,7 +330,7 @@ class _HostInterface:
 
 def _host_view() -> Callable[[Dict[str, Any]], Any]:
     """The simulator's device array over a host address: a NumPy view, not a copy."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: PLC0415
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: PLC0415 - optional
 
     def view(desc: Dict[str, Any]) -> Any:
         return FakeCUDAArray(np.asarray(_HostInterface(desc)))

@@ -1,4 +1,5 @@
-"""``@pp.register(interface="qdp")``: a ``pp.Plugin`` class as a ``tensorrt.plugin`` (QDP) plugin ``namespace::name``, registered through the active TensorRT's own ``tensorrt.plugin``.
+"""``@pp.register(interface="qdp")``: a ``pp.Plugin`` class as a ``tensorrt.plugin`` (QDP) plugin
+``namespace::name``, registered through the active TensorRT's own ``tensorrt.plugin``.
 
 :func:`define` registers, with ``tensorrt.plugin.register``, ``autotune`` and ``impl`` (and, from
 TensorRT 10.9, ``aot_impl`` for a class with an ``aot_launch`` hook), the functions of

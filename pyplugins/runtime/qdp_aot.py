@@ -1,4 +1,5 @@
-"""The ``@tensorrt.plugin.aot_impl`` function of a ``pp.Plugin`` with an ``aot_launch`` hook: its kernel as PTX, its launch as symbolic expressions of the input shapes.
+"""The ``@tensorrt.plugin.aot_impl`` function of a ``pp.Plugin`` with an ``aot_launch`` hook: its
+kernel as PTX, its launch as symbolic expressions of the input shapes.
 
 ``aot_impl(inp..., *attrs, outputs, tactic)`` (TensorRT 10.9+) runs for each type/format
 combination and tactic the builder tries. It takes the plugin for the attributes (set to the

@@ -1,4 +1,5 @@
-"""``pp.Field``s as ``tensorrt.plugin`` (QDP) attributes: the annotation each field registers with, and the conversions both ways.
+"""``pp.Field``s as ``tensorrt.plugin`` (QDP) attributes: the annotation each field registers with,
+and the conversions both ways.
 
 QDP re-creates an attribute from its field by the register function's annotation:
 ``int(f.data)`` for ``int``, ``float(f.data)`` for ``float`` (protocol §8.3). ``f.data`` is a
@@ -40,7 +41,6 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import numpy as np
-import numpy.typing as npt
 
 from pyplugins.runtime.fields import Field
 

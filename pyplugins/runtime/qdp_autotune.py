@@ -1,4 +1,5 @@
-"""A ``pp.Plugin``'s format rules as QDP autotune combinations: every (type, format) tuple its ``supports_format_combination`` accepts, found the way TensorRT's builder asks.
+"""A ``pp.Plugin``'s format rules as QDP autotune combinations: every (type, format) tuple its
+``supports_format_combination`` accepts, found the way TensorRT's builder asks.
 
 QDP's ``autotune`` returns ``AutoTuneCombination``s instead of answering position by position
 (protocol §8.5). :func:`combinations` runs the TensorRT search over the plugin's own

@@ -1,4 +1,5 @@
-"""The functions ``tensorrt.plugin`` registers for a ``pp.Plugin`` class (``register``, ``autotune``, ``impl``), and the per-class state they share.
+"""The functions ``tensorrt.plugin`` registers for a ``pp.Plugin`` class (``register``,
+``autotune``, ``impl``), and the per-class state they share.
 
 QDP validates a decorated function by ``inspect.signature`` (protocol §8.2) and calls it with the
 tensors, then the attributes, in register order. The functions here are generic closures whose

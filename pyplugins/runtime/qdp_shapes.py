@@ -1,4 +1,6 @@
-"""QDP's symbolic shapes seen as TensorRT's ``DimsExprs`` and ``IExprBuilder``, so a ``pp.Plugin``'s ``get_output_dimensions`` (and ``aot_launch``) runs on ``tensorrt.plugin`` ``ShapeExpr``s.
+"""QDP's symbolic shapes seen as TensorRT's ``DimsExprs`` and ``IExprBuilder``, so a
+``pp.Plugin``'s ``get_output_dimensions`` (and ``aot_launch``) runs on ``tensorrt.plugin``
+``ShapeExpr``s.
 
 A QDP register function receives ``TensorDesc``s whose ``shape_expr`` holds one ``ShapeExpr``
 per dimension; arithmetic on them (``+ - * // == <``, ``tensorrt.plugin.cdiv``/``max``/``min``)

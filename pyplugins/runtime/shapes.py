@@ -38,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import builtins
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import pyplugins.trt as trt
 from pyplugins.errors import ShapeError
@@ -151,11 +151,11 @@ class Dim:
         return self._op(_Op.CEIL_DIV, self.expr, self._wrap_or_fail(other),
                         f"cdiv({self!r}, {other!r})")
 
-    def max(self, other: IntLike) -> "Dim":  # noqa: A003
+    def max(self, other: IntLike) -> "Dim":
         """The larger of the two dimensions."""
         return self._op(_Op.MAX, self.expr, self._wrap_or_fail(other), f"max({self!r}, {other!r})")
 
-    def min(self, other: IntLike) -> "Dim":  # noqa: A003
+    def min(self, other: IntLike) -> "Dim":
         """The smaller of the two dimensions."""
         return self._op(_Op.MIN, self.expr, self._wrap_or_fail(other), f"min({self!r}, {other!r})")
 
@@ -232,32 +232,34 @@ def _expr_type(builder: Any) -> Any:
     return getattr(builder, "expr_type", ())
 
 
-def _pair(a: IntLike, b: IntLike, builder: Any) -> tuple:
+def _pair(a: IntLike, b: IntLike, builder: Any) -> Optional[Tuple[Dim, IntLike]]:
+    """``a`` as a Dim, and ``b``; None when neither is a Dim and there is no builder (the
+    caller then computes with the two ints)."""
     if isinstance(a, Dim):
         return a, b
     if isinstance(b, Dim):
         return wrap(a, b.builder), b
     if builder is None:
-        return None, None
+        return None
     return wrap(a, builder), b
 
 
 def cdiv(a: IntLike, b: IntLike, builder: Any = None) -> IntLike:
     """Ceiling division of dims or ints (two ints give an int)."""
-    x, y = _pair(a, b, builder)
-    return -((-a) // b) if x is None else x.cdiv(y)
+    pair = _pair(a, b, builder)
+    return -((-cast(int, a)) // cast(int, b)) if pair is None else pair[0].cdiv(pair[1])
 
 
 def maximum(a: IntLike, b: IntLike, builder: Any = None) -> IntLike:
     """The larger of two dims or ints (two ints give an int). Also exported as ``max``."""
-    x, y = _pair(a, b, builder)
-    return builtins.max(a, b) if x is None else x.max(y)
+    pair = _pair(a, b, builder)
+    return builtins.max(cast(int, a), cast(int, b)) if pair is None else pair[0].max(pair[1])
 
 
 def minimum(a: IntLike, b: IntLike, builder: Any = None) -> IntLike:
     """The smaller of two dims or ints (two ints give an int). Also exported as ``min``."""
-    x, y = _pair(a, b, builder)
-    return builtins.min(a, b) if x is None else x.min(y)
+    pair = _pair(a, b, builder)
+    return builtins.min(cast(int, a), cast(int, b)) if pair is None else pair[0].min(pair[1])
 
 
 def volume(shape: Iterable[int]) -> int:

@@ -62,7 +62,8 @@ Example:
     >>> choose(rows, 7, variant="even", plugin="Op")
     Traceback (most recent call last):
     ...
-    pyplugins.runtime.tactics.VariantError: plugin 'Op': variant 'even' cannot run this input: its kernel needs an even count.
+    pyplugins.runtime.tactics.VariantError: plugin 'Op': variant 'even' cannot run this input: its
+    kernel needs an even count.
     >>> rows[1].grid(7, lambda: 4), rows[0].grid(6, lambda: 4)
     (4, 3)
     >>> define_options({"K_TABLE": 512}), with_options(("-DA=1", "-DB=2"), ("-DB=3",))

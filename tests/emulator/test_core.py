@@ -821,7 +821,7 @@ def test_uninterpretable_return_names_the_cpp_type(capfd):
                 "clone": "nvinfer1::IPluginV2DynamicExt"}
     for method, ctype in expected.items():
         bad = BAD_RETURNS[method]
-        p = plugin_with(**{method: lambda self, *a: bad})
+        p = plugin_with(**{method: lambda self, *a, bad=bad: bad})
         CALLS[method][0](p)
         assert f"could not be interpreted as {ctype}\n" in capfd.readouterr().err
     wrong = type("W", (Creator,), {"create_plugin": lambda self, name, fc: "not a plugin"})()

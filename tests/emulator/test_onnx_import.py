@@ -13,7 +13,7 @@ from pyplugins.emulator.onnx_import import (ImportedNode, fields_from_attributes
 from pyplugins.errors import FieldError
 
 onnx = pytest.importorskip("onnx")
-from onnx import AttributeProto, TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 
 def one(value, name="a", field_names=None):

@@ -41,10 +41,10 @@ def test_names_follow_the_version():
         assert trt.IAlgorithmSelector.__name__ == "IAlgorithmSelector"
     with override(trt_version="11.1"):
         with pytest.raises(AttributeError, match="IAlgorithmSelector"):
-            trt.IAlgorithmSelector  # noqa: B018 - removed in 11.0
+            trt.IAlgorithmSelector  # removed in 11.0
         assert trt.CausalMaskKind.__name__ == "CausalMaskKind"
     with pytest.raises(AttributeError, match="NoSuchThing"):
-        trt.NoSuchThing  # noqa: B018
+        trt.NoSuchThing
 
 
 def test_the_names_plugin_modules_touch_at_import():
@@ -116,6 +116,6 @@ def test_table_matches_the_binding_sources():
     assert out == committed
     spec = importlib.util.spec_from_loader("table", loader=None)
     table = importlib.util.module_from_spec(spec)
-    exec(out, table.__dict__)  # noqa: S102 - our own generated table
+    exec(out, table.__dict__)  # our own generated table
     assert table.NAMES == NAMES
     assert {"ICudaEngine", "IPluginV2", "init_libnvinfer_plugins", "float32"} <= set(NAMES[10])

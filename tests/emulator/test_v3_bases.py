@@ -20,7 +20,7 @@ class Full(trt.IPluginV3, trt.IPluginV3OneCore, trt.IPluginV3OneBuild, trt.IPlug
         self.plugin_version = "1"
         self.plugin_namespace = ""
 
-    def get_capability_interface(self, type):
+    def get_capability_interface(self, type):  # noqa: A002 - TensorRT's name
         return self
 
     def configure_plugin(self, inp, out):
@@ -104,7 +104,7 @@ def test_capability_of_the_wrong_class_is_nullptr(capfd):
             trt.IPluginV3OneCore.__init__(self)
 
     class P(Full):
-        def get_capability_interface(self, type):
+        def get_capability_interface(self, type):  # noqa: A002 - TensorRT's name
             return Core()
     assert trampoline_v3.get_capability_interface(P(), trt.PluginCapabilityType.BUILD) is None
     assert "could not be interpreted as  a valid build capability interface" in capfd.readouterr().err

@@ -231,7 +231,7 @@ class _HostScale(emulator.IPluginV3, emulator.IPluginV3OneCore, emulator.IPlugin
         self.num_outputs, self.plugin_name, self.plugin_version = 1, "PPTestHostScale", "1"
         self.plugin_namespace = ""
 
-    def get_capability_interface(self, type):
+    def get_capability_interface(self, type):  # noqa: A002 - TensorRT's name
         return self
 
     def get_output_data_types(self, types):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import warnings
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from tests.fuzz import model_cases as mc  # noqa: E402
+from tests.fuzz import model_cases as mc
 
 SETTINGS = dict(deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

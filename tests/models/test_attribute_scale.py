@@ -11,8 +11,8 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from pyplugins.emulator.onnx_import import fields_from_attributes  # noqa: E402
-from pyplugins.errors import FieldError  # noqa: E402
+from pyplugins.emulator.onnx_import import fields_from_attributes
+from pyplugins.errors import FieldError
 
 
 def test_two_million_ints_narrow_fast_with_a_few_notes():

@@ -10,10 +10,10 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
 
-from pyplugins.cli import main  # noqa: E402
-from pyplugins.models.check import check_model  # noqa: E402
+from pyplugins.cli import main
+from pyplugins.models.check import check_model
 
 AXPY = str(Path(__file__).resolve().parent / "plugins" / "axpy_ref.py")
 

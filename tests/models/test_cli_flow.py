@@ -18,7 +18,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx_graphsurgeon")
 pytest.importorskip("polygraphy")
 
-from tests.models import builders as b  # noqa: E402
+from tests.models import builders as b
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The ``pyplugins`` command of this checkout (the console script may be another install's).

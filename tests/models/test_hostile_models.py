@@ -19,11 +19,11 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
 
-from pyplugins.models.model_file import ModelFileError  # noqa: E402
-from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: E402
-from tests.fuzz import model_cases as mc  # noqa: E402
+from pyplugins.models.model_file import ModelFileError
+from pyplugins.models.runner import ModelRunError, ModelRunner
+from tests.fuzz import model_cases as mc
 
 REPO = Path(__file__).resolve().parents[2]
 AXPY = Path(__file__).resolve().parent / "plugins" / "axpy_ref.py"
@@ -124,7 +124,7 @@ def test_the_runner_reads_external_initializers_only_inside_the_folder(hostile):
         path = inside / f"runner_{location.replace('/', '_')}.onnx"
         path.write_bytes(runner_model(location).SerializeToString())
         with mc.OutsideReads.get().armed(root / "outside") as reads:
-            how, err = mc.in_thread(lambda: ModelRunner(path, device="cpu"), 10)
+            how, err = mc.in_thread(lambda path=path: ModelRunner(path, device="cpu"), 10)
         assert how == "raised" and isinstance(err, ModelFileError), (location, how, err)
         assert needle in str(err) and "'w'" in str(err) and not reads.seen
     path = inside / "runner_ok.onnx"

@@ -9,10 +9,10 @@ import pytest
 gs = pytest.importorskip("onnx_graphsurgeon")
 ort = pytest.importorskip("onnxruntime")
 
-from pyplugins.models.patterns import find  # noqa: E402
-from pyplugins.models.rope_pattern import solve, tables  # noqa: E402
-from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
-from tests.models import builders as b  # noqa: E402
+from pyplugins.models.patterns import find
+from pyplugins.models.rope_pattern import solve, tables
+from pyplugins.models.polygraphy_plugins import apply
+from tests.models import builders as b
 
 
 def _graph(x_shape=(2, 5, 16)):

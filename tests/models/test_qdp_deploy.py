@@ -1,4 +1,7 @@
-"""The deployment path of a QDP AOT plugin: an ONNX node with ``plugin_namespace`` and ``aot=1`` imports through the parser's field rules into the QDP creator (under the emulator); with real TensorRT, it builds with PREFER_AOT_PYTHON_PLUGINS and the engine runs in a process that never imports pyplugins."""
+"""The deployment path of a QDP AOT plugin: an ONNX node with ``plugin_namespace`` and ``aot=1``
+imports through the parser's field rules into the QDP creator (under the emulator); with real
+TensorRT, it builds with PREFER_AOT_PYTHON_PLUGINS and the engine runs in a process that never
+imports pyplugins."""
 
 from __future__ import annotations
 

@@ -12,12 +12,12 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 gs = pytest.importorskip("onnx_graphsurgeon")
 
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
 
-from pyplugins.models.runner import ModelRunError, ModelRunner  # noqa: E402
-from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
-from pyplugins.testing import assert_close  # noqa: E402
-from tests.models import builders as b  # noqa: E402
+from pyplugins.models.runner import ModelRunError, ModelRunner
+from pyplugins.models.polygraphy_plugins import apply
+from pyplugins.testing import assert_close
+from tests.models import builders as b
 
 AXPY = str(Path(__file__).resolve().parent / "plugins" / "axpy_ref.py")
 

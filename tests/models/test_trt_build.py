@@ -11,9 +11,9 @@ pytest.importorskip("polygraphy")
 gs = pytest.importorskip("onnx_graphsurgeon")
 onnx = pytest.importorskip("onnx")
 
-from pyplugins.models import trt_build  # noqa: E402
-from pyplugins.models.polygraphy_plugins import apply  # noqa: E402
-from tests.models import builders as b  # noqa: E402
+from pyplugins.models import trt_build
+from pyplugins.models.polygraphy_plugins import apply
+from tests.models import builders as b
 
 
 

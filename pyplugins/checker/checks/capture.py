@@ -9,7 +9,8 @@ with the eager run's. It needs a GPU.
 Example:
     >>> from pyplugins.checker.buffers import CaptureOutcome
     >>> print(capture_problems(CaptureOutcome(status=0, allocations=[512]), [], []))
-    ['enqueue allocated device memory while the stream was captured (1 allocation(s), 512 bytes through CuPy): the graph would replay into memory it does not own']
+    ['enqueue allocated device memory while the stream was captured (1 allocation(s), 512 bytes
+    through CuPy): the graph would replay into memory it does not own']
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def capture_violation(run: buffers.DeviceRun, call: buffers.EnqueueFn, eager: Li
     recorder.step = "capture"
     try:
         outcome = run.capture(call)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - any failure is the capture's outcome
         outcome = buffers.CaptureOutcome(status=-1, errors=[buffers.cuda_error_text(err)])
     recorder.step = "runtime"
     raised = [e[1] for e in recorder.errors if e[2] == "capture"]

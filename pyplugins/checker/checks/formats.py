@@ -28,6 +28,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from pyplugins.checker.checks import Violation
+from pyplugins.testing import assert_close
 
 __all__ = ["combo_label", "format_mismatch", "runs_note", "unusable_violations"]
 
@@ -42,8 +43,6 @@ def format_mismatch(label: str, baseline_label: str, baseline: Sequence[np.ndarr
     """A ``format_unimplemented`` violation when the outputs of the run on combination ``label``
     (read back to LINEAR) differ from the run on ``baseline_label`` beyond the per-dtype
     tolerances of :mod:`pyplugins.testing` (the combinations have the same types)."""
-    from pyplugins.testing import assert_close  # noqa: PLC0415 - the one tolerance table
-
     try:
         for i, (want, have) in enumerate(zip(baseline, got)):
             assert_close(have, want, have.dtype, what=f"output {i}")

@@ -23,6 +23,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyplugins.checker.checks import Violation
+from pyplugins.testing import assert_close
 
 __all__ = ["GUARD_BYTES", "output_violations", "poison_pattern", "poisoned_elements",
            "reference_violation", "written_outputs"]
@@ -168,8 +169,6 @@ def reference_violation(plugin: Any, inputs: Sequence[np.ndarray],
     ref = getattr(plugin, "reference", None)
     if not callable(ref):
         return None
-    from pyplugins.testing import assert_close  # noqa: PLC0415 - the one tolerance table
-
     try:
         expected = ref(*inputs)
         expected = expected if isinstance(expected, (tuple, list)) else (expected,)
@@ -179,7 +178,7 @@ def reference_violation(plugin: Any, inputs: Sequence[np.ndarray],
             raise AssertionError(msg)
         for i, (got, want) in enumerate(zip(outputs, expected)):
             assert_close(got, np.asarray(want), got.dtype, what=f"output {i}")
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - the plugin's reference may raise anything
         how = f" ({where})" if where else ""
         return Violation("reference_mismatch", f"enqueue's outputs differ from the plugin's "
                          f"reference{how}: {err}", "enqueue")

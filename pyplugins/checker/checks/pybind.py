@@ -48,7 +48,7 @@ _USE_EQ = ("Every enum value pybind11 hands to Python is a new object, so `x is 
 def _ask(method: Any, *args: Any) -> Any:
     try:
         return method(*args)
-    except Exception as err:  # the authoritative run reported it; here only the answer matters
+    except Exception as err:  # noqa: BLE001 - the main run reported it; only the answer matters
         return err
 
 
@@ -142,5 +142,6 @@ def v2_type_violations(declared: Sequence[DataType], n_in: int) -> List[Violatio
                       f"{t.name}" for k, t in bad)
     msg = (f"{where}: IPluginV2DynamicExt plugins cannot have BOOL or UINT8 tensors "
            f"(NvInferRuntimePlugin.h, PluginTensorDesc::type: 'kBOOL and kUINT8 are not "
-           f"supported'), so the builder cannot place the plugin on them. Cast to INT8/INT32 around the plugin, or write an IPluginV3 plugin.")
+           f"supported'), so the builder cannot place the plugin on them. Cast to INT8/INT32 "
+           f"around the plugin, or write an IPluginV3 plugin.")
     return [Violation(CHECK, msg, "supports_format_combination")]

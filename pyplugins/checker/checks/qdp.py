@@ -1,4 +1,5 @@
-"""Checks only QDP (``tensorrt.plugin``) plugins need: autotune combinations against the registered types, and an ``impl`` that ignores TensorRT's stream.
+"""Checks only QDP (``tensorrt.plugin``) plugins need: autotune combinations against the registered
+types, and an ``impl`` that ignores TensorRT's stream.
 
 - ``autotune_types``: ``autotune`` offers a (type, format) combination whose output types are not
   the ones the register function gives for its input types. In a strongly typed network such a

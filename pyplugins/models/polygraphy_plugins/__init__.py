@@ -16,8 +16,11 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Dict
+
+from pyplugins.errors import require
 
 __all__ = ["apply", "directory", "metadata", "replace", "subgraphs"]
 
@@ -34,7 +37,7 @@ def metadata(plugin: str) -> dict:
         >>> metadata("LReLU_TRT")
         {'name': 'LReLU_TRT', 'op': 'LReLU_TRT'}
     """
-    from pyplugins.models.patterns import FINDERS  # noqa: PLC0415
+    from pyplugins.models.patterns import FINDERS  # noqa: PLC0415 - kept off the CLI's start-up
 
     return {"name": plugin, "op": FINDERS[plugin][0]}
 
@@ -42,7 +45,7 @@ def metadata(plugin: str) -> dict:
 def subgraphs(plugin: str, graph: object) -> list:
     """``get_matching_subgraphs(graph)`` of one plugin; refusals go to Polygraphy's log as
     warnings (or to ``logging`` outside Polygraphy)."""
-    from pyplugins.models.patterns import find  # noqa: PLC0415
+    from pyplugins.models.patterns import find  # noqa: PLC0415 - kept off the CLI's start-up
 
     matches, refusals = find(plugin, graph)
     _warn(refusals)
@@ -54,8 +57,6 @@ def replace(graph: Any, input_tensors: list, output_tensors: list, attrs: Any = 
     """``replace_with_plugin``: one ``op`` node from ``input_tensors`` (in order) to
     ``output_tensors``, named ``<op>_<first output>`` (TensorRT's messages and ``create_plugin``
     get that name); the replaced nodes go with ``graph.cleanup()``. Returns the new node."""
-    from pyplugins.errors import require  # noqa: PLC0415
-
     gs = require("onnx_graphsurgeon", "the pyplugins Polygraphy patterns")
     for tensor in output_tensors:
         tensor.inputs.clear()
@@ -70,7 +71,7 @@ def apply(graph: Any, plugins: Any = None) -> Dict[str, int]:
     """``polygraphy plugin match`` then ``replace`` in-process: every pattern of ``plugins``
     (default: all) replaced in ``graph``, which is modified. Returns ``{plugin: count}``;
     refusals are warned about as in :func:`subgraphs`."""
-    from pyplugins.models.patterns import FINDERS  # noqa: PLC0415
+    from pyplugins.models.patterns import FINDERS  # noqa: PLC0415 - kept off the CLI's start-up
 
     counts = {}
     for plugin in plugins or FINDERS:
@@ -86,10 +87,8 @@ def apply(graph: Any, plugins: Any = None) -> Dict[str, int]:
 
 def _warn(lines: list) -> None:
     try:
-        from polygraphy.logger import G_LOGGER  # noqa: PLC0415
+        from polygraphy.logger import G_LOGGER  # noqa: PLC0415 - polygraphy is optional
     except ImportError:
-        import logging  # noqa: PLC0415
-
         for line in lines:
             logging.getLogger("pyplugins").warning(line)
         return

@@ -44,7 +44,7 @@ class GlobalScalePlugin(trt.IPluginV2DynamicExt):
         return in_out[pos].type == trt.DataType.FLOAT and in_out[pos].format == trt.TensorFormat.LINEAR
 
     def configure_plugin(self, inp, out):
-        self.scale = float(SCALE)  # noqa: F821 - the bug: a global only the script defines
+        self.scale = float(SCALE)  # the bug: a global only the script defines
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
         count = int(np.prod(tuple(input_desc[0].dims)))

@@ -37,7 +37,7 @@ class MainOnlyPad(trt.IPluginV2DynamicExt):
                 and in_out[pos].format == trt.TensorFormat.LINEAR)
 
     def configure_plugin(self, inp, out):
-        self.width = inp[0].desc.dims[-1] + pads[0] + pads[1]  # noqa: F821 - the bug: a global
+        self.width = inp[0].desc.dims[-1] + pads[0] + pads[1]  # the bug: a global
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
         pass
