@@ -102,14 +102,31 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _load(path: Path) -> np.ndarray:
-    """``np.load``, or an error that shows what the file starts with (a header NumPy refuses)."""
-    try:
-        return np.load(path)
-    except Exception as err:
-        head = path.read_bytes()[:160] if path.is_file() else b"(missing)"
-        msg = f"{path.name}: {type(err).__name__}: {err}; the file starts {head!r}"
-        raise RuntimeError(msg) from err
+def save_array(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` as raw bytes at ``path`` and its dtype and shape beside it (``.json``).
+
+    Not ``np.save``: on the H100 machine (NumPy 2.5, Python 3.12) files it wrote for this child
+    were read back with NUL bytes inside the header, under a parallel test run; one plain write
+    of the bytes leaves nothing to reassemble.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     save_array(Path(tmp, "a.bin"), np.arange(6, dtype=np.int16).reshape(2, 3))
+        ...     load_array(Path(tmp, "a.bin")).tolist()
+        [[0, 1, 2], [3, 4, 5]]
+    """
+    array = np.ascontiguousarray(array)
+    path.write_bytes(array.tobytes())
+    path.with_suffix(".json").write_text(json.dumps({"dtype": array.dtype.str,
+                                                     "shape": list(array.shape)}))
+
+
+def load_array(path: Path) -> np.ndarray:
+    """What :func:`save_array` wrote at ``path``."""
+    meta = json.loads(path.with_suffix(".json").read_text())
+    data = np.frombuffer(path.read_bytes(), dtype=np.dtype(meta["dtype"]))
+    return data.reshape(meta["shape"]).copy()
 
 
 def _child(work: Path) -> int:
@@ -135,7 +152,7 @@ def _child(work: Path) -> int:
     in_descs, out_descs = _descs(spec["inputs"], False), _descs(spec["outputs"], False)
     workspace = trampoline.get_workspace_size(context, in_descs, out_descs)
     if spec["gpu"]:
-        arrays = [_load(work / f"in_{i}.npy") for i in range(len(in_descs))]
+        arrays = [load_array(work / f"in_{i}.bin") for i in range(len(in_descs))]
         metas = [(tuple(d.dims), dtypes.numpy_from_trt(d.type)) for d in out_descs]
         run = DeviceRun(arrays, metas, workspace)
         status = run.call(lambda i, o, w, s: trampoline.enqueue(context, in_descs, out_descs,
@@ -143,7 +160,7 @@ def _child(work: Path) -> int:
         if status != 0:
             return _fail("enqueue failed")
         for i, out in enumerate(run.outputs()):
-            np.save(work / f"out_{i}.npy", out)
+            save_array(work / f"out_{i}.bin", out)
     data = trampoline.serialize(context)
     if data is not None:
         (work / "reserialized.bin").write_bytes(data)

@@ -412,7 +412,7 @@ def check_launch(cp, launch, host, expected, x_off=0, y_off=0):
     got = cp.asnumpy(ybuf)
     np.testing.assert_array_equal(got[y_off:y_off + expected.size], expected.reshape(-1))
     rest = np.concatenate([got[:y_off], got[y_off + expected.size:]])
-    assert (np.isnan(rest) if half else rest == -1).all()
+    assert (np.isnan(rest) if half else rest == poison).all()
 
 
 def variant_kernel(name, *extra):

@@ -2,8 +2,8 @@
 
 TensorRT runs engines in processes that only import the plugin's module (§2.1, §9): nothing
 defined under ``if __name__ == "__main__":`` or set on the module by a script exists there.
-:func:`run_fresh` writes the bytes, the inputs (``.npy``) and a JSON description into a temporary
-directory and runs the child ``python -m pyplugins.checker._fresh DIR``;
+:func:`run_fresh` writes the bytes, the inputs (raw, :func:`~pyplugins.checker._fresh.save_array`)
+and a JSON description into a temporary directory and runs the child ``python -m pyplugins.checker._fresh DIR``;
 :func:`fresh_violations` compares what the child wrote with this process's bytes and outputs.
 
 Example:
@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from pyplugins.checker._fresh import load_array, save_array
 from pyplugins.checker.checks import Violation
 
 __all__ = ["FreshResult", "fresh_violations", "run_fresh"]
@@ -72,7 +73,7 @@ def run_fresh(module: str, key: Sequence[str], node_name: str, engine: bytes,
         work = Path(tmp)
         (work / "engine.bin").write_bytes(engine)
         for i, a in enumerate(arrays):
-            np.save(work / f"in_{i}.npy", np.ascontiguousarray(a))
+            save_array(work / f"in_{i}.bin", a)
         spec = {"module": str(module), "key": list(key), "node_name": node_name,
                 "gpu": bool(gpu), "inputs": [_desc_json(d) for d in inputs],
                 "outputs": [_desc_json(d) for d in outputs]}
@@ -99,7 +100,7 @@ def run_fresh(module: str, key: Sequence[str], node_name: str, engine: bytes,
         reser = work / "reserialized.bin"
         result.reserialized = reser.read_bytes() if reser.exists() else None
         if gpu:
-            result.outputs = [np.load(work / f"out_{i}.npy") for i in range(len(outputs))]
+            result.outputs = [load_array(work / f"out_{i}.bin") for i in range(len(outputs))]
         return result
 
 
