@@ -100,7 +100,7 @@ def measure(case: Case, plugin_cls: Any, prob: Problem, *, reps: int, rounds: in
         graph = timing.capture(stream, lambda: [enqueues[j % sets]() for j in range(calls)])
         timers["plugin"] = lambda reps, graph=graph: timing.replay_seconds(graph, stream,
                                                                           reps=reps)
-    except Exception as err:  # a capture failure is a finding for the report
+    except Exception as err:  # noqa: BLE001 - a capture failure is a finding for the report
         notes.append(f"{tag}: plugin graph capture/replay failed: {type(err).__name__}: {err}")
         record["plugin_error"] = f"{type(err).__name__}: {err}"
     base = baselines.build(in_bytes, out_bytes, moved, sets, calls, stream)
@@ -167,6 +167,6 @@ def _torch_graphs(case: Case, prob: Problem, ins: List[List[Any]], outs: List[Li
             graphs[label] = timing.TorchGraph(lambda j, fns=fns: fns[j % sets](), calls=calls,
                                               keep=sets)
             results[label] = {"rel_err": err}
-        except Exception as exc:  # recorded: a torch failure must not end the run
+        except Exception as exc:  # noqa: BLE001 - recorded: a torch failure must not end the run
             results[label] = {"error": f"{type(exc).__name__}: {exc}"}
     return graphs

@@ -78,7 +78,7 @@ def child(names: Sequence[str]) -> Dict[str, Any]:
         import_s = time.perf_counter() - t0
         try:
             result["ops"][case.name] = dict(_first_use(case, cls), import_s=import_s)
-        except Exception as err:  # recorded, so one broken op does not hide the others
+        except Exception as err:  # noqa: BLE001 - recorded, so one broken op does not hide the others
             result["ops"][case.name] = {"error": f"{type(err).__name__}: {err}"}
     return result
 

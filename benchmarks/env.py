@@ -22,7 +22,7 @@ _DIGEST_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".cpp", ".sh")
 def _version(module: str) -> Optional[str]:
     try:
         return str(importlib.import_module(module).__version__)
-    except Exception:  # absent or broken: the record says so instead of failing the run
+    except Exception:  # noqa: BLE001 - absent or broken: the record says so instead of failing the run
         return None
 
 

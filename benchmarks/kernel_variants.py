@@ -34,25 +34,25 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyplugins.runtime.kernels import Kernel  # noqa: E402
-from pyplugins.runtime.launch import POINTER, Launch  # noqa: E402
-from pyplugins.runtime.device import current_device, multiprocessors, resident_blocks  # noqa: E402
-from pyplugins.ops import bar as bar_op  # noqa: E402
-from pyplugins.ops import rmsnorm as rmsnorm_op  # noqa: E402
-from pyplugins.ops import seq_repeat as seq_repeat_op  # noqa: E402
-from pyplugins.ops import circ_pad as circ_pad_op  # noqa: E402
-from pyplugins.ops.circ_pad import CircPad  # noqa: E402
-from pyplugins.ops.circ_pad import VARIANTS as CIRC_PAD_VARIANTS  # noqa: E402
-from pyplugins.ops.circ_pad import WARP_ROW_BYTES  # noqa: E402
-from pyplugins.runtime.tactics import choose, find, with_options  # noqa: E402
-from pyplugins.ops.leaky_relu import LeakyReLU  # noqa: E402
-from pyplugins.ops.pool import Pool, output_size  # noqa: E402
-from pyplugins.ops.pool import VARIANTS as POOL_VARIANTS  # noqa: E402
-from pyplugins.ops.pool import PoolFacts  # noqa: E402
-from pyplugins.ops.rope import LAYOUTS, RoPE  # noqa: E402
-from pyplugins.ops.rope import VARIANTS as ROPE_VARIANTS  # noqa: E402
-from pyplugins.ops.rope import RopeFacts, table_tiles  # noqa: E402
-from pyplugins.testing import assert_close  # noqa: E402
+from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import POINTER, Launch
+from pyplugins.runtime.device import current_device, multiprocessors, resident_blocks
+from pyplugins.ops import bar as bar_op
+from pyplugins.ops import rmsnorm as rmsnorm_op
+from pyplugins.ops import seq_repeat as seq_repeat_op
+from pyplugins.ops import circ_pad as circ_pad_op
+from pyplugins.ops.circ_pad import CircPad
+from pyplugins.ops.circ_pad import VARIANTS as CIRC_PAD_VARIANTS
+from pyplugins.ops.circ_pad import WARP_ROW_BYTES
+from pyplugins.runtime.tactics import choose, find, with_options
+from pyplugins.ops.leaky_relu import LeakyReLU
+from pyplugins.ops.pool import Pool, output_size
+from pyplugins.ops.pool import VARIANTS as POOL_VARIANTS
+from pyplugins.ops.pool import PoolFacts
+from pyplugins.ops.rope import LAYOUTS, RoPE
+from pyplugins.ops.rope import VARIANTS as ROPE_VARIANTS
+from pyplugins.ops.rope import RopeFacts, table_tiles
+from pyplugins.testing import assert_close
 
 CTYPES = {"float32": "float", "float16": "__half", "int8": "signed char"}
 
@@ -634,7 +634,7 @@ def _compile_one(job: Tuple[str, str, Tuple[str, ...], str]) -> str:
     try:
         Kernel(source, expr, options=options).function(ctype)
         return ""
-    except Exception as exc:  # reported; the variant then fails its check with the same error
+    except Exception as exc:  # noqa: BLE001 - reported; the variant then fails its check with the same error
         return f"{source} {expr} {ctype} {options}: {str(exc).splitlines()[0][:120]}"
 
 
@@ -727,13 +727,13 @@ def copy_ms(cp: Any, nbytes: int, sets: int) -> Tuple[float, str]:
         s.fill(7)
     stream = cp.cuda.get_current_stream()
     kind = cp.cuda.runtime.memcpyDeviceToDevice
-    t_memcpy = time_batches(cp, lambda i: cp.cuda.runtime.memcpyAsync(
+    t_memcpy = time_batches(cp, lambda i, srcs=srcs, dsts=dsts: cp.cuda.runtime.memcpyAsync(
         dsts[i].data.ptr, srcs[i].data.ptr, nbytes, kind, stream.ptr), sets)
     fn = cp.RawKernel(_COPY_SRC, "copy16")
     n16 = nbytes // 16
     grid = min(-(-n16 // 256), 2**31 - 1)  # one vector per thread: the fastest copy measured
-    t_kernel = time_batches(cp, lambda i: fn((grid,), (256,), (srcs[i], dsts[i], np.int64(n16))),
-                            sets)
+    t_kernel = time_batches(cp, lambda i, srcs=srcs, dsts=dsts: fn(
+        (grid,), (256,), (srcs[i], dsts[i], np.int64(n16))), sets)
     del srcs, dsts
     return (t_memcpy, "memcpy") if t_memcpy <= t_kernel else (t_kernel, "copy kernel")
 
@@ -757,12 +757,12 @@ def run_case(cp: Any, case: Case, nbytes: int, l2: int, torch: Any, log: Any) ->
             check(cp, case, v, seed=int(time.time_ns() % 2**31) + i)
             built = case.build(v, shape)
             stream = cp.cuda.get_current_stream().ptr
-            ms = time_batches(cp, lambda k: built.launch(stream, *_ptrs(case, xs[k], ys[k])),
-                              sets)
+            ms = time_batches(cp, lambda k, built=built, stream=stream, xs=xs, ys=ys:
+                              built.launch(stream, *_ptrs(case, xs[k], ys[k])), sets)
             grid = built.launch.grid[0]
             rows.append(f"{label:34s} {v.name:22s} {ms * 1e3:9.1f} us  {base_ms / ms:5.2f}"
                         f"  grid {grid}")
-        except Exception as exc:  # a failing variant is reported, the others still run
+        except Exception as exc:  # noqa: BLE001 - a failing variant is reported, the others still run
             rows.append(f"{label:34s} {v.name:22s}      FAIL  {type(exc).__name__}: "
                         f"{str(exc).splitlines()[0][:90]}")
         print(rows[-1], file=log, flush=True)
@@ -771,7 +771,7 @@ def run_case(cp: Any, case: Case, nbytes: int, l2: int, torch: Any, log: Any) ->
             ts = [torch.as_tensor(x, device="cuda") for x in xs]
             tms = time_batches(cp, lambda k: case.torch(ts[k]), sets)
             rows.append(f"{label:34s} {'torch':22s} {tms * 1e3:9.1f} us  {base_ms / tms:5.2f}")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a torch failure is reported in its row
             rows.append(f"{label:34s} {'torch':22s}      FAIL  {type(exc).__name__}: {exc}"[:160])
         print(rows[-1], file=log, flush=True)
     del xs, ys

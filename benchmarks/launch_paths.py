@@ -101,7 +101,7 @@ class TrtCall:
         desc, dims = self._desc, self._dims
         ins = [desc(dims(d), t, f, s) for d, t, f, s in self.in_desc]
         outs = [desc(dims(d), t, f, s) for d, t, f, s in self.out_desc]
-        return getattr(self.plugin, "enqueue")(ins, outs, list(self.inputs), list(self.outputs),
+        return self.plugin.enqueue(ins, outs, list(self.inputs), list(self.outputs),
                                                self.workspace, self.stream)
 
 
@@ -267,7 +267,7 @@ def variants(tiny: Tiny, stream: Any, notes: List[str],
     for name, make in (("driver_cupy", _cupy_launch), ("driver_cuda_bindings", _bindings_launch)):
         try:
             out[name] = make(tiny, sp, params)
-        except Exception as err:  # a binding that is not installed is a note, not a failure
+        except Exception as err:  # noqa: BLE001 - a binding that is not installed is a note, not a failure
             notes.append(f"{tiny.case} {name}: not measured ({type(err).__name__}: {err})")
     out.update({
         "pyplugins_launch": functools.partial(tiny.launch, sp, x, y),

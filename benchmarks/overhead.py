@@ -142,7 +142,7 @@ def build_trt_call(workdir: Path) -> Tuple[Any, Optional[str]]:
         spec = importlib.util.spec_from_file_location("pp_trt_call", out)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as err:  # a build that does not import is reported like a failed build
+    except Exception as err:  # noqa: BLE001 - a build that does not import is reported like a failed build
         return None, f"C++ trampoline built but did not import: {type(err).__name__}: {err}"
     return module, None
 
@@ -206,7 +206,7 @@ def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
     cp.cuda.runtime.deviceSynchronize()  # the fill ran on the legacy stream
     try:
         returned = fn()
-    except Exception as err:  # a path that cannot launch is reported in its row
+    except Exception as err:  # noqa: BLE001 - a path that cannot launch is reported in its row
         return f"raised {type(err).__name__}: {err}"
     stream.synchronize()
     bad = launch_paths.launch_status(name, returned)
@@ -271,7 +271,7 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
         seconds["setup_and_cpp"] += time.perf_counter() - t0
         for _ in range(rounds if want_overhead else 0):
             t0 = time.perf_counter()
-            for name, tiny in tinies.items():
+            for name in tinies:
                 per_round[name].append(timing.host_loops(paths[name], stream.synchronize,
                                                          calls=calls, batch=batch))
             seconds["host"] += time.perf_counter() - t0
@@ -313,7 +313,7 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
 def _graph_replay(enqueue: Callable, stream: Any, kernels: int, replays: int) -> Dict[str, Any]:
     try:
         graph = timing.capture(stream, lambda: [enqueue() for _ in range(kernels)])
-    except Exception as err:  # capture failure is a finding, not a crash
+    except Exception as err:  # noqa: BLE001 - capture failure is a finding, not a crash
         return {"error": f"capture failed: {type(err).__name__}: {err}"}
     seconds = timing.replay_seconds(graph, stream, reps=replays)
     return {"kernels": kernels, "replays": replays,

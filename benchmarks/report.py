@@ -227,8 +227,8 @@ def _versus_torch(result: Dict[str, Any]) -> List[str]:
     table = [[c, d, lab] + [cells.get(s, "") for s in cols] +
              [f"{err:.1e}" if err is not None else "n/a"] for c, d, lab, cells, err in rows]
     return ["torch time / plugin time on the same inputs (median over all rounds, the worst "
-            "round, torch us / plugin us; CUDA-graph replays); > 1 means the plugin is faster. Last column: largest relative "
-            "error of the plugin's output against torch's.", ""] + _table(
+            "round, torch us / plugin us; CUDA-graph replays); > 1 means the plugin is faster. "
+            "Last column: largest relative error of the plugin's output against torch's.", ""] + _table(
         ["op", "dtype", "torch equivalent"] + [format_bytes(s) for s in cols] + ["rel. error"],
         table)
 

@@ -208,7 +208,7 @@ def _gpu() -> Optional[str]:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return None
         return "CuPy sees no CUDA device"
-    except Exception as err:  # no CuPy, no driver: both mean no GPU here
+    except Exception as err:  # noqa: BLE001 - no CuPy, no driver: both mean no GPU here
         return f"no GPU through CuPy ({type(err).__name__}: {err})"
 
 
@@ -308,7 +308,7 @@ def quick_cases(cases: Sequence[Case], sizes: List[int], dtypes: List[str],
                             if [tuple(s) for s in got] != list(prob.out_shapes):
                                 notes.append(f"{case.name} {dtype}: plugin output shapes {got} "
                                              f"!= case rule {list(prob.out_shapes)}")
-                        except Exception as err:  # reported, like every case failure
+                        except Exception as err:  # noqa: BLE001 - reported, like every case failure
                             notes.append(f"{case.name} {dtype}: shape inference failed: {err}")
                 out.append(row)
     return out

@@ -103,7 +103,7 @@ def _cupy() -> Tuple[Optional[Any], Optional[str]]:
 
         cp.cuda.runtime.getDeviceCount()
         return cp, None
-    except Exception as err:  # no CuPy, no driver, no device
+    except Exception as err:  # noqa: BLE001 - no CuPy, no driver, no device
         return None, f"no usable CUDA GPU ({type(err).__name__}: {err})"
 
 

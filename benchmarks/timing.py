@@ -116,7 +116,7 @@ def capture(stream: Any, body: Callable[[], Any]) -> Any:
     except BaseException:
         try:
             stream.end_capture()
-        except Exception:  # the capture may already be invalidated; the body's error matters
+        except Exception:  # noqa: BLE001 - the capture may already be invalidated; the body's error matters
             pass
         raise
     return stream.end_capture()

@@ -28,7 +28,7 @@ import numpy as np
 
 os.environ["PYPLUGINS_TRT"] = "emulator"
 
-from demos._interface import InterfaceParser  # noqa: E402 - after the emulator is selected
+from demos._interface import InterfaceParser  # after the emulator is selected
 
 
 def parser(doc: str, dtypes: Sequence[str] = ("float32", "float16"),

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Tuple
+from typing import Any, TYPE_CHECKING, Tuple
 
 import numpy as np
 
+if TYPE_CHECKING:  # the annotations name onnx; the demo imports it where it builds the model
+    import onnx
+
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
+from demos import _common  # selects the emulator before pyplugins is imported
 
 TRAILING = (3, 5)               # the dims after dim 0, shared by a and b
 A_PROFILE = (1, 4, 8)           # min, opt, max of a's dim 0

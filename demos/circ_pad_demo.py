@@ -17,7 +17,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
+from demos import _common  # selects the emulator before pyplugins is imported
 
 #: (before, after) of the last dim (W), then of the dim before it (H): the samples' order.
 PADS = [1, 2, 3, 0]

@@ -18,7 +18,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
+from demos import _common  # selects the emulator before pyplugins is imported
 
 SHAPE = (2, 3, 17, 19)
 NODES = [("lrelu_pyplugins", "neg_slope", 0.1), ("lrelu_from_trt10_model", "negSlope", 0.25)]

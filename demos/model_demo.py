@@ -25,14 +25,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["PYPLUGINS_TRT"] = "emulator"  # the runner drives plugins through the emulator
-from demos._interface import InterfaceParser, registered_as  # noqa: E402
+from demos._interface import InterfaceParser, registered_as
 
 BATCH, SEQ, HEADS, HEAD_DIM = 2, 8, 2, 16
 HIDDEN = HEADS * HEAD_DIM

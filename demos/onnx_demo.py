@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 
+if TYPE_CHECKING:  # the annotations name onnx; the demo imports it where it builds the model
+    import onnx
+
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos._interface import InterfaceParser, registered_as  # noqa: E402 - no side effect
+from demos._interface import InterfaceParser, registered_as  # no side effect
 
 PADS = (1, 2, 2, 1)          # (before, after) of the last dim, then of the one before it
 NEG_SLOPE = 0.1
@@ -31,7 +34,6 @@ SHAPE = (2, 3, 16, 20)
 
 def make_model(dtype=np.float32, seed: int = 0) -> Tuple["onnx.ModelProto", np.ndarray]:
     """The demo's ONNX model (plugin nodes made with ``onnx.helper``) and a random input."""
-    import onnx
     from onnx import TensorProto, helper
 
     elem = TensorProto.FLOAT if np.dtype(dtype) == np.float32 else TensorProto.FLOAT16

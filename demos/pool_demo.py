@@ -24,7 +24,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
+from demos import _common  # selects the emulator before pyplugins is imported
 
 KERNEL, STRIDE, PADDING = [3, 3], [2, 2], [1, 1]
 IN_SCALE, OUT_SCALE = 0.05, 0.04           # INT8: real value = q * scale

@@ -25,7 +25,7 @@ import numpy as np
 
 if __package__ in (None, ""):  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from demos import _common  # noqa: E402 - selects the emulator before pyplugins is imported
+from demos import _common  # selects the emulator before pyplugins is imported
 
 HEADS, HEAD_DIM, ROTARY_DIM = 8, 64, 32
 OFFSET = 1000                                  # a decode step after 1000 cached tokens

@@ -298,7 +298,7 @@ def run_lifecycle(args: argparse.Namespace, creator: Any, module_ref: str,
     """
     from pyplugins.checker import input_refusals  # noqa: PLC0415
     from pyplugins.checker import lifecycle  # noqa: PLC0415
-    from pyplugins.emulator import trampoline
+    from pyplugins.emulator import trampoline  # noqa: PLC0415
     from pyplugins.emulator.specs import TensorSpec  # noqa: PLC0415
     from pyplugins.errors import FieldError  # noqa: PLC0415
 

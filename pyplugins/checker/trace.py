@@ -12,7 +12,7 @@ a legend saying what each label is (:meth:`Trace.roles`; docs/lifecycle.md walks
       P0 CircPad         made by C0 create_plugin from the ONNX node's attributes (parse)
       ...
        0   +0.0ms  parse    C0 CircPadCreator  create_plugin(name='pad', fc={pads=[1, 1]}) -> P0 CircPad  0.03ms
-       3   +0.4ms  build    P1 CircPad  configure_plugin(in=[(-1,3,8,8) FLOAT LINEAR min=... ], out=[...]) -> None  0.02ms
+       3   +0.4ms  build    P1 CircPad  configure_plugin(in=[(-1,3,8,8) FLOAT LINEAR ...], out=[...]) -> None  0.02ms
 
 Example:
     >>> from pyplugins.checker.trace import Trace

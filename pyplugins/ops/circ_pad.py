@@ -400,7 +400,9 @@ class CircPad(Plugin):
         >>> CircPad(pads=[1, 1, 2])
         Traceback (most recent call last):
         ...
-        pyplugins.errors.FieldError: Field 'pads' of plugin 'CircPad' is invalid: it needs (before, after) pairs, an even number of values, but has 3; pads[2i], pads[2i+1] pad dim rank-1-i (the last dim first) (got [1, 1, 2]).
+        pyplugins.errors.FieldError: Field 'pads' of plugin 'CircPad' is invalid: it needs
+        (before, after) pairs, an even number of values, but has 3; pads[2i], pads[2i+1] pad
+        dim rank-1-i (the last dim first) (got [1, 1, 2]).
     """
 
     name = "CircPad"

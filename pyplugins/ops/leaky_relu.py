@@ -220,8 +220,8 @@ def leaky_relu_kernel(x: Any, y: Any, n: Any, neg_slope: Any) -> None:
     ``neg_slope`` float32; any 1-D grid and block. ``cuda`` is bound to ``numba.cuda`` by
     :class:`~pyplugins.runtime.numba_launch.NumbaKernel` when it compiles (no numba import here).
     """
-    start = cuda.grid(1)
-    step = cuda.gridsize(1)
+    start = cuda.grid(1)  # noqa: F821 - numba.cuda, bound by NumbaKernel (see above)
+    step = cuda.gridsize(1)  # noqa: F821
     for i in range(start, n, step):
         v = x[i]
         y[i] = v if v >= 0 else v * neg_slope

@@ -230,7 +230,9 @@ class Pool(Plugin):
         >>> Pool(mode="max", kernel=[2, 2], padding=[2, 0])
         Traceback (most recent call last):
         ...
-        pyplugins.errors.FieldError: Field 'padding' of plugin 'Pool' must be smaller than 'kernel' on each axis (got padding [2, 0], kernel [2, 2]): a window made only of padding has nothing to pool. Use padding <= kernel - 1.
+        pyplugins.errors.FieldError: Field 'padding' of plugin 'Pool' must be smaller than
+        'kernel' on each axis (got padding [2, 0], kernel [2, 2]): a window made only of
+        padding has nothing to pool. Use padding <= kernel - 1.
     """
 
     name = "Pool"

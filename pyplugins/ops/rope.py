@@ -249,7 +249,8 @@ class RoPE(Plugin):
         >>> RoPE(rotary_dim=3)
         Traceback (most recent call last):
         ...
-        pyplugins.errors.FieldError: Field 'rotary_dim' of plugin 'RoPE' is invalid: rotary_dim must be even, since features rotate in pairs (got 3).
+        pyplugins.errors.FieldError: Field 'rotary_dim' of plugin 'RoPE' is invalid:
+        rotary_dim must be even, since features rotate in pairs (got 3).
     """
 
     name = "RoPE"

@@ -224,7 +224,7 @@ class _FieldSummary:
                 f = self.fc[i]
                 parts.append(f"{f.name}:{f.type.name}[{f.size}]")
             return "fc{" + ", ".join(parts) + "}"
-        except Exception:
+        except Exception:  # noqa: BLE001 - a repr must never raise
             return "fc"
 
 

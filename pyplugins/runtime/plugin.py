@@ -263,8 +263,8 @@ class Plugin(trt.IPluginV2DynamicExt):
         TensorRT's ``DynamicPluginTensorDesc`` lists (``.desc``, ``.min``, ``.opt``, ``.max``):
         the place for checks of what the build phase knows. Unless every input and output dim
         is concrete (the build phase has ``-1`` for runtime dims; a class with ``size_tensors``
-        needs only concrete inputs) nothing else happens. Then
-        ``check_shapes(inputs, outputs)`` runs, GPU or not; then, if :func:`~pyplugins.runtime.device.usable_device` finds no GPU,
+        needs only concrete inputs) nothing else happens. Then ``check_shapes(inputs, outputs)``
+        runs, GPU or not; then, if :func:`~pyplugins.runtime.device.usable_device` finds no GPU,
         ``self.launch`` records that ``enqueue`` cannot run (``Unlaunchable.no_device``) and
         nothing is compiled; otherwise ``self.launch = self.plan(inputs, outputs, device)``.
         ``inputs`` and ``outputs`` are the ``PluginTensorDesc`` of each tensor (``.dims``,

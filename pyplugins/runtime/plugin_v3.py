@@ -210,11 +210,11 @@ def adapter_class(cls: Any) -> type:
     adapter = _make(cls, build)
     # enqueue (the hot path) is not wrapped again: the plugin's own enqueue reports its errors.
     wrap_methods(adapter, tuple(m for m in V3_METHODS if m != "enqueue"), {})
-    setattr(cls, "__pp_v3_adapter__", adapter)
+    cls.__pp_v3_adapter__ = adapter
     return adapter
 
 
-def _make(cls: Any, build: Any) -> type:  # noqa: C901 - one method per V3 callback
+def _make(cls: Any, build: Any) -> type:  # one method per V3 callback
     tactic_ids = list(_tactics.declared(cls))
     n_out = cls.outputs
 

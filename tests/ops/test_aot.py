@@ -1,4 +1,7 @@
-"""Every op with an aot_launch hook as a QDP AOT plugin: registered under the emulator, driven through register/autotune/aot_impl as TensorRT calls them, its launch evaluated at concrete shapes and compared with what plan computes there, its PTX checked host-side; on a GPU, the AOT launch through the driver gives the JIT impl's bits."""
+"""Every op with an aot_launch hook as a QDP AOT plugin: registered under the emulator, driven
+through register/autotune/aot_impl as TensorRT calls them, its launch evaluated at concrete shapes
+and compared with what plan computes there, its PTX checked host-side; on a GPU, the AOT launch
+through the driver gives the JIT impl's bits."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def _model(x_bytes, f, S, x_mis, y_lead, grid, block, depth, row_limit, rng):
         slots = [rng.integers(0, 256, slot_size, dtype=np.uint8) for _ in range(nslots)]
         fq, fh, fetch_row = row // ho, row % ho, row
 
-        def fetch_next(slot):
+        def fetch_next(slot, slots=slots):
             nonlocal fq, fh, fetch_row
             if fetch_row < rows:
                 r = _wrap_col(fh + sh, hi)
@@ -161,7 +161,7 @@ def _model(x_bytes, f, S, x_mis, y_lead, grid, block, depth, row_limit, rng):
             nvec = (wo - head) // V
             body_end = head + nvec * V
 
-            def put(e, data):
+            def put(e, data, dst=dst):
                 y[y_lead + (dst + e) * S:y_lead + (dst + e) * S + len(data)] = data
                 written[dst + e:dst + e + len(data) // S] += 1
 

@@ -211,7 +211,7 @@ CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float16): "__half"}
 def _launch(expr, x, positions, fields, grid, block, extra=(), offset=0):
     """Launches `expr` on x (placed `offset` elements past a 16-byte boundary) into a
     NaN-poisoned output with a poisoned guard after it; returns the output and the guard."""
-    import cupy as cp  # noqa: PLC0415 - GPU tests only
+    import cupy as cp  # GPU tests only
 
     batch, seq, heads, head_dim = x.shape
     fn = row_kernel(expr.split("<")[0]).function(CTYPES[x.dtype])
@@ -308,7 +308,7 @@ def test_gpu_table_empty_work_writes_nothing(dtype):
 def test_gpu_plugin_launches_the_chosen_kernel(dtype, table):
     """The plugin's own choice through the lifecycle, and each kernel's row asked for by name
     (the launch plan builds), against the reference."""
-    import cupy as cp  # noqa: PLC0415 - GPU tests only
+    import cupy as cp  # GPU tests only
 
     data_type = trt.DataType.FLOAT if dtype == np.float32 else trt.DataType.HALF
     desc = trt.PluginTensorDesc((2, 9, 4, 64), data_type, trt.TensorFormat.LINEAR)
@@ -333,7 +333,7 @@ def test_gpu_plugin_launches_the_chosen_kernel(dtype, table):
 def test_gpu_table_knobs(options, dtype):
     # The knobs kernel_variants compares (and a table smaller than the tiles asked: the kernel
     # clamps them), on full and partial rotary widths, aligned and not.
-    import cupy as cp  # noqa: PLC0415 - GPU tests only
+    import cupy as cp  # GPU tests only
 
     fn = row_kernel("rope_table", *options).function(CTYPES[np.dtype(dtype)])
     rng = np.random.default_rng(len(options))

@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import pyplugins.trt as trt  # noqa: E402
-from pyplugins.runtime.kernels import Kernel  # noqa: E402
+import pyplugins.trt as trt
+from pyplugins.runtime.kernels import Kernel
 
 RECORD = Path(__file__).with_name("variant_choices.txt")
 #: Two resident-block counts per case (a small GPU and a large one).

@@ -1,4 +1,5 @@
-"""``tensorrt.plugin`` (QDP, "quickly deployable plugins") for the emulated TensorRT: ``import tensorrt.plugin as trtp`` after ``pyplugins.emulator.install()``.
+"""``tensorrt.plugin`` (QDP, "quickly deployable plugins") for the emulated TensorRT:
+``import tensorrt.plugin as trtp`` after ``pyplugins.emulator.install()``.
 
 A stand-in written from TensorRT's own Python package (``python/packaging/bindings_wheel/
 tensorrt/plugin/``, 10.6 to 11.1; protocol §8): the same names, decorator checks, exceptions
@@ -30,15 +31,15 @@ if emulated_version() < (10, 6):
         f"No module named 'tensorrt.plugin': TensorRT adds it in 10.6 and the emulator imitates "
         f"{_major}.{_minor} (PYPLUGINS_TRT_VERSION)", name="tensorrt.plugin")
 
-from pyplugins.emulator.plugin import decorators, sym_exprs, sym_lists, tensor  # noqa: E402
-from pyplugins.emulator.plugin.combinations import AutoTuneCombination  # noqa: E402
-from pyplugins.emulator.plugin.decorators import autotune, impl, register  # noqa: E402
-from pyplugins.emulator.plugin.definitions import op  # noqa: E402
-from pyplugins.emulator.plugin.descriptors import Shape, SizeTensorDesc, TensorDesc  # noqa: E402
-from pyplugins.emulator.plugin.sym_exprs import ShapeExpr, SizeTensorShapeExpr  # noqa: E402
-from pyplugins.emulator.plugin.sym_lists import ShapeExprs  # noqa: E402
-from pyplugins.emulator.plugin.tensor import Tensor  # noqa: E402
-from pyplugins.emulator.plugin.top_level import (cdiv, from_shape_expr, max,  # noqa: E402,A004
+from pyplugins.emulator.plugin import decorators, sym_exprs, sym_lists, tensor
+from pyplugins.emulator.plugin.combinations import AutoTuneCombination
+from pyplugins.emulator.plugin.decorators import autotune, impl, register
+from pyplugins.emulator.plugin.definitions import op
+from pyplugins.emulator.plugin.descriptors import Shape, SizeTensorDesc, TensorDesc
+from pyplugins.emulator.plugin.sym_exprs import ShapeExpr, SizeTensorShapeExpr
+from pyplugins.emulator.plugin.sym_lists import ShapeExprs
+from pyplugins.emulator.plugin.tensor import Tensor
+from pyplugins.emulator.plugin.top_level import (cdiv, from_shape_expr, max,
                                                  min, size_tensor)
 
 #: The names of 10.6 to 10.8, then those 10.9 adds (the ``@public_api`` objects of TensorRT's

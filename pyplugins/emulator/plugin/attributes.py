@@ -1,4 +1,5 @@
-"""QDP plugin attributes: annotation helpers and the attribute <-> ``PluginField`` conversions of ``tensorrt.plugin`` (§8).
+"""QDP plugin attributes: annotation helpers and the attribute <-> ``PluginField`` conversions of
+``tensorrt.plugin`` (§8).
 
 TensorRT serializes an attribute by its Python type (``_utils.py:22-37``, ``_lib.py:172-200``):
 int -> INT64, float -> FLOAT64, bool -> INT8, str -> CHAR (UTF-8, no NUL), bytes -> UNKNOWN, a

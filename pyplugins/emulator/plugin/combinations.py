@@ -1,4 +1,5 @@
-"""``AutoTuneCombination``: the type/format grammar a QDP ``autotune`` function returns, and the combinations it expands to (§8).
+"""``AutoTuneCombination``: the type/format grammar a QDP ``autotune`` function returns, and the
+combinations it expands to (§8).
 
 ``AutoTuneCombination("FP32|FP16, FP32|FP16", "LINEAR", [1, 2])``: one comma-separated entry per
 input then output (a single entry is repeated for every position). Inside an entry, ``A|B`` is a

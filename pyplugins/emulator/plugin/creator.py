@@ -1,4 +1,5 @@
-"""The QDP registry and creator: ``QDP_REGISTRY`` (definitions by id), the ``IPluginCreatorV3Quick`` each plugin registers, and the JIT/AOT choice of ``create_plugin`` (§8).
+"""The QDP registry and creator: ``QDP_REGISTRY`` (definitions by id), the ``IPluginCreatorV3Quick``
+each plugin registers, and the JIT/AOT choice of ``create_plugin`` (§8).
 
 ``@register`` (unless ``lazy_register``) registers one creator per plugin in TensorRT's plugin
 registry under (name, "1", namespace), whose ``field_names`` list the attributes typed as they

@@ -1,4 +1,5 @@
-"""QDP plugin definitions and ``tensorrt.plugin.op``: ``trtp.op.<namespace>.<name>(*tensors, **attrs)`` makes what ``network.add_plugin`` takes (§8).
+"""QDP plugin definitions and ``tensorrt.plugin.op``:
+``trtp.op.<namespace>.<name>(*tensors, **attrs)`` makes what ``network.add_plugin`` takes (§8).
 
 Calling a definition checks the call against the register function's schema (``ITensor``s
 first, then attributes by keyword, each of its registered type), registers the creator if

@@ -116,12 +116,12 @@ class Shape:
         return self._bound("opt")
 
     @property
-    def min(self) -> Tuple[int, ...]:  # noqa: A003 - TensorRT's name
+    def min(self) -> Tuple[int, ...]:  # TensorRT's name
         """The profile's min dims."""
         return self._bound("min")
 
     @property
-    def max(self) -> Tuple[int, ...]:  # noqa: A003 - TensorRT's name
+    def max(self) -> Tuple[int, ...]:  # TensorRT's name
         """The profile's max dims."""
         return self._bound("max")
 
@@ -241,13 +241,13 @@ class TensorDesc:
         self._shape = value
 
     @property
-    def format(self) -> Any:  # noqa: A003 - TensorRT's name
+    def format(self) -> Any:  # TensorRT's name
         """The TensorFormat (only where ``has_shape``)."""
         self._validate_has_shape()
         return self._format
 
     @format.setter
-    def format(self, value: Any) -> None:  # noqa: A003
+    def format(self, value: Any) -> None:
         self._validate_not_immutable()
         self._format = value
 

@@ -1,4 +1,6 @@
-"""The plugin objects a QDP creator makes: a JIT plugin (``impl`` runs at every ``enqueue``) or an AOT one (``aot_impl`` gives a PTX kernel and symbolic launch parameters, 10.9+), as TensorRT's ``_plugin_class.py`` builds them (§8).
+"""The plugin objects a QDP creator makes: a JIT plugin (``impl`` runs at every ``enqueue``) or an
+AOT one (``aot_impl`` gives a PTX kernel and symbolic launch parameters, 10.9+), as TensorRT's
+``_plugin_class.py`` builds them (§8).
 
 Both are ``trt.IPluginV3`` with the Quick capabilities and answer what TensorRT calls:
 ``get_num_outputs()``, ``get_output_data_types(input_types, ranks)`` (the register function on

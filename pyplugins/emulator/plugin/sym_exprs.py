@@ -268,7 +268,7 @@ class ShapeExpr(SymInt32):
 
     def __init__(self, value: Union[int, IDimensionExpr, SymIntExpr, None] = None) -> None:
         super().__init__(value)
-        self._exprBuilder = expr_builder()  # noqa: N815 - TensorRT's attribute name
+        self._exprBuilder = expr_builder()  # TensorRT's attribute name
         self._is_dummy = False
         self._is_size_tensor = False
         if value is None:

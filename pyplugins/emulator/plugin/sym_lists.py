@@ -1,4 +1,5 @@
-"""The lists of symbolic expressions of ``tensorrt.plugin``: ``SymExprs``, ``ShapeExprs`` (a tensor's shape) and ``SymIntExprs`` (§8).
+"""The lists of symbolic expressions of ``tensorrt.plugin``: ``SymExprs``, ``ShapeExprs`` (a
+tensor's shape) and ``SymIntExprs`` (§8).
 
 ``ShapeExprs`` converts an int assigned to an entry into a ``ShapeExpr`` and refuses other values
 from 10.9; before, it stores whatever it is given (and ``get_output_shapes`` fails on it later).
@@ -88,7 +89,7 @@ class ShapeExprs(SymExprs):
         (3, True)
     """
 
-    def __init__(self, length: int, _is_dummy: bool = False) -> None:  # noqa: PT028
+    def __init__(self, length: int, _is_dummy: bool = False) -> None:
         if length > MAX_DIMS:
             msg = f"ShapeExprs holds at most {MAX_DIMS} dimensions (trt.Dims.MAX_DIMS); got {length}"
             raise QDPDefinitionError(msg)

@@ -89,12 +89,12 @@ class Tensor:
         self._shape = value
 
     @property
-    def format(self) -> Any:  # noqa: A003 - TensorRT's name
+    def format(self) -> Any:  # TensorRT's name
         """The TensorFormat."""
         return self._format
 
     @format.setter
-    def format(self, value: Any) -> None:  # noqa: A003
+    def format(self, value: Any) -> None:
         self._format = value
 
     @property

@@ -1,4 +1,5 @@
-"""The functions of ``tensorrt.plugin``: ``cdiv``, ``max``, ``min`` (symbolic), ``size_tensor`` and ``from_shape_expr`` (§8).
+"""The functions of ``tensorrt.plugin``: ``cdiv``, ``max``, ``min`` (symbolic), ``size_tensor`` and
+``from_shape_expr`` (§8).
 
 ``cdiv``/``max``/``min`` take a ``ShapeExpr`` (or ``SymInt32``) and an int or expression, not two
 ints (TensorRT refuses that), and build ``DimensionOperation`` CEIL_DIV/MAX/MIN with the running

@@ -1,4 +1,5 @@
-"""Decoration-time checks of ``tensorrt.plugin``: the register signature and return, and the signatures of impl, aot_impl and autotune against it (§8).
+"""Decoration-time checks of ``tensorrt.plugin``: the register signature and return, and the
+signatures of impl, aot_impl and autotune against it (§8).
 
 The rules are TensorRT's (``_validate.py``): the id is ``"namespace::name"`` without dots and not
 in a reserved namespace; register parameters are annotated, have no defaults, list tensors

@@ -178,7 +178,7 @@ def test_aot_impl_needs_tactic_and_an_annotated_four_part_return(defined):
     assert trtp.op.qdp_tests.target.aot_impl_attr_names == ["name"]
     with override(trt_version="10.8"):
         with pytest.raises(AttributeError, match="adds it in 10.9"):
-            trtp.aot_impl  # noqa: B018
+            trtp.aot_impl
 
 
 def test_errors_are_pyplugins_errors_of_the_builtin_types():

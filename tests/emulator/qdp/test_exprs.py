@@ -48,7 +48,7 @@ def test_outside_a_shape_callback_expressions_are_fake(trtp):
     fake = trtp.ShapeExpr(5)
     assert fake.is_fake and (fake * 3).is_fake
     with pytest.raises(QDPRuntimeError, match="check is_fake"):
-        fake.is_constant  # noqa: B018
+        fake.is_constant
     with pytest.raises(QDPAttributeError, match="no IExprBuilder"):
         trtp.SymInt32(4) + 1
 
@@ -69,7 +69,7 @@ def test_plain_symints_have_no_is_constant_as_in_tensorrt(trtp, eb):
     s = trtp.SymInt32(4)
     assert _value(s, {}) == 4
     with pytest.raises(AttributeError, match="_is_dummy"):
-        s.is_constant  # noqa: B018
+        s.is_constant
     with pytest.raises(QDPDefinitionError, match="Float symbolic expressions"):
         trtp.SymExprs.from_tuple((1.5,))
 

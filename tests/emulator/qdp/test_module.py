@@ -79,7 +79,7 @@ def test_binding_names_of_qdp_follow_the_minor_version():
         assert not hasattr(trt, "QuickPluginCreationRequest")  # QDP's IS_AOT_ENABLED is False
     with override(trt_version="10.5"):
         with pytest.raises(AttributeError, match="binds it from 10.6"):
-            trt.IPluginCreatorV3Quick  # noqa: B018
+            trt.IPluginCreatorV3Quick
     with override(trt_version="11.1"):
         assert trt.QuickPluginCreationRequest.STRICT_AOT.value == 4
         assert trt.PluginArgDataType.INT32.value == 2
@@ -93,7 +93,7 @@ def test_quick_binding_objects_behave_as_bound(trtp):
     sym = trt.ISymExpr()
     sym.type = trt.PluginArgType.INT
     with pytest.raises(AttributeError):
-        sym.type  # noqa: B018 - TensorRT binds a setter only
+        sym.type  # TensorRT binds a setter only
     args = trt.ISymExprs._make()
     args.nbSymExprs = 1
     args[3] = sym  # out of range: ignored, as TensorRT's setter returning False

@@ -42,7 +42,8 @@ DRIVE = textwrap.dedent('''
             row["create"] = "TypeError"
             out[plugin_id] = row
             continue
-        row["types"] = [t.name for t in plugin.get_output_data_types([trt.DataType.FLOAT], [4 if "circ" in name else 2])]
+        row["types"] = [t.name for t in plugin.get_output_data_types(
+            [trt.DataType.FLOAT], [4 if "circ" in name else 2])]
         eb = SizeTensorBuilder()
         dims = (-1, 3, 32, 32) if "circ" in name else (-1, 8)
         shapes = plugin.get_output_shapes([eb._input(0, dims)], [], eb)

@@ -35,9 +35,9 @@ def test_cuda_array_interface_describes_a_host_buffer(trtp):
 @pytest.mark.parametrize("dtype", ["BF16", "FP8", "INT4"])
 def test_cuda_array_interface_refuses_types_without_numpy_equivalent(trtp, dtype):
     with pytest.raises(ValueError, match="cannot describe"):
-        _tensor(trtp, getattr(trt.DataType, dtype)).__cuda_array_interface__  # noqa: B018
+        _tensor(trtp, getattr(trt.DataType, dtype)).__cuda_array_interface__
     with pytest.raises(TypeError):  # FP4 and E8M0: trt.nptype itself refuses
-        _tensor(trtp, trt.DataType.FP4).__cuda_array_interface__  # noqa: B018
+        _tensor(trtp, trt.DataType.FP4).__cuda_array_interface__
 
 
 def test_tensor_aliased_views_and_data_dependent_shapes(trtp):
@@ -71,7 +71,7 @@ def test_descriptors_are_immutable_and_like_copies(trtp):
     with pytest.raises(QDPDefinitionError, match="immutable"):
         aliased.dtype = trt.DataType.FLOAT
     with pytest.raises(QDPDefinitionError, match="has_shape"):
-        inp.shape  # noqa: B018
+        inp.shape
     with override(trt_version="10.7"):  # a shallow copy before 10.8
         assert inp.like().shape_expr is inp.shape_expr
 
@@ -86,7 +86,7 @@ def test_shapes_from_descriptors_know_the_profile(trtp):
     static = trtp.Shape(desc((2, 5)))
     assert static.numel() == 10 and str(static) == "Shape(2, 5)"
     with pytest.raises(QDPDefinitionError, match="only when is_dynamic"):
-        static.opt  # noqa: B018
+        static.opt
     with pytest.raises(QDPTypeError, match=r"Dims\(0\)"):
         trtp.Shape()  # TensorRT's Dims(0) raises too
 
