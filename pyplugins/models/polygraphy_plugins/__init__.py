@@ -10,8 +10,8 @@ matters are logged as warnings and left alone. :func:`apply` does match and repl
 
 Example:
     >>> import os
-    >>> sorted(os.listdir(directory()))
-    ['CircPad', 'LReLU_TRT', 'RMSNorm', 'RoPE', '__init__.py']
+    >>> sorted(n for n in os.listdir(directory()) if not n.startswith("__"))  # not __pycache__
+    ['CircPad', 'LReLU_TRT', 'RMSNorm', 'RoPE']
 """
 
 from __future__ import annotations
