@@ -197,9 +197,15 @@ class DeviceRun:
         return outcome
 
 
-def scratch_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: int,
-                    enqueue: EnqueueFn) -> int:
-    """Run ``enqueue`` once on zeroed scratch buffers, as the builder times a format combination."""
+def scratch_buffers(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: int
+                    ) -> Tuple[Any, Any, List[Any], List[Any], Any]:
+    """``(cupy, stream, inputs, outputs, workspace or None)``: zeroed device buffers of these
+    sizes (at least one byte each), allocated and synchronized on a new stream, as the builder
+    gives a plugin while it times a format combination or a tactic.
+
+    Raises:
+        RuntimeError: no usable GPU (the reason).
+    """
     cp, reason = cupy_or_reason()
     if cp is None:
         raise RuntimeError(reason)
@@ -209,6 +215,13 @@ def scratch_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace
         outs = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in out_bytes]
         ws = cp.zeros(workspace, dtype=np.uint8) if workspace > 0 else None
     stream.synchronize()
+    return cp, stream, ins, outs, ws
+
+
+def scratch_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: int,
+                    enqueue: EnqueueFn) -> int:
+    """Run ``enqueue`` once on zeroed scratch buffers, as the builder times a format combination."""
+    cp, stream, ins, outs, ws = scratch_buffers(in_bytes, out_bytes, workspace)
     status = enqueue([int(a.data.ptr) for a in ins], [int(a.data.ptr) for a in outs],
                      0 if ws is None else int(ws.data.ptr), int(stream.ptr))
     stream.synchronize()

@@ -156,14 +156,7 @@ def time_aot(art: AOTArtifact, plan: Dict[str, Any], in_bytes: Sequence[int],
     timing of one AOT candidate), in this process."""
     from pyplugins.checker.aot_launch import launch  # noqa: PLC0415 - GPU only
 
-    cp, reason = buffers.cupy_or_reason()
-    if cp is None:
-        raise RuntimeError(reason)
-    stream = cp.cuda.Stream()
-    with stream:
-        ins = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in in_bytes]
-        outs = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in out_bytes]
-    stream.synchronize()
+    cp, stream, ins, outs, _ = buffers.scratch_buffers(in_bytes, out_bytes, 0)
     ptrs = ([int(a.data.ptr) for a in ins], [int(a.data.ptr) for a in outs])
     launch(art, plan, *ptrs, int(stream.ptr))
     stream.synchronize()

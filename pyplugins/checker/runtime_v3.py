@@ -51,15 +51,7 @@ def time_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: i
     Returns:
         ``(status, milliseconds per enqueue)``; ``inf`` when an ``enqueue`` failed.
     """
-    cp, reason = buffers.cupy_or_reason()
-    if cp is None:
-        raise RuntimeError(reason)
-    stream = cp.cuda.Stream()
-    with stream:
-        ins = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in in_bytes]
-        outs = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in out_bytes]
-        ws = cp.zeros(workspace, dtype=np.uint8) if workspace > 0 else None
-    stream.synchronize()
+    cp, stream, ins, outs, ws = buffers.scratch_buffers(in_bytes, out_bytes, workspace)
     in_ptrs = [int(a.data.ptr) for a in ins]
     out_ptrs = alias_pointers([int(a.data.ptr) for a in outs], in_ptrs, aliases)
     ws_ptr = 0 if ws is None else int(ws.data.ptr)
