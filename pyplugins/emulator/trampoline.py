@@ -271,6 +271,74 @@ def _as(kind: type) -> Callable[[Any], Any]:
     return interpret
 
 
+class Failed:
+    """The fallback of a call whose Python side raised: C++ returns -1 (or nullptr).
+
+    Example:
+        >>> FAILED, status_of(FAILED), status_of([1])
+        (-1, -1, 0)
+    """
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+#: The one :class:`Failed`: the V3 and Quick trampolines pass it as ``invoke``'s ``fallback``.
+FAILED = Failed()
+
+
+def status_of(result: Any) -> int:
+    """The C++ status of a call: -1 when it fell back to :data:`FAILED`, else 0."""
+    return -1 if result is FAILED else 0
+
+
+def as_int32(value: Any) -> int:
+    """pybind11's ``int32_t`` caster: ints and ``__index__`` types in range; not floats, str or
+    bytes.
+
+    Example:
+        >>> as_int32(7)
+        7
+    """
+    if isinstance(value, (float, str, bytes)):
+        raise TypeError(value)
+    result = int(value.__index__())
+    if not -2**31 <= result < 2**31:
+        raise OverflowError(value)
+    return result
+
+
+def list_of(kind: Any, item: Optional[Callable[[Any], Any]] = None) -> Callable[[Any], list]:
+    """pybind11's ``std::vector<T>`` caster: any sequence (not str/bytes) whose items are
+    ``kind`` instances, or, given ``item``, whose items ``item`` casts.
+
+    Example:
+        >>> list_of(int)((1, 2))
+        [1, 2]
+    """
+    def interpret(value: Any) -> list:
+        if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__len__"):
+            raise TypeError(value)
+        items = list(value)
+        if item is not None:
+            return [item(v) for v in items]
+        for v in items:
+            if not isinstance(v, kind):
+                raise TypeError(v)
+        return items
+    return interpret
+
+
+def pointer_to(kind: Any) -> Callable[[Any], Any]:
+    """pybind11's cast to ``T*`` (convert mode): an instance of ``kind`` (a class or a tuple of
+    them), or None -> nullptr without an error line (``type_caster_generic`` accepts None)."""
+    def interpret(value: Any) -> Any:
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(value)
+        return value
+    return interpret
+
+
 def as_size_t(value: Any) -> int:
     """pybind11's ``size_t`` caster: ints and ``__index__`` types, not floats, never negative."""
     if isinstance(value, float):

@@ -40,8 +40,9 @@ from pyplugins.emulator.dims import Dims, DimsExprs, IExprBuilder
 from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorRTPhase
 from pyplugins.emulator.plugin_field import (PluginField, PluginFieldCollection,
                                              PluginFieldCollection_)
-from pyplugins.emulator.trampoline import held, invoke
-from pyplugins.emulator.trampoline_v3 import crossing
+from pyplugins.emulator.trampoline import (FAILED, as_int32, held, invoke, list_of, pointer_to,
+                                          status_of)
+from pyplugins.emulator.trampoline_v3 import crossing, one_per_output
 from pyplugins.emulator.version import emulated_version
 
 __all__ = ["configure_plugin", "create_plugin", "enqueue", "get_aliased_input",
@@ -50,15 +51,6 @@ __all__ = ["configure_plugin", "create_plugin", "enqueue", "get_aliased_input",
            "get_supported_format_combinations", "get_timing_cache_id", "get_valid_tactics",
            "identity", "set_tactic"]
 
-
-class _Failed:
-    """The fallback of a call whose Python side raised: C++ returns -1 (or nullptr)."""
-
-    def __repr__(self) -> str:
-        return "-1"
-
-
-_FAILED = _Failed()
 
 #: Per capability: the classes the binding tries to cast the result to, in its order
 #: (``pyPlugin.cpp:768-850``; the V3One classes come first there and are not Quick plugins').
@@ -69,42 +61,6 @@ _CAPABILITY = {
     PluginCapabilityType.RUNTIME: ((IPluginV3QuickRuntime,),
                                    " a valid runtime capability interface"),
 }
-
-
-def _status(result: Any) -> int:
-    return -1 if result is _FAILED else 0
-
-
-def _int32(value: Any) -> int:
-    if isinstance(value, (float, str, bytes)):
-        raise TypeError(value)
-    result = int(value.__index__())
-    if not -2**31 <= result < 2**31:
-        raise OverflowError(value)
-    return result
-
-
-def _list_of(kind: Any, item: Any = None) -> Any:
-    """pybind11's ``std::vector<T>`` caster: any sequence (not str/bytes) whose items cast."""
-    def interpret(value: Any) -> list:
-        if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__len__"):
-            raise TypeError(value)
-        items = list(value)
-        if item is not None:
-            return [item(v) for v in items]
-        for v in items:
-            if not isinstance(v, kind):
-                raise TypeError(v)
-        return items
-    return interpret
-
-
-def _pointer(kinds: Tuple[type, ...]) -> Any:
-    def interpret(value: Any) -> Any:
-        if value is not None and not isinstance(value, kinds):
-            raise TypeError(value)
-        return value
-    return interpret
 
 
 def _kernel(value: Any) -> Tuple[str, bytes]:
@@ -124,7 +80,7 @@ def get_capability_interface(plugin: Any, kind: PluginCapabilityType) -> Optiona
     the call raised or returned an object of none of the capability's Quick classes."""
     classes, as_type = _CAPABILITY[kind]
     return invoke(plugin, "get_capability_interface", (crossing(kind),), required=True,
-                  default=None, fallback=None, interpret=_pointer(classes), as_type=as_type)
+                  default=None, fallback=None, interpret=pointer_to(classes), as_type=as_type)
 
 
 def identity(core: Any) -> tuple:
@@ -143,7 +99,7 @@ def get_nb_outputs(build: Any) -> int:
         value = getattr(build, "num_outputs", -1)
         return value if isinstance(value, int) else -1
     return invoke(build, "get_num_outputs", (), required=False, default=0, fallback=-1,
-                  interpret=_int32, as_type="int32_t", thrown=True)
+                  interpret=as_int32, as_type="int32_t", thrown=True)
 
 
 def get_output_data_types(build: Any, input_types: Sequence[DataType],
@@ -152,16 +108,9 @@ def get_output_data_types(build: Any, input_types: Sequence[DataType],
     n_out = get_nb_outputs(build)
     result = invoke(build, "get_output_data_types", ([crossing(t) for t in input_types],
                                                      [int(r) for r in ranks]),
-                    required=True, default=None, fallback=_FAILED, interpret=_list_of(DataType),
+                    required=True, default=None, fallback=FAILED, interpret=list_of(DataType),
                     as_type="std::vector<nvinfer1::DataType>", thrown=True)
-    if result is _FAILED:
-        return None
-    if len(result) != n_out:
-        cpp_stderr("[ERROR] Exception thrown from get_output_data_types() RuntimeError: "
-                   "get_output_data_types() returned a list with a different length than "
-                   "num_outputs")
-        return None
-    return result
+    return one_per_output(result, n_out, "get_output_data_types")
 
 
 def get_output_shapes(build: Any, inputs: Sequence[DimsExprs], shape_inputs: Sequence[DimsExprs],
@@ -169,15 +118,9 @@ def get_output_shapes(build: Any, inputs: Sequence[DimsExprs], shape_inputs: Seq
     """C++ ``getOutputShapes``: one ``DimsExprs`` per output, or None (-1)."""
     n_out = get_nb_outputs(build)
     result = invoke(build, "get_output_shapes", (list(inputs), list(shape_inputs), expr_builder),
-                    required=True, default=None, fallback=_FAILED, interpret=_list_of(DimsExprs),
+                    required=True, default=None, fallback=FAILED, interpret=list_of(DimsExprs),
                     as_type="std::vector<nvinfer1::DimsExprs>", thrown=True)
-    if result is _FAILED:
-        return None
-    if len(result) != n_out:
-        cpp_stderr("[ERROR] Exception thrown from get_output_shapes() RuntimeError: "
-                   "get_output_shapes() returned a list with a different length than num_outputs")
-        return None
-    return result
+    return one_per_output(result, n_out, "get_output_shapes")
 
 
 def get_supported_format_combinations(build: Any, in_out: Sequence[DynamicPluginTensorDesc],
@@ -193,9 +136,9 @@ def get_supported_format_combinations(build: Any, in_out: Sequence[DynamicPlugin
     n_io = len(in_out)
     first = invoke(build, "get_supported_format_combinations",
                    ([crossing(d) for d in in_out], num_inputs), required=True, default=None,
-                   fallback=_FAILED, interpret=_list_of(PluginTensorDesc),
+                   fallback=FAILED, interpret=list_of(PluginTensorDesc),
                    as_type="std::vector<PluginTensorDesc>", thrown=True)
-    if first is _FAILED:
+    if first is FAILED:
         return None
     if n_io == 0 or len(first) % n_io:
         cpp_stderr("[ERROR] Exception thrown from get_supported_format_combinations() "
@@ -204,8 +147,8 @@ def get_supported_format_combinations(build: Any, in_out: Sequence[DynamicPlugin
         return None
     second = invoke(build, "get_supported_format_combinations",
                     ([crossing(d) for d in in_out], num_inputs), required=True, default=None,
-                    fallback=_FAILED, thrown=True)
-    if second is _FAILED:
+                    fallback=FAILED, thrown=True)
+    if second is FAILED:
         return None
     return [[d._copy() for d in first[i:i + n_io]] for i in range(0, len(first), n_io)]
 
@@ -213,18 +156,18 @@ def get_supported_format_combinations(build: Any, in_out: Sequence[DynamicPlugin
 def configure_plugin(build: Any, inputs: Sequence[DynamicPluginTensorDesc],
                      outputs: Sequence[DynamicPluginTensorDesc]) -> int:
     """C++ ``configurePlugin``: 0, or -1 when the Python call raised."""
-    return _status(invoke(build, "configure_plugin", ([crossing(d) for d in inputs],
+    return status_of(invoke(build, "configure_plugin", ([crossing(d) for d in inputs],
                                                       [crossing(d) for d in outputs]),
-                          required=True, default=None, fallback=_FAILED, thrown=True))
+                          required=True, default=None, fallback=FAILED, thrown=True))
 
 
 def get_valid_tactics(build: Any) -> Optional[List[int]]:
     """C++ ``getNbTactics`` + ``getValidTactics``: the tactics ([] when not defined: TensorRT
     then uses tactic 0), or None (-1) when the call raised; called once and cached."""
     result = invoke(build, "get_valid_tactics", (), required=False, default=[],
-                    fallback=_FAILED, interpret=_list_of(int, _int32),
+                    fallback=FAILED, interpret=list_of(int, as_int32),
                     as_type="std::vector<int32_t>", thrown=True)
-    if result is _FAILED:
+    if result is FAILED:
         return None
     object.__setattr__(build, "_pp_tactics", list(result))
     return list(result)
@@ -234,7 +177,7 @@ def get_aliased_input(build: Any, output_index: int) -> int:
     """C++ ``getAliasedInput``: the input ``output_index`` aliases, or -1 (none, not defined or
     failed)."""
     return invoke(build, "get_aliased_input", (int(output_index),), required=False, default=-1,
-                  fallback=-1, interpret=_int32, as_type="int32_t")
+                  fallback=-1, interpret=as_int32, as_type="int32_t")
 
 
 def get_timing_cache_id(build: Any) -> Optional[str]:
@@ -251,8 +194,8 @@ def get_timing_cache_id(build: Any) -> Optional[str]:
 
 def set_tactic(obj: Any, tactic: int) -> int:
     """C++ ``setTactic`` of the AOT build or the JIT runtime capability: 0, or -1."""
-    return _status(invoke(obj, "set_tactic", (int(tactic),), required=True, default=None,
-                          fallback=_FAILED, thrown=True))
+    return status_of(invoke(obj, "set_tactic", (int(tactic),), required=True, default=None,
+                          fallback=FAILED, thrown=True))
 
 
 # -- AOT: the kernel and its launch parameters -----------------------------------------------------
@@ -263,10 +206,10 @@ def get_launch_params(build: Any, input_exprs: Sequence[DimsExprs],
                       expr_builder: IExprBuilder) -> int:
     """C++ ``getLaunchParams``: the plugin fills ``launch_params`` and ``extra_args``; 0, or -1
     when the call raised (``pyPlugin.cpp:2033-2064``)."""
-    return _status(invoke(build, "get_launch_params",
+    return status_of(invoke(build, "get_launch_params",
                           (list(input_exprs), [crossing(d) for d in in_out], int(num_inputs),
                            launch_params, extra_args, expr_builder),
-                          required=True, default=None, fallback=_FAILED))
+                          required=True, default=None, fallback=FAILED))
 
 
 def get_kernel(build: Any, input_desc: Sequence[PluginTensorDesc],
@@ -274,9 +217,9 @@ def get_kernel(build: Any, input_desc: Sequence[PluginTensorDesc],
     """C++ ``getKernel``: ``(kernel name, compiled kernel bytes)``, or None (-1)."""
     result = invoke(build, "get_kernel", ([crossing(d) for d in input_desc],
                                           [crossing(d) for d in output_desc]),
-                    required=True, default=None, fallback=_FAILED, interpret=_kernel,
+                    required=True, default=None, fallback=FAILED, interpret=_kernel,
                     as_type="std::tuple<std::string, std::bytes>", thrown=True)
-    return None if result is _FAILED else result
+    return None if result is FAILED else result
 
 
 # -- the JIT runtime capability --------------------------------------------------------------------
@@ -291,8 +234,8 @@ def enqueue(runtime: Any, input_desc: Sequence[PluginTensorDesc],
             [int(p) for p in inputs], [int(p) for p in outputs],
             [Dims(tuple(int(v) for v in s)) for s in in_strides],
             [Dims(tuple(int(v) for v in s)) for s in out_strides], int(stream))
-    return _status(invoke(runtime, "enqueue", args, required=True, default=None,
-                          fallback=_FAILED, thrown=True))
+    return status_of(invoke(runtime, "enqueue", args, required=True, default=None,
+                          fallback=FAILED, thrown=True))
 
 
 def get_fields_to_serialize(runtime: Any) -> Optional[PluginFieldCollection]:
@@ -300,7 +243,7 @@ def get_fields_to_serialize(runtime: Any) -> Optional[PluginFieldCollection]:
     def as_fields(value: Any) -> PluginFieldCollection:
         if isinstance(value, PluginFieldCollection):
             return value
-        return PluginFieldCollection(_list_of(PluginField)(value))
+        return PluginFieldCollection(list_of(PluginField)(value))
     return invoke(runtime, "get_fields_to_serialize", (), required=True, default=None,
                   fallback=None, interpret=as_fields, as_type="nvinfer1::PluginFieldCollection")
 
@@ -324,7 +267,7 @@ def create_plugin(creator: Any, name: str, namespace: str, fields: Sequence[Plug
         msg = "QuickPluginCreationRequest exists from TensorRT 10.9; the emulated version is older"
         raise ValueError(msg)
     result = invoke(creator, "create_plugin", args, required=True, default=None, fallback=None,
-                    interpret=_pointer((IPluginV3,)), as_type="IPluginV3*")
+                    interpret=pointer_to((IPluginV3,)), as_type="IPluginV3*")
     if result is not None:
         held[id(result)] = result
     return result

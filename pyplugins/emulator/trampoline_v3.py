@@ -36,16 +36,9 @@ from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorRTPha
 from pyplugins.emulator.plugin_field import (PluginField, PluginFieldCollection,
                                              PluginFieldCollection_)
 from pyplugins.emulator.version import emulated_version
-from pyplugins.emulator.trampoline import as_bool, as_size_t, held, invoke
+from pyplugins.emulator.trampoline import (FAILED, as_bool, as_int32, as_size_t, held, invoke,
+                                          list_of, pointer_to, status_of)
 
-class _Failed:
-    """The fallback of a status method whose Python call raised: C++ returns -1."""
-
-    def __repr__(self) -> str:
-        return "-1"
-
-
-_FAILED = _Failed()
 
 _CAPABILITY = {
     PluginCapabilityType.CORE: (IPluginV3OneCore, " a valid core capability interface"),
@@ -66,55 +59,23 @@ def crossing(value: Any) -> Any:
     return fresh(value)
 
 
-def _status(result: Any) -> int:
-    return -1 if result is _FAILED else 0
-
-
-def _int32(value: Any) -> int:
-    """pybind11's ``int32_t`` caster: ints and ``__index__`` types in range; not floats or bools
-    of other types than int."""
-    if isinstance(value, (float, str, bytes)):
-        raise TypeError(value)
-    result = int(value.__index__())
-    if not -2**31 <= result < 2**31:
-        raise OverflowError(value)
+def one_per_output(result: Any, n_out: int, method: str) -> Optional[list]:
+    """A list callback's result as TensorRT takes it: None (-1) when the call failed or the list
+    is not ``num_outputs`` long, the latter with the binding's ``[ERROR]`` line."""
+    if result is FAILED:
+        return None
+    if len(result) != n_out:
+        cpp_stderr(f"[ERROR] Exception thrown from {method}() RuntimeError: {method}() returned "
+                   "a list with a different length than num_outputs")
+        return None
     return result
-
-
-def _int32_list(value: Any) -> List[int]:
-    """pybind11's ``std::vector<int32_t>`` caster: any sequence (not str/bytes) of int32s."""
-    if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__len__"):
-        raise TypeError(value)
-    return [_int32(v) for v in value]
-
-
-def _list_of(kind: type) -> Any:
-    def interpret(value: Any) -> list:
-        if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__len__"):
-            raise TypeError(value)
-        items = list(value)
-        for item in items:
-            if not isinstance(item, kind):
-                raise TypeError(item)
-        return items
-    return interpret
-
-
-def _pointer(kind: type) -> Any:
-    """pybind11's cast to ``T*`` (convert mode): an instance of ``kind``, or None -> nullptr
-    without an error line (``type_caster_generic`` accepts None for pointers)."""
-    def interpret(value: Any) -> Any:
-        if value is not None and not isinstance(value, kind):
-            raise TypeError(value)
-        return value
-    return interpret
 
 
 def _as_fields(value: Any) -> PluginFieldCollection:
     """``PluginFieldCollection`` or any sequence of ``PluginField`` (bind_vector converts)."""
     if isinstance(value, PluginFieldCollection):
         return value
-    return PluginFieldCollection(_list_of(PluginField)(value))
+    return PluginFieldCollection(list_of(PluginField)(value))
 
 
 # -- IPluginV3 -----------------------------------------------------------------------------------
@@ -124,13 +85,13 @@ def get_capability_interface(plugin: Any, kind: PluginCapabilityType) -> Optiona
     call raised or returned an object that is not of the capability's class."""
     klass, as_type = _CAPABILITY[kind]
     return invoke(plugin, "get_capability_interface", (crossing(kind),), required=True,
-                  default=None, fallback=None, interpret=_pointer(klass), as_type=as_type)
+                  default=None, fallback=None, interpret=pointer_to(klass), as_type=as_type)
 
 
 def clone(plugin: Any) -> Optional[IPluginV3]:
     """C++ ``IPluginV3::clone``: the new plugin (held until destroyed), or None."""
     result = invoke(plugin, "clone", (), required=True, default=None, fallback=None,
-                    interpret=_pointer(IPluginV3), as_type="nvinfer1::IPluginV3")
+                    interpret=pointer_to(IPluginV3), as_type="nvinfer1::IPluginV3")
     if result is not None:
         held[id(result)] = result
     return result
@@ -173,16 +134,9 @@ def get_output_data_types(build: Any, input_types: Sequence[DataType]) -> Option
     """C++ ``getOutputDataTypes``: the list (length ``num_outputs``), or None (-1)."""
     n_out = get_nb_outputs(build)
     result = invoke(build, "get_output_data_types", ([crossing(t) for t in input_types],),
-                    required=True, default=None, fallback=_FAILED, interpret=_list_of(DataType),
+                    required=True, default=None, fallback=FAILED, interpret=list_of(DataType),
                     as_type="std::vector<nvinfer1::DataType>", thrown=True)
-    if result is _FAILED:
-        return None
-    if len(result) != n_out:
-        cpp_stderr("[ERROR] Exception thrown from get_output_data_types() RuntimeError: "
-                   "get_output_data_types() returned a list with a different length than "
-                   "num_outputs")
-        return None
-    return result
+    return one_per_output(result, n_out, "get_output_data_types")
 
 
 def get_output_shapes(build: Any, inputs: Sequence[DimsExprs], shape_inputs: Sequence[DimsExprs],
@@ -190,16 +144,10 @@ def get_output_shapes(build: Any, inputs: Sequence[DimsExprs], shape_inputs: Seq
     """C++ ``getOutputShapes``: one ``DimsExprs`` per output, or None (-1)."""
     n_out = get_nb_outputs(build)
     result = invoke(build, "get_output_shapes", (list(inputs), list(shape_inputs), expr_builder),
-                    required=True, default=None, fallback=_FAILED,
-                    interpret=_list_of(DimsExprs), as_type="std::vector<nvinfer1::DimsExprs>",
+                    required=True, default=None, fallback=FAILED,
+                    interpret=list_of(DimsExprs), as_type="std::vector<nvinfer1::DimsExprs>",
                     thrown=True)
-    if result is _FAILED:
-        return None
-    if len(result) != n_out:
-        cpp_stderr("[ERROR] Exception thrown from get_output_shapes() RuntimeError: "
-                   "get_output_shapes() returned a list with a different length than num_outputs")
-        return None
-    return result
+    return one_per_output(result, n_out, "get_output_shapes")
 
 
 def supports_format_combination(build: Any, pos: int, in_out: Sequence[DynamicPluginTensorDesc],
@@ -215,9 +163,9 @@ def supports_format_combination(build: Any, pos: int, in_out: Sequence[DynamicPl
 def configure_plugin(build: Any, inputs: Sequence[DynamicPluginTensorDesc],
                      outputs: Sequence[DynamicPluginTensorDesc]) -> int:
     """C++ ``configurePlugin``: 0, or -1 when the Python call raised (V3 fails the build)."""
-    return _status(invoke(build, "configure_plugin", ([crossing(d) for d in inputs],
+    return status_of(invoke(build, "configure_plugin", ([crossing(d) for d in inputs],
                                                       [crossing(d) for d in outputs]),
-                          required=True, default=None, fallback=_FAILED, thrown=True))
+                          required=True, default=None, fallback=FAILED, thrown=True))
 
 
 def get_workspace_size(build: Any, inputs: Sequence[DynamicPluginTensorDesc],
@@ -236,9 +184,9 @@ def get_valid_tactics(build: Any) -> Optional[List[int]]:
     result: Any = None
     for _ in range(calls):
         result = invoke(build, "get_valid_tactics", (), required=False, default=[],
-                        fallback=_FAILED, interpret=_int32_list, as_type="std::vector<int32_t>",
+                        fallback=FAILED, interpret=list_of(int, as_int32), as_type="std::vector<int32_t>",
                         thrown=True)
-        if result is _FAILED:
+        if result is FAILED:
             return None
     object.__setattr__(build, "_pp_tactics", list(result))
     return list(result)
@@ -250,15 +198,15 @@ def get_aliased_input(build: Any, output_index: int) -> int:
     if not isinstance(build, IPluginV3OneBuildV2):
         return -1
     return invoke(build, "get_aliased_input", (output_index,), required=False, default=-1,
-                  fallback=-1, interpret=_int32, as_type="int32_t")
+                  fallback=-1, interpret=as_int32, as_type="int32_t")
 
 
 # -- IPluginV3OneRuntime -------------------------------------------------------------------------
 
 def set_tactic(runtime: Any, tactic: int) -> int:
     """C++ ``setTactic``: 0, or -1 (also when ``set_tactic`` is not defined: no default)."""
-    return _status(invoke(runtime, "set_tactic", (int(tactic),), required=True, default=None,
-                          fallback=_FAILED, thrown=True))
+    return status_of(invoke(runtime, "set_tactic", (int(tactic),), required=True, default=None,
+                          fallback=FAILED, thrown=True))
 
 
 def on_shape_change(runtime: Any, inputs: Sequence[PluginTensorDesc],
@@ -266,9 +214,9 @@ def on_shape_change(runtime: Any, inputs: Sequence[PluginTensorDesc],
     """C++ ``onShapeChange``: caches the counts ``enqueue`` uses on this object first; 0 or -1."""
     object.__setattr__(runtime, "_pp_nb_inputs", len(inputs))
     object.__setattr__(runtime, "_pp_nb_outputs", len(outputs))
-    return _status(invoke(runtime, "on_shape_change", ([crossing(d) for d in inputs],
+    return status_of(invoke(runtime, "on_shape_change", ([crossing(d) for d in inputs],
                                                        [crossing(d) for d in outputs]),
-                          required=True, default=None, fallback=_FAILED, thrown=True))
+                          required=True, default=None, fallback=FAILED, thrown=True))
 
 
 def enqueue(runtime: Any, input_desc: Sequence[PluginTensorDesc],
@@ -282,14 +230,14 @@ def enqueue(runtime: Any, input_desc: Sequence[PluginTensorDesc],
             [crossing(d) for d in list(output_desc)[:n_out]],
             [int(p) for p in list(inputs)[:n_in]], [int(p) for p in list(outputs)[:n_out]],
             int(workspace), int(stream))
-    return _status(invoke(runtime, "enqueue", args, required=True, default=None,
-                          fallback=_FAILED, thrown=True))
+    return status_of(invoke(runtime, "enqueue", args, required=True, default=None,
+                          fallback=FAILED, thrown=True))
 
 
 def attach_to_context(runtime: Any, context: IPluginResourceContext) -> Optional[IPluginV3]:
     """C++ ``attachToContext``: the plugin for that context (held until destroyed), or None."""
     result = invoke(runtime, "attach_to_context", (context,), required=True, default=None,
-                    fallback=None, interpret=_pointer(IPluginV3), as_type="nvinfer1::IPluginV3")
+                    fallback=None, interpret=pointer_to(IPluginV3), as_type="nvinfer1::IPluginV3")
     if result is not None:
         held[id(result)] = result
     return result
@@ -309,7 +257,7 @@ def create_plugin(creator: Any, name: str, fields: Sequence[PluginField],
     """C++ ``createPlugin(name, fc, phase)``: the plugin (held until destroyed), or None."""
     fc = PluginFieldCollection_(fields)
     result = invoke(creator, "create_plugin", (name, fc, crossing(phase)), required=True,
-                    default=None, fallback=None, interpret=_pointer(IPluginV3),
+                    default=None, fallback=None, interpret=pointer_to(IPluginV3),
                     as_type="IPluginV3*")
     if result is not None:
         held[id(result)] = result
