@@ -59,3 +59,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         if "trt" in item.keywords and not real_trt_available():
             item.add_marker(skip_trt)
+
+
+@pytest.fixture
+def trtp():
+    """``tensorrt.plugin`` (the emulator's, installed as ``tensorrt`` for the test); every QDP
+    plugin id a test registers is unregistered after it."""
+    import sys
+
+    from pyplugins import emulator
+
+    installed_here = sys.modules.get("tensorrt") is not sys.modules["pyplugins.emulator"]
+    emulator.install()
+    import tensorrt.plugin as module
+    from pyplugins.emulator.plugin import creator, definitions
+
+    before = set(creator.QDP_REGISTRY)
+    yield module
+    for plugin_id in set(creator.QDP_REGISTRY) - before:
+        definitions.unregister(plugin_id)
+    if installed_here:
+        emulator.uninstall()

@@ -43,7 +43,7 @@ def run_main(argv, capsys):
     return code, out, err
 
 
-def test_json_says_which_implementation_ran(qdp, tmp_path, capsys):
+def test_json_says_which_implementation_ran(trtp, tmp_path, capsys):
     code, out, _ = run_main(["check", copy_module(tmp_path, "add_one"), "--plugin",
                              "qdp_check::add_one", "--input", "1-4-8x32:float32", "--qdp", "aot",
                              "--device", "cpu", "--json"], capsys)
@@ -55,7 +55,7 @@ def test_json_says_which_implementation_ran(qdp, tmp_path, capsys):
     assert data["enqueue_ran"] is False and data["exit_status"] == 0
 
 
-def test_node_aot_attribute_and_trace(qdp, tmp_path, capsys):
+def test_node_aot_attribute_and_trace(trtp, tmp_path, capsys):
     code, out, err = run_main(["check", copy_module(tmp_path, "add_one"), "--input",
                                "4x32:float32", "--attr", "aot=0", "--device", "cpu", "--trace"],
                               capsys)
@@ -65,7 +65,7 @@ def test_node_aot_attribute_and_trace(qdp, tmp_path, capsys):
     assert "get_supported_format_combinations(in_out=" in out and "request=STRICT_JIT" in out
 
 
-def test_call_runs_the_set_up_function_the_error_names(qdp, tmp_path, capsys):
+def test_call_runs_the_set_up_function_the_error_names(trtp, tmp_path, capsys):
     path = tmp_path / "later.py"
     path.write_text(LATER)
     code, out, _ = run_main(["check", path, "--input", "4x32:float32", "--device", "cpu"],
@@ -76,7 +76,7 @@ def test_call_runs_the_set_up_function_the_error_names(qdp, tmp_path, capsys):
     assert code == 0, out
 
 
-def test_call_of_a_missing_function_is_a_usage_error(qdp, tmp_path, capsys):
+def test_call_of_a_missing_function_is_a_usage_error(trtp, tmp_path, capsys):
     path = tmp_path / "later2.py"
     path.write_text(LATER.replace("qdp_check::later", "qdp_check::later2"))
     code, _, err = run_main(["check", path, "--input", "4x32:float32", "--call", "enable_nope"],

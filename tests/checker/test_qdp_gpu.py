@@ -24,7 +24,7 @@ def expected():
     return x + 1
 
 
-def test_jit_and_aot_run_and_agree(qdp):
+def test_jit_and_aot_run_and_agree(trtp):
     load("add_one")
     report = check("add_one", SPEC, device="gpu", qdp="both")
     assert report.ok, report.format()
@@ -38,7 +38,7 @@ def test_jit_and_aot_run_and_agree(qdp):
 
 @pytest.mark.parametrize("plugin, fragment", [("write_past", "past the end of output 0"),
                                               ("write_short", "left 600 of 1200 elements")])
-def test_impl_writing_past_or_short_of_its_output(qdp, plugin, fragment):
+def test_impl_writing_past_or_short_of_its_output(trtp, plugin, fragment):
     load("gpu_defects")
     report = check(plugin, SPEC, device="gpu")
     found = [v for v in report.violations if v.check == "output_mismatch"]
@@ -48,7 +48,7 @@ def test_impl_writing_past_or_short_of_its_output(qdp, plugin, fragment):
 @pytest.mark.parametrize("plugin, also", [("del_stream", "impl_stream"),
                                           ("default_stream", None), ("allocates", None),
                                           ("syncs", None)])
-def test_impl_off_tensorrts_stream_allocating_or_syncing_breaks_capture(qdp, plugin, also):
+def test_impl_off_tensorrts_stream_allocating_or_syncing_breaks_capture(trtp, plugin, also):
     load("gpu_defects")
     report = check(plugin, SPEC, device="gpu")
     assert "capture_unsafe" in report.checks(), report.format()
@@ -56,14 +56,14 @@ def test_impl_off_tensorrts_stream_allocating_or_syncing_breaks_capture(qdp, plu
         assert also in report.checks()
 
 
-def test_aot_kernel_writing_short(qdp):
+def test_aot_kernel_writing_short(trtp):
     load("gpu_defects")
     report = check("aot_short", SPEC, device="gpu")
     (found,) = [v for v in report.violations if v.check == "output_mismatch"]
     assert "the AOT kernel" in found.message and "left 1 of 1200" in found.message
 
 
-def test_aot_outputs_that_differ_from_the_jit_impl(qdp):
+def test_aot_outputs_that_differ_from_the_jit_impl(trtp):
     load("gpu_defects")
     report = check("aot_differs", SPEC, device="gpu", qdp="both")
     (found,) = [v for v in report.violations if v.check == "aot_jit_mismatch"]

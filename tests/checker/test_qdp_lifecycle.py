@@ -21,7 +21,7 @@ def _runs(report):
     return {r["implementation"]: r for r in report.qdp["runs"]}
 
 
-def test_a_correct_plugin_is_checked_both_ways_without_a_gpu(qdp):
+def test_a_correct_plugin_is_checked_both_ways_without_a_gpu(trtp):
     load("add_one")
     report = check("add_one", "1-4-8x32:float32", trace=True)
     assert report.ok, report.format()
@@ -42,14 +42,14 @@ def test_a_correct_plugin_is_checked_both_ways_without_a_gpu(qdp):
 
 
 @pytest.mark.parametrize("qdp_choice, made", [("jit", ["jit"]), ("aot", ["aot"])])
-def test_the_network_flag_picks_one_implementation(qdp, qdp_choice, made):
+def test_the_network_flag_picks_one_implementation(trtp, qdp_choice, made):
     load("add_one")
     report = check("add_one", qdp=qdp_choice)
     assert [r["implementation"] for r in report.qdp["runs"]] == made
     assert report.qdp["runs"][0]["request"] == f"PREFER_{qdp_choice.upper()}"
 
 
-def test_the_node_aot_attribute_is_a_strict_request_and_not_a_field(qdp):
+def test_the_node_aot_attribute_is_a_strict_request_and_not_a_field(trtp):
     load("add_one")
     report = check("add_one", fields={"aot": 1})
     assert report.ok, report.format()
@@ -78,7 +78,7 @@ JIT_ONLY = (
     "    stream\n")
 
 
-def test_before_10_9_there_is_no_request_and_no_aot(qdp, tmp_path):
+def test_before_10_9_there_is_no_request_and_no_aot(trtp, tmp_path):
     (tmp_path / "jit_only.py").write_text(JIT_ONLY)
     from pyplugins.checker._fresh import import_module
 
@@ -95,7 +95,7 @@ def test_before_10_9_there_is_no_request_and_no_aot(qdp, tmp_path):
 
 
 @pytest.mark.parametrize("version, raises", [("10.9", False), ("11.1", True)])
-def test_shape_branch_on_a_symbolic_dimension(qdp, version, raises):
+def test_shape_branch_on_a_symbolic_dimension(trtp, version, raises):
     with override(trt_version=version):
         load("defects")
         report = check("shape_branch", "1-4-8x32:float32", qdp="jit")
@@ -110,7 +110,7 @@ def test_shape_branch_on_a_symbolic_dimension(qdp, version, raises):
 
 
 @pytest.mark.parametrize("version", ["10.9", "11.1"])
-def test_a_branch_on_known_values_only_is_no_defect(qdp, version):
+def test_a_branch_on_known_values_only_is_no_defect(trtp, version):
     with override(trt_version=version):
         load("defects")
         static = check("guarded_branch", "4x32:float32", qdp="jit")
@@ -119,14 +119,14 @@ def test_a_branch_on_known_values_only_is_no_defect(qdp, version):
     assert static.output_shapes == [(8, 32)] and dynamic.output_shapes == [(4, 32)]
 
 
-def test_output_dtype_that_changes_between_passes(qdp):
+def test_output_dtype_that_changes_between_passes(trtp):
     load("defects")
     report = check("pass_dtype", qdp="jit")
     (found,) = [v for v in report.violations if v.check == "impl_output_desc"]
     assert "['HALF']" in found.message and "['FLOAT']" in found.message
 
 
-def test_autotune_types_inconsistent_with_the_registered_types(qdp):
+def test_autotune_types_inconsistent_with_the_registered_types(trtp):
     load("defects")
     report = check("autotune_types", qdp="jit")
     (found,) = [v for v in report.violations if v.check == "autotune_types"]
@@ -134,7 +134,7 @@ def test_autotune_types_inconsistent_with_the_registered_types(qdp):
     assert report.qdp["runs"][0]["kept"]["combination"] == "[FLOAT LINEAR] -> [FLOAT LINEAR]"
 
 
-def test_no_combination_with_the_network_types_fails_the_build(qdp):
+def test_no_combination_with_the_network_types_fails_the_build(trtp):
     load("defects")
     report = check("fp16_only", qdp="jit")
     assert report.checks() == ["format"]
@@ -142,7 +142,7 @@ def test_no_combination_with_the_network_types_fails_the_build(qdp):
     assert report.skipped == "the build failed: no combination with the network's types"
 
 
-def test_impl_that_never_reads_its_stream(qdp):
+def test_impl_that_never_reads_its_stream(trtp):
     load("defects")
     report = check("no_stream", qdp="jit")
     (found,) = [v for v in report.violations if v.check == "impl_stream"]
@@ -150,7 +150,7 @@ def test_impl_that_never_reads_its_stream(qdp):
     assert "impl_stream" not in check("guarded_branch", qdp="jit").checks()
 
 
-def test_aot_kernel_name_missing_from_the_ptx(qdp):
+def test_aot_kernel_name_missing_from_the_ptx(trtp):
     load("defects")
     report = check("wrong_name")
     (found,) = [v for v in report.violations if v.check == "aot_kernel_name"]
@@ -158,7 +158,7 @@ def test_aot_kernel_name_missing_from_the_ptx(qdp):
 
 
 @needs_ptxas
-def test_aot_ptx_that_does_not_assemble(qdp):
+def test_aot_ptx_that_does_not_assemble(trtp):
     load("defects")
     report = check("bad_ptx")
     (found,) = [v for v in report.violations if v.check == "aot_ptx_compile"]
@@ -166,21 +166,21 @@ def test_aot_ptx_that_does_not_assemble(qdp):
     assert "aot_ptx_compile" not in check("big_block").checks()  # the good PTX assembles
 
 
-def test_aot_argument_count_against_the_ptx_signature(qdp):
+def test_aot_argument_count_against_the_ptx_signature(trtp):
     load("defects")
     report = check("extra_arg")
     (found,) = [v for v in report.violations if v.check == "aot_signature"]
     assert "takes 3 parameter(s), but TensorRT passes 4" in found.message
 
 
-def test_aot_launch_params_no_launch_accepts(qdp):
+def test_aot_launch_params_no_launch_accepts(trtp):
     load("defects")
     report = check("big_block")
     (found,) = [v for v in report.violations if v.check == "aot_launch_params"]
     assert "block_x is 2048" in found.message and "at min" in found.message
 
 
-def test_json_report_says_what_ran(qdp):
+def test_json_report_says_what_ran(trtp):
     load("add_one")
     data = json.loads(json.dumps(check("add_one", qdp="aot").to_dict(), default=str))
     (run,) = data["qdp"]["runs"]
@@ -188,7 +188,7 @@ def test_json_report_says_what_ran(qdp):
     assert data["enqueue_ran"] is False
 
 
-def test_trace_shows_the_quick_calls_with_their_parameter_names(qdp):
+def test_trace_shows_the_quick_calls_with_their_parameter_names(trtp):
     load("add_one")
     report = check("add_one", qdp="aot", trace=True)
     text = report.trace.format_timeline()
@@ -198,7 +198,7 @@ def test_trace_shows_the_quick_calls_with_their_parameter_names(qdp):
     assert "get_output_data_types(input_types=[FLOAT], ranks=[2])" in text
 
 
-def test_a_plugin_without_impl_names_the_set_up_function(qdp, tmp_path):
+def test_a_plugin_without_impl_names_the_set_up_function(trtp, tmp_path):
     source = (
         "import tensorrt.plugin as trtp\n"
         "@trtp.register('qdp_check::later')\n"
