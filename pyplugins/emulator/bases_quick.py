@@ -108,12 +108,10 @@ class IPluginCreatorV3Quick(IPluginCreatorInterface):
     def __init__(self) -> None:
         IPluginCreatorInterface.__init__(self)
 
-    name = str_property("_pp_name", "name", "The plugin name this creator makes.",
-                        print_unset=True)
-    plugin_version = str_property("_pp_version", "plugin_version",
-                                  "The plugin version this creator makes.", print_unset=True)
-    plugin_namespace = str_property("_pp_namespace", "plugin_namespace",
-                                    "The creator's namespace.", print_unset=True)
+    # The same bindings as IPluginCreatorV3One's four properties.
+    name = IPluginCreatorV3One.name
+    plugin_version = IPluginCreatorV3One.plugin_version
+    plugin_namespace = IPluginCreatorV3One.plugin_namespace
     field_names = IPluginCreatorV3One.field_names
 
 
