@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 _TRT_CHOICES = ("auto", "tensorrt", "emulator")
 _COMPILERS = ("auto", "nvrtc", "nvcc", "off")
@@ -28,12 +28,7 @@ class _Knobs:
     def trt(self) -> str:
         """``PYPLUGINS_TRT``: ``auto`` (default: real TensorRT if importable, else the emulator),
         ``tensorrt`` (real one or an ImportError) or ``emulator`` (always the emulator)."""
-        value = os.environ.get("PYPLUGINS_TRT", "auto").strip().lower() or "auto"
-        if value not in _TRT_CHOICES:
-            msg = (f"PYPLUGINS_TRT={value!r} is not understood; expected one of "
-                   f"{', '.join(_TRT_CHOICES)}.")
-            raise ValueError(msg)
-        return value
+        return _choice("PYPLUGINS_TRT", _TRT_CHOICES)
 
     @property
     def trt_version(self) -> str:
@@ -47,22 +42,13 @@ class _Knobs:
         none: ``auto`` (default: :func:`pyplugins.runtime.creator.default_interface`'s rule), ``v2``
         (``IPluginV2DynamicExt``), ``v3`` (``IPluginV3``) or ``qdp`` (``tensorrt.plugin``, with
         an ahead-of-time kernel where the class has one: :mod:`pyplugins.runtime.qdp`)."""
-        value = os.environ.get("PYPLUGINS_INTERFACE", "auto").strip().lower() or "auto"
-        if value not in ("auto", "v2", "v3", "qdp"):
-            msg = (f"PYPLUGINS_INTERFACE={value!r} is not understood; expected auto, v2, v3 or "
-                   "qdp.")
-            raise ValueError(msg)
-        return value
+        return _choice("PYPLUGINS_INTERFACE", ("auto", "v2", "v3", "qdp"))
 
     @property
     def device(self) -> str:
         """``PYPLUGINS_DEVICE``: ``auto`` (default: run kernels when CuPy sees a GPU) or ``cpu``
         (never touch the GPU; the lifecycle stops before ``enqueue``)."""
-        value = os.environ.get("PYPLUGINS_DEVICE", "auto").strip().lower() or "auto"
-        if value not in ("auto", "cpu"):
-            msg = f"PYPLUGINS_DEVICE={value!r} is not understood; expected 'auto' or 'cpu'."
-            raise ValueError(msg)
-        return value
+        return _choice("PYPLUGINS_DEVICE", ("auto", "cpu"))
 
 
     @property
@@ -107,12 +93,7 @@ class _Knobs:
         """``PYPLUGINS_KERNEL_COMPILER``: what the kernel check (a run without a GPU) compiles
         each ``pp.Kernel`` with: ``auto`` (default: NVRTC when its library loads, else
         ``nvcc``), ``nvrtc``, ``nvcc``, or ``off`` (no kernel check)."""
-        value = os.environ.get("PYPLUGINS_KERNEL_COMPILER", "auto").strip().lower() or "auto"
-        if value not in _COMPILERS:
-            msg = (f"PYPLUGINS_KERNEL_COMPILER={value!r} is not understood; expected one of "
-                   f"{', '.join(_COMPILERS)}.")
-            raise ValueError(msg)
-        return value
+        return _choice("PYPLUGINS_KERNEL_COMPILER", _COMPILERS)
 
     @property
     def max_field_elements(self) -> int:
@@ -120,6 +101,20 @@ class _Knobs:
         may hold when read from serialized bytes; default 1048576. A longer one is refused
         before it is read, so a corrupt or hostile engine cannot exhaust memory."""
         return _positive_int("PYPLUGINS_MAX_FIELD_ELEMENTS", 1 << 20)
+
+
+def _choice(env: str, choices: Sequence[str]) -> str:
+    """The lower-cased value of ``env``, one of ``choices``; unset or empty gives ``choices[0]``.
+
+    Raises:
+        ValueError: any other value, named with what is expected.
+    """
+    value = os.environ.get(env, "").strip().lower() or choices[0]
+    if value not in choices:
+        listed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+        msg = f"{env}={value!r} is not understood; expected {listed}."
+        raise ValueError(msg)
+    return value
 
 
 def _positive_int(env: str, default: int) -> int:
