@@ -292,7 +292,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
         keep_on_device: bool = False, shape_inputs: Sequence[Sequence[int]] = (),
-        aliased_io: bool = False, qdp: Optional[str] = None) -> LifecycleReport:
+        aliased_io: bool = False, qdp: Optional[str] = None,
+        node_aot: Optional[bool] = None) -> LifecycleReport:
     """Drive one plugin through import, build and run as TensorRT does, checking it on the way.
 
     Args:
@@ -317,6 +318,9 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
             (PREFER_JIT_PYTHON_PLUGINS), ``"aot"`` (PREFER_AOT_PYTHON_PLUGINS), ``"both"`` (one
             lifecycle each, outputs compared), or None (no flag; a plugin with both is checked
             both ways). An ``aot`` node attribute in ``fields`` asks STRICT_AOT/STRICT_JIT.
+        node_aot: QDP only: the ONNX node's ``aot`` attribute when ``fields`` is a ready
+            collection (the parser reads it beside the fields): True/False asks
+            STRICT_AOT/STRICT_JIT; None (the default) defers to ``fields`` or ``qdp``.
 
     An ``IPluginCreatorV3One`` is driven by :class:`~pyplugins.checker.lifecycle_v3.DriverV3`
     (protocol §2.5; no fresh-process or on-device outputs yet), an ``IPluginCreatorV3Quick``
@@ -345,9 +349,11 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if quick:  # loaded only for QDP plugins: it imports tensorrt.plugin, whose import logs
         from pyplugins.checker.lifecycle_qdp import DriverQDP, node_options  # noqa: PLC0415
 
-        node_aot, fields = node_options(creator, fields)
-    else:
-        node_aot = None
+        from_fields, fields = node_options(creator, fields)
+        node_aot = from_fields if node_aot is None else node_aot
+    elif node_aot is not None:
+        msg = f"node_aot is for tensorrt.plugin (QDP) plugins; {type(creator).__name__} is not one"
+        raise ValueError(msg)
     if qdp is not None and not quick:
         msg = f"qdp= is for tensorrt.plugin (QDP) plugins; {type(creator).__name__} is not one"
         raise ValueError(msg)
