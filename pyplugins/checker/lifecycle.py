@@ -375,7 +375,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if quick:
         driver: Any = DriverQDP(creator, specs, fc, node_name, cp, report, recorder, tracer,
                                 check_capture, implementation=qdp, node_aot=node_aot,
-                                aliased_io=aliased_io)
+                                aliased_io=aliased_io, fresh_process=fresh_process,
+                                plugin_module=plugin_module)
         if keep_on_device:  # fresh_process says so in report.fresh_process
             report.warnings.append("keep_on_device is not implemented for QDP plugins: outputs "
                                    "are NumPy arrays")
@@ -408,8 +409,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         report.skipped = reason
     if report.fresh_process is None:
         report.fresh_process = ("not asked for" if not fresh_process else
-                                "not run: not implemented for QDP (an AOT kernel runs in a "
-                                "fresh process all the same)" if quick else
+                                "not run: the QDP check stopped before its engine was built"
+                                if quick else
                                 "not run: not implemented for IPluginV3 yet" if v3 else
                                 "not run: the check stopped before deserialization")
     report.violations = driver.violations + recorder.violations
