@@ -152,3 +152,17 @@ def test_a_pp_plugins_aot_node_runs_its_kernel_on_the_gpu(lrelu_qdp):
     node = qdp_node(LeakyReLU, ["x"], ["y"], name="lrelu", aot=True, neg_slope=0.25)
     runner = ModelRunner(_model(node), device="gpu")
     np.testing.assert_allclose(runner.infer({"x": X})["y"], np.where(X > 0, X, 0.25 * X))
+
+
+def test_the_worked_example_of_models_md_runs_and_prints_what_it_says(capsys):
+    text = open(os.path.join(REPO, "docs", "models.md")).read()
+    section = text[text.index("## QDP nodes in models"):]
+    start = section.index("```python\n") + 10
+    block = section[start:section.index("\n```", start)]
+    exec(compile(block, "docs/models.md", "exec"), {})  # the page's own example
+    printed = capsys.readouterr().out.splitlines()
+    expected = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    assert printed[0] == expected[0]
+    assert printed[1].split() == "[-1. -0.25 0. 2. ] reference".split()
+    assert printed[2] == expected[-1].split("  (")[0]
+    assert qdp.definition("pyplugins::LReLU_TRT") is None  # the example forgets its class
