@@ -301,7 +301,9 @@ class DriverQDP:
         what the report's ``fresh_process`` says."""
         from pyplugins.checker import qdp_fresh, runtime_enqueue  # noqa: PLC0415 - asked for
 
-        module = qdp_fresh.module_spec(self.module_name, self.plugin_module)
+        code = getattr(getattr(self.definition, "register_func", None), "__code__", None)
+        module = qdp_fresh.module_spec(self.module_name, self.plugin_module,
+                                       getattr(code, "co_filename", None))
         said = []
         for run in self.going:
             if run.made == "aot":

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -73,15 +74,20 @@ def fields_from_json(items: Sequence[Dict[str, Any]]) -> List[PluginField]:
                         PluginFieldType[i["type"]]) for i in items]
 
 
-def module_spec(module_name: Optional[str], plugin_module: Optional[str]) -> Optional[str]:
+def module_spec(module_name: Optional[str], plugin_module: Optional[str],
+                source: Optional[str] = None) -> Optional[str]:
     """What the child imports: ``plugin_module`` when given, else the module that registered
-    the plugin (its file for a ``.py`` path pyplugins imported under a made-up name)."""
+    the plugin: its name when that name imports it, else its file (a ``.py`` path imported under
+    a made-up name, or not kept in ``sys.modules``: ``source``, the register function's file)."""
     if plugin_module is not None:
         return plugin_module
     module = sys.modules.get(module_name or "")
     if module is None:
-        return module_name
-    if module.__name__.startswith("_pyplugins_user_"):
+        return source if source and os.path.isfile(source) else module_name
+    # sys.path alone, not sys.modules (where a module loaded from a file is found by any name)
+    importable = "." in module.__name__ or \
+        importlib.machinery.PathFinder.find_spec(module.__name__) is not None
+    if module.__name__.startswith("_pyplugins_user_") or not importable:
         return getattr(module, "__file__", None)
     return module.__name__
 
