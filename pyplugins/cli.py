@@ -101,7 +101,8 @@ def _add_check(subparsers: Any) -> None:
                    help="tensorrt.plugin (QDP): build with PREFER_JIT_PYTHON_PLUGINS (jit), "
                         "PREFER_AOT_PYTHON_PLUGINS (aot), or both and compare their outputs; "
                         "default: as TensorRT without a flag (a plugin with both is checked "
-                        "both ways). --attr aot=1|0 is the ONNX node's `aot` attribute")
+                        "both ways). --attr aot=1|0 is the ONNX node's `aot` attribute; with "
+                        "MODEL.onnx, the flag for QDP nodes without an `aot` attribute")
     p.add_argument("--call", dest="calls", action="append", default=[], metavar="FUNC",
                    help="after importing the module, call its function FUNC() (repeatable): "
                         "for modules whose own script defines impl/autotune/aot_impl inside "

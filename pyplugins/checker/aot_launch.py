@@ -12,6 +12,17 @@ guarded outputs, launches it (``cuLaunchKernel``: input pointers, extra argument
 pointers) on a non-default stream and writes the raw output buffers to ``DIR/outputs.npz``.
 :func:`launch` is the same launch in-process (the build's timing of AOT candidates).
 
+What TensorRT passes is one parameter per input, extra argument and output (§8.4).
+Triton 3.3+ kernels declare more: trailing pointer parameters for their scratch buffers
+(``global_scratch``, then from 3.5 ``profile_scratch``), so NVIDIA's own AOT sample (Triton
+3.5.0, pinned since TensorRT 10.16) hands over a PTX entry of 17 parameters for 15 arguments.
+That sample runs on TensorRT, so TensorRT fills them [infer: its launcher is closed source;
+null pointers are what Triton's and PyTorch's launchers pass when a kernel uses no scratch];
+:func:`launch_arguments` does the same, null pointers for trailing 8-byte parameters of a PTX
+entry, and refuses, before any launch, an entry that takes fewer or other parameters
+(:class:`~pyplugins.errors.AOTArtifactError`: a ``void**`` too short makes the driver read
+past it, which gave CUDA_ERROR_INVALID_VALUE).
+
 Example:
     >>> kernel_params([4096, 7, 8192], ["ptr", "INT32", "ptr"])[1]
     [4096, 7, 8192]
@@ -29,9 +40,11 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from pyplugins.checker.aot_artifact import AOTArtifact
+from pyplugins.checker.checks.aot import ptx_entries, signature_problems
 from pyplugins.checker.checks.outputs import GUARD_BYTES, poison_pattern
+from pyplugins.errors import AOTArtifactError
 
-__all__ = ["launch", "load_function", "kernel_params", "main"]
+__all__ = ["launch", "launch_arguments", "load_function", "kernel_params", "main"]
 
 _CTYPES = {"ptr": ctypes.c_uint64, "INT32": ctypes.c_int32, "INT16": ctypes.c_int16,
            "INT8": ctypes.c_int8}
@@ -65,6 +78,43 @@ def load_function(art: AOTArtifact) -> Any:
     return _functions[key][1]
 
 
+def launch_arguments(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
+                     out_ptrs: Sequence[int]) -> Tuple[List[int], List[str]]:
+    """``(values, kinds)`` of the launch: the input pointers, the extra arguments, the output
+    pointers, then a null pointer for each trailing 8-byte parameter of the PTX entry (module
+    docstring). A CUBIN is launched as laid out (its parameters are not read here).
+
+    Raises:
+        AOTArtifactError: the PTX has no such entry, or its parameters do not take what TensorRT
+            passes (fewer, another size, or trailing ones that are not pointers).
+
+    Example:
+        >>> ptx = (b".visible .entry k(.param .u64 a, .param .u32 n, .param .u64 b, "
+        ...        b".param .u64 scratch)")
+        >>> art = AOTArtifact("k", ptx, "ptx", {}, [{"dtype": "INT32", "expr": {}}], [[]],
+        ...                   ["FLOAT"], ["FLOAT"], ["LINEAR", "LINEAR"], 0, "ns::p")
+        >>> launch_arguments(art, {"extra": [8]}, [100], [200])
+        ([100, 8, 200, 0], ['ptr', 'INT32', 'ptr', 'ptr'])
+    """
+    values = [*in_ptrs, *plan["extra"], *out_ptrs]
+    kinds = (["ptr"] * len(in_ptrs) + [a.get("dtype", "INT32") for a in art.extra_args]
+             + ["ptr"] * len(out_ptrs))
+    if art.image_kind != "ptx":
+        return values, kinds
+    params = ptx_entries(art.image.decode("utf-8", "replace")).get(art.kernel_name)
+    who = f"AOT kernel {art.kernel_name!r} of QDP plugin '{art.plugin}'"
+    if params is None:
+        msg = f"{who}: its PTX has no .entry of that name; not launched"
+        raise AOTArtifactError(msg)
+    problems, _ = signature_problems(params, art.argument_layout())
+    if problems:
+        msg = (f"{who}: its PTX entry takes {len(params)} parameter(s) and TensorRT passes "
+               f"{len(values)}: {'; '.join(problems)}; not launched")
+        raise AOTArtifactError(msg)
+    padding = len(params) - len(values)
+    return values + [0] * padding, kinds + ["ptr"] * padding
+
+
 def launch(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
            out_ptrs: Sequence[int], stream: int) -> None:
     """Launch ``art``'s kernel with ``plan`` (:meth:`AOTArtifact.launch_plan`) on ``stream``:
@@ -75,9 +125,8 @@ def launch(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
     if plan["shared_mem"] > _SHARED_DEFAULT:  # opt in, as any launcher of such a kernel must
         driver.funcSetAttribute(func, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                 int(plan["shared_mem"]))
-    kinds = (["ptr"] * len(in_ptrs) + [a.get("dtype", "INT32") for a in art.extra_args]
-             + ["ptr"] * len(out_ptrs))
-    array, _ = kernel_params([*in_ptrs, *plan["extra"], *out_ptrs], kinds)
+    values, kinds = launch_arguments(art, plan, in_ptrs, out_ptrs)
+    array, _ = kernel_params(values, kinds)
     driver.launchKernel(func, *plan["grid"], *plan["block"], int(plan["shared_mem"]),
                         int(stream), ctypes.addressof(array), 0)
 

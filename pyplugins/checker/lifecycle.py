@@ -292,7 +292,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         node_name: str = "plugin_node", device: str = "auto", check_capture: bool = True,
         fresh_process: bool = False, plugin_module: Optional[str] = None, trace: bool = False,
         keep_on_device: bool = False, shape_inputs: Sequence[Sequence[int]] = (),
-        aliased_io: bool = False, qdp: Optional[str] = None) -> LifecycleReport:
+        aliased_io: bool = False, qdp: Optional[str] = None,
+        node_aot: Optional[bool] = None) -> LifecycleReport:
     """Drive one plugin through import, build and run as TensorRT does, checking it on the way.
 
     Args:
@@ -317,6 +318,9 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
             (PREFER_JIT_PYTHON_PLUGINS), ``"aot"`` (PREFER_AOT_PYTHON_PLUGINS), ``"both"`` (one
             lifecycle each, outputs compared), or None (no flag; a plugin with both is checked
             both ways). An ``aot`` node attribute in ``fields`` asks STRICT_AOT/STRICT_JIT.
+        node_aot: QDP only: the ONNX node's ``aot`` attribute when ``fields`` is a ready
+            collection (the parser reads it beside the fields): True/False asks
+            STRICT_AOT/STRICT_JIT; None (the default) defers to ``fields`` or ``qdp``.
 
     An ``IPluginCreatorV3One`` is driven by :class:`~pyplugins.checker.lifecycle_v3.DriverV3`
     (protocol §2.5; no fresh-process or on-device outputs yet), an ``IPluginCreatorV3Quick``
@@ -345,9 +349,11 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if quick:  # loaded only for QDP plugins: it imports tensorrt.plugin, whose import logs
         from pyplugins.checker.lifecycle_qdp import DriverQDP, node_options  # noqa: PLC0415
 
-        node_aot, fields = node_options(creator, fields)
-    else:
-        node_aot = None
+        from_fields, fields = node_options(creator, fields)
+        node_aot = from_fields if node_aot is None else node_aot
+    elif node_aot is not None:
+        msg = f"node_aot is for tensorrt.plugin (QDP) plugins; {type(creator).__name__} is not one"
+        raise ValueError(msg)
     if qdp is not None and not quick:
         msg = f"qdp= is for tensorrt.plugin (QDP) plugins; {type(creator).__name__} is not one"
         raise ValueError(msg)
@@ -369,7 +375,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if quick:
         driver: Any = DriverQDP(creator, specs, fc, node_name, cp, report, recorder, tracer,
                                 check_capture, implementation=qdp, node_aot=node_aot,
-                                aliased_io=aliased_io)
+                                aliased_io=aliased_io, fresh_process=fresh_process,
+                                plugin_module=plugin_module)
         if keep_on_device:  # fresh_process says so in report.fresh_process
             report.warnings.append("keep_on_device is not implemented for QDP plugins: outputs "
                                    "are NumPy arrays")
@@ -402,8 +409,8 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         report.skipped = reason
     if report.fresh_process is None:
         report.fresh_process = ("not asked for" if not fresh_process else
-                                "not run: not implemented for QDP (an AOT kernel runs in a "
-                                "fresh process all the same)" if quick else
+                                "not run: the QDP check stopped before its engine was built"
+                                if quick else
                                 "not run: not implemented for IPluginV3 yet" if v3 else
                                 "not run: the check stopped before deserialization")
     report.violations = driver.violations + recorder.violations

@@ -142,17 +142,20 @@ class DriverQDP:
     """The state of one QDP check; :func:`pyplugins.checker.lifecycle.run` calls :meth:`parse`,
     :meth:`build` and :meth:`runtime` inside :meth:`phase` blocks.
 
-    Args beyond V3's driver: ``implementation`` (see the module docstring) and ``node_aot``
-    (the ONNX node's ``aot`` attribute, or None).
+    Args beyond V3's driver: ``implementation`` (see the module docstring), ``node_aot``
+    (the ONNX node's ``aot`` attribute, or None), ``fresh_process`` and ``plugin_module``
+    (:mod:`pyplugins.checker.qdp_fresh`).
     """
 
     def __init__(self, creator: Any, specs: List[Any], fields: Any, node_name: str, cp: Any,
                  report: Any, recorder: Any, trace: Any, check_capture: bool, *,
                  implementation: Optional[str] = None, node_aot: Optional[bool] = None,
-                 aliased_io: bool = False) -> None:
+                 aliased_io: bool = False, fresh_process: bool = False,
+                 plugin_module: Optional[str] = None) -> None:
         self.creator, self.specs, self.fields, self.node_name = creator, specs, fields, node_name
         self.cp, self.report, self.recorder, self.trace = cp, report, recorder, trace
         self.check_capture, self.aliased_io = check_capture, aliased_io
+        self.fresh, self.plugin_module = fresh_process, plugin_module
         self.plugin_id = f"{creator.plugin_namespace}::{creator.name}"
         self.definition = QDP_REGISTRY.get(self.plugin_id)
         register = getattr(self.definition, "register_func", None)
@@ -279,6 +282,8 @@ class DriverQDP:
         kinds = {r.made: r for r in ran if hasattr(r, "made")}
         if "jit" in kinds and "aot" in kinds:
             self._violations += _compare(kinds["jit"].outputs, kinds["aot"].outputs)
+        if self.fresh:
+            self.report.fresh_process = self._fresh_process()
         for run in self.runs:
             plan = run.info.get("run", {}).get("plan") if isinstance(run.info.get("run"), dict) \
                 else None
@@ -290,6 +295,34 @@ class DriverQDP:
                     f"artifact ran in a process without the plugin's module: grid "
                     f"{tuple(plan['grid'])}, block {tuple(plan['block'])}, shared memory "
                     f"{plan['shared_mem']} B, extra arguments {plan['extra']}")
+
+    def _fresh_process(self) -> str:
+        """The fresh-process check of each built lifecycle (:mod:`pyplugins.checker.qdp_fresh`);
+        what the report's ``fresh_process`` says."""
+        from pyplugins.checker import qdp_fresh, runtime_enqueue  # noqa: PLC0415 - asked for
+
+        code = getattr(getattr(self.definition, "register_func", None), "__code__", None)
+        module = qdp_fresh.module_spec(self.module_name, self.plugin_module,
+                                       getattr(code, "co_filename", None))
+        said = []
+        for run in self.going:
+            if run.made == "aot":
+                said.append("AOT: its artifact ran in a process that never imported the "
+                            "plugin's module (aot_launch)")
+                continue
+            arrays = None
+            if run.outputs is not None:
+                arrays, _ = runtime_enqueue.input_arrays(self.specs, run.combo, run.out_types)
+            in_desc, out_desc = run.tensors.plain(run.combo, "opt")
+            with self.step("fresh-process: jit"):
+                self._violations += qdp_fresh.jit_fresh_violations(
+                    module, run.identity, list(run.fields), in_desc, out_desc, run.tactic,
+                    arrays, run.outputs if arrays is not None else None)
+            said.append(f"JIT: re-created from the engine's fields in a process that only "
+                        f"imports {module!r}" + (", outputs compared" if arrays is not None
+                                                 else ", fields compared (no GPU)"))
+        return "ran (" + "; ".join(said) + ")" if said else \
+            "not run: the QDP check stopped before its engine was built"
 
     def summary(self) -> dict:
         """The report's ``qdp`` section."""

@@ -43,6 +43,7 @@ from pyplugins.models.check_report import ModelCheckReport, NodeCheck
 from pyplugins.errors import require
 from pyplugins.models.model_file import check_external_data, load_model
 from pyplugins.models.partition import Segment, split
+from pyplugins.models import qdp_nodes
 from pyplugins.models.runner import load_plugin_modules
 from pyplugins.models.type_flow import TypeFlow
 from pyplugins.models.validate import validate_model
@@ -174,20 +175,23 @@ class _Checker:
     """The per-model state of :func:`check_model`: types, ranges, reused runs."""
 
     def __init__(self, flow: TypeFlow, ranges: Mapping[str, Range], model_dir: Optional[str],
-                 device: str) -> None:
+                 device: str, qdp: Optional[str] = None) -> None:
         self.flow, self.ranges, self.model_dir, self.device = flow, ranges, model_dir, device
+        self.qdp = qdp
         self.runs: Dict[tuple, Tuple[str, Any]] = {}
 
     def node(self, node: Any, entry: NodeCheck) -> None:
+        notes: List[str] = []
         try:
             imported = onnx_import.import_node(node, model_dir=self.model_dir)
+            options = self._qdp_options(node, imported, notes)
             specs = [_spec(n, self.flow, self.ranges) for n in node.input if n]
-            key = _signature(imported, specs, self.device)
+            key = _signature(imported, specs, self.device) + (tuple(sorted(options.items())),)
             if key in self.runs:
                 entry.same_as, report = self.runs[key]
             else:
                 report = lifecycle.run(imported.creator, specs, imported.fc,
-                                       node_name=imported.name, device=self.device)
+                                       node_name=imported.name, device=self.device, **options)
                 self.runs[key] = (entry.node, report)
         except (LookupError, ValueError, TypeError) as err:
             entry.problem = str(err)
@@ -200,7 +204,8 @@ class _Checker:
             note = missing_attribute_note(imported.creator, imported.warnings,
                                           [f.name for f in imported.fc])
             entry.report = dataclasses.replace(report,
-                                               warnings=imported.warnings + report.warnings,
+                                               warnings=imported.warnings + notes
+                                               + report.warnings,
                                                notes=report.notes + ([note] if note else []))
             entry.mismatches = _compare(node, entry.report, self.flow)
             self.flow.set_plugin_outputs(node, report.output_shapes, _elem_types(report))
@@ -210,10 +215,33 @@ class _Checker:
             self.flow.failures.setdefault(out, f"its producer, plugin node {entry.node!r}, "
                                                "failed its check")
 
+    def _qdp_options(self, node: Any, imported: Any, notes: List[str]) -> Dict[str, Any]:
+        """``lifecycle.run``'s QDP keywords for a QDP node (empty for other plugins): the
+        node's ``aot`` attribute as TensorRT's parser reads it, or the network flag. A node that
+        asks for one implementation of a plugin that has both is checked both ways and the
+        outputs compared (``--qdp both``): TensorRT builds what the node asks, and the other
+        must compute the same function for the node to mean one thing."""
+        if not qdp_nodes.is_qdp(imported.creator):
+            if self.qdp is not None:
+                notes.append(f"--qdp {self.qdp} does not apply: the node's plugin is not a "
+                             "tensorrt.plugin (QDP) plugin")
+            return {}
+        found = qdp_nodes.inspect(node, imported.creator, imported.name)
+        notes += found.warnings
+        if found.aot is None:
+            return {"qdp": self.qdp} if self.qdp is not None else {}
+        if found.has_jit and found.has_aot:
+            notes.append(f"the node asks for the {'AOT' if found.aot else 'JIT'} implementation "
+                         f"(aot={int(found.aot)}); QDP plugin '{found.plugin_id}' has both, so "
+                         "both are checked and their outputs compared")
+            return {"qdp": "both"}
+        return {"node_aot": found.aot}
+
 
 def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = None,
                 plugins: Sequence[str] = (), device: str = "cpu", *,
-                report: Optional[ModelCheckReport] = None, watch: Any = None) -> ModelCheckReport:
+                report: Optional[ModelCheckReport] = None, watch: Any = None,
+                qdp: Optional[str] = None) -> ModelCheckReport:
     """Check every plugin node of ``model`` (a ModelProto or path).
 
     Args:
@@ -226,6 +254,9 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
             the check got); a new one by default.
         watch: a :class:`~pyplugins.emulator.trampoline.Watch` on which the model's own slow
             steps (loading, validation, shape inference) are marked, as plugin callbacks are.
+        qdp: the network flag for QDP nodes without an ``aot`` attribute: ``"jit"``
+            (PREFER_JIT_PYTHON_PLUGINS), ``"aot"`` (PREFER_AOT_PYTHON_PLUGINS), ``"both"``
+            (each, outputs compared) or None (no flag; a plugin with both is checked both ways).
 
     Raises:
         ModelFileError: the file or graph is malformed or unsupported (the message names the
@@ -250,7 +281,10 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
             check_external_data(work, model_dir, where)
         ranges = _override(work, inputs or {})
         steps = split(work.graph, order)
-    checker = _Checker(TypeFlow(work), ranges, model_dir, device)
+    if qdp not in (None, "jit", "aot", "both"):
+        msg = f"qdp must be None, 'jit', 'aot' or 'both' (got {qdp!r})"
+        raise ValueError(msg)
+    checker = _Checker(TypeFlow(work), ranges, model_dir, device, qdp)
     last = max((i for i, s in enumerate(steps) if not isinstance(s, Segment)), default=-1)
     for index, step in enumerate(steps[:last + 1]):
         if isinstance(step, Segment):

@@ -77,7 +77,8 @@ def run_check_model(args: Any) -> int:
     with override(trt="emulator"), redirect:
         outcome = supervise(
             lambda watch: check_model(args.target, inputs, args.plugin_modules,
-                                      device=args.device, report=report, watch=watch),
+                                      device=args.device, report=report, watch=watch,
+                                      qdp=getattr(args, "qdp", None)),
             trampoline.Watch(), timeout)
     if outcome.timed_out is not None:
         ABANDONED.set()  # pyplugins.cli.main ends the process once the report is written

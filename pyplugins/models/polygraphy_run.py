@@ -73,15 +73,18 @@ def _classes() -> dict:
             device: ``"auto"``, ``"cpu"`` or ``"gpu"`` (see ModelRunner).
             name: Polygraphy's runner name prefix.
             check_first: run the check lifecycle on each plugin node's first inference.
+            qdp: the network flag for QDP nodes without an ``aot`` attribute (``"jit"``,
+                ``"aot"`` or None; see ModelRunner).
         """
 
         def __init__(self, model: Any, plugins: Any = None, device: Any = None,
-                     name: Any = None, check_first: Any = None) -> None:
+                     name: Any = None, check_first: Any = None, qdp: Any = None) -> None:
             super().__init__(name=name, prefix="pyplugins-runner")
             self._model = model
             self.plugins = list(util.default(plugins, []))
             self.device = util.default(device, "auto")
             self.check_first = bool(check_first)
+            self.qdp = qdp
 
         @util.check_called_by("activate")
         def activate_impl(self) -> None:
@@ -91,7 +94,8 @@ def _classes() -> dict:
 
             try:
                 self.runner = ModelRunner(self._model, self.plugins, self.device,
-                                          check="first" if self.check_first else None)
+                                          check="first" if self.check_first else None,
+                                          qdp=self.qdp)
             except (ModelFileError, ModelRunError) as err:  # one line, not a traceback
                 G_LOGGER.critical(f"{self.name}: {err}")
             self._told = False
@@ -162,16 +166,22 @@ def _classes() -> dict:
                 help="drive each plugin node through pyplugins' whole check lifecycle (clones, "
                      "every format combination, capture, serialize round trip) on its first "
                      "inference, and fail with the report if it finds anything")
+            self.group.add_argument(
+                "--pyplugins-qdp", choices=("jit", "aot"), default=None,
+                help="tensorrt.plugin (QDP) nodes without an `aot` attribute: the network flag "
+                     "PREFER_JIT_PYTHON_PLUGINS (jit) or PREFER_AOT_PYTHON_PLUGINS (aot); "
+                     "default none, which a plugin with both implementations refuses")
 
         def parse_impl(self, args: Any) -> None:
             self.plugins = args_util.get(args, "pyplugins_plugins")
             self.device = args_util.get(args, "pyplugins_device")
             self.check_first = args_util.get(args, "pyplugins_check_first")
+            self.qdp = args_util.get(args, "pyplugins_qdp")
 
         def add_to_script_impl(self, script: Any) -> None:
             script.add_import(imports=["PyPluginsRunner"], frm="pyplugins.models.polygraphy_run")
             script.add_runner(make_invocable("PyPluginsRunner", self.arg_groups[ModelArgs].path,
                                              plugins=self.plugins, device=self.device,
-                                             check_first=self.check_first))
+                                             check_first=self.check_first, qdp=self.qdp))
 
     return {"PyPluginsRunner": PyPluginsRunner, "PyPluginsRunnerArgs": PyPluginsRunnerArgs}

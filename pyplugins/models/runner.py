@@ -9,7 +9,10 @@ creator by op type, ``plugin_version``, ``plugin_namespace``; the attributes con
 created and configured once per input signature (cached), and each inference is an ``enqueue``
 of the plugin's kernel on the GPU or, without a GPU, the plugin's NumPy ``reference(*inputs)``
 (``ModelRunner.node_runs`` says, per node, which happened and why; the Polygraphy runner and the
-demo print it); a plugin with neither raises :class:`ModelRunError`. ``check="first"`` also drives
+demo print it); a plugin with neither raises :class:`ModelRunError`. A QDP (``tensorrt.plugin``)
+node is checked against its registration (:mod:`pyplugins.models.qdp_nodes`) and runs through
+:class:`~pyplugins.models.qdp_exec.QDPExecution`, JIT or AOT as the node's ``aot`` attribute or
+the ``qdp`` network flag asks. ``check="first"`` also drives
 each plugin node through the whole check lifecycle (:func:`pyplugins.checker.lifecycle.run`:
 clones, every format combination, capture, the serialize round trip) on its first inference.
 
@@ -43,7 +46,9 @@ from pyplugins.emulator.real import is_emulator
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.errors import ExecutionError, PyPluginsError, require
 from pyplugins.models.model_file import ModelFileError, inline_external_data, load_model
+from pyplugins.models import qdp_nodes
 from pyplugins.models.partition import Segment, split
+from pyplugins.models.qdp_exec import QDPExecution
 from pyplugins.models.validate import node_label, validate_model
 from pyplugins.runtime.execute import Execution
 
@@ -121,6 +126,11 @@ class ModelRunner:
         check: None (only run), or ``"first"``: drive each plugin node through the whole check
             lifecycle on its first inference, and raise :class:`ModelRunError` with the report
             when it finds anything.
+        qdp: the network flag for QDP (``tensorrt.plugin``) nodes without an ``aot``
+            attribute: ``"jit"`` (PREFER_JIT_PYTHON_PLUGINS), ``"aot"``
+            (PREFER_AOT_PYTHON_PLUGINS) or None (no flag: a plugin with both implementations
+            is refused, as TensorRT's create_plugin refuses it). QDP nodes run through
+            :class:`~pyplugins.models.qdp_exec.QDPExecution`.
 
     Attributes:
         check_seconds: wall time spent in those checks so far (a caller timing inferences, such
@@ -134,10 +144,15 @@ class ModelRunner:
     """
 
     def __init__(self, model: Any, plugins: Sequence[str] = (), device: str = "auto",
-                 providers: Optional[Sequence[str]] = None, check: Optional[str] = None) -> None:
+                 providers: Optional[Sequence[str]] = None, check: Optional[str] = None,
+                 qdp: Optional[str] = None) -> None:
         if check not in (None, "first"):
             msg = f"check must be None or 'first' (got {check!r})"
             raise ValueError(msg)
+        if qdp not in (None, *qdp_nodes.FLAGS):
+            msg = f"qdp must be None, 'jit' or 'aot' (got {qdp!r})"
+            raise ValueError(msg)
+        self.qdp = qdp
         onnx = require("onnx", "pyplugins' model runner")
         require("onnxruntime", "pyplugins' model runner")
         load_plugin_modules(plugins)
@@ -159,7 +174,7 @@ class ModelRunner:
         self._sessions: Dict[Tuple[int, tuple], Any] = {}
         self.node_runs: List[NodeRun] = []
         self.check, self.check_seconds = check, 0.0
-        self._executions: Dict[int, Any] = {}  # id(node) -> [imported, Execution, checked]
+        self._executions: Dict[int, Any] = {}  # id(node) -> [imported, execution, checked, qdp]
 
     @property
     def input_names(self) -> List[str]:
@@ -249,17 +264,25 @@ class ModelRunner:
                 raise ModelRunError(msg) from err
             except ValueError as err:  # FieldError: an attribute the parser refuses
                 raise ModelRunError(f"{label}: {err}") from err
+            found = None
             try:
-                execution = Execution(imported.creator, imported.fc, node_name=imported.name,
-                                      device=self.device)
-            except ExecutionError as err:
-                raise ModelRunError(f"{label}: {err}") from err
-            entry = self._executions[id(node)] = [imported, execution, False]
-        imported, execution, checked = entry
+                if qdp_nodes.is_qdp(imported.creator):
+                    found = qdp_nodes.inspect(node, imported.creator, imported.name)
+                    imported.warnings += found.warnings
+                    execution: Any = QDPExecution(imported, self._request(found, label),
+                                                  device=self.device)
+                else:
+                    execution = Execution(imported.creator, imported.fc, node_name=imported.name,
+                                          device=self.device)
+            except (ExecutionError, ValueError) as err:  # FieldError: what QDP cannot take
+                raise ModelRunError(f"{label}: {err}" if label not in str(err) else str(err)
+                                    ) from err
+            entry = self._executions[id(node)] = [imported, execution, False, found]
+        imported, execution, checked, found = entry
         inputs, shape_arrays = imported.split_inputs(arrays)
         shape_values = [tuple(int(v) for v in np.asarray(s).reshape(-1)) for s in shape_arrays]
         if self.check == "first" and not checked:
-            self._check_first(imported, inputs, shape_values, label)
+            self._check_first(imported, inputs, shape_values, label, found)
             entry[2] = True
         start = time.perf_counter()
         try:
@@ -279,14 +302,30 @@ class ModelRunner:
             _LOG.info("%s: ran its NumPy reference, not its kernel (%s)", label, execution.why)
         return outs
 
+    def _request(self, found: Any, label: str) -> Optional[str]:
+        """The QuickPluginCreationRequest TensorRT's parser passes for a QDP node."""
+        request = found.request(self.qdp)
+        if request == "UNKNOWN" and found.has_jit and found.has_aot:
+            msg = (f"{label}: QDP plugin '{found.plugin_id}' has both impl and aot_impl and the "
+                   "node has no `aot` attribute, so TensorRT needs a network flag "
+                   "(PREFER_JIT_PYTHON_PLUGINS or PREFER_AOT_PYTHON_PLUGINS) and create_plugin "
+                   "refuses it without one: pass qdp='jit' or qdp='aot' (--pyplugins-qdp), or "
+                   "give the node aot=0 or aot=1.")
+            raise ModelRunError(msg)
+        return request
+
     def _check_first(self, imported: Any, inputs: List[np.ndarray], shape_values: List[tuple],
-                     label: str) -> None:
+                     label: str, found: Any = None) -> None:
         """The check lifecycle on the node's first inputs; ModelRunError with its report."""
         from pyplugins.checker import lifecycle  # noqa: PLC0415 - only for check='first'
 
         start = time.perf_counter()
         specs = [TensorSpec(a.shape, a.dtype, data=a) for a in inputs]
-        extra = {"shape_inputs": shape_values} if shape_values else {}
+        extra: Dict[str, Any] = {"shape_inputs": shape_values} if shape_values else {}
+        if found is not None and found.aot is not None:
+            extra["node_aot"] = found.aot
+        elif found is not None and self.qdp is not None:
+            extra["qdp"] = self.qdp
         try:
             report = lifecycle.run(imported.creator, specs, imported.fc, node_name=imported.name,
                                    device=self.device, **extra)

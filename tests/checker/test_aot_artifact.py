@@ -119,3 +119,55 @@ def test_an_aot_kernels_size_tensor_cuts_its_data_dependent_output():
     raw[1] = np.int64([99]).view(np.uint8)  # past the declared upper bound (3 * 4)
     assert real_shapes(run, raw, uppers, dtypes) == uppers
     assert [v.check for v in found] == ["size_tensor"]
+
+
+def _with_params(*extra_params):
+    """add_one's PTX with ``extra_params`` (PTX parameter lines) appended to its entry, as Triton
+    3.5 appends ``global_scratch`` and ``profile_scratch`` (NVIDIA's sample: 17 for 15)."""
+    text = (MODULES / "add_one.ptx").read_text()
+    tail = ".param .u64 add_one_param_2"
+    added = "".join(f",\n\t{p}" for p in extra_params)
+    return text.replace(tail, tail + added).encode()
+
+
+def test_trailing_scratch_pointers_get_null_pointers_as_tensorrt_gives_them():
+    from pyplugins.checker.aot_launch import launch_arguments
+    from pyplugins.checker.checks.aot import artifact_violations
+
+    art = artifact(image=_with_params(".param .u64 global_scratch", ".param .u64 profile_scratch"))
+    found, warnings = artifact_violations(art, {"opt": {0: (2, 8)}}, "80", "tactic 0",
+                                          on_device=False)
+    assert [v.check for v in found if v.check == "aot_signature"] == []
+    assert any("5 parameters, 2 more than the 3" in w and "null pointers" in w for w in warnings)
+    plan = art.launch_plan({0: (2, 8)})
+    assert launch_arguments(art, plan, [111], [222]) == ([111, 16, 222, 0, 0],
+                                                          ["ptr", "INT32", "ptr", "ptr", "ptr"])
+    assert launch_arguments(artifact(), plan, [111], [222])[0] == [111, 16, 222]  # as declared
+
+
+@pytest.mark.parametrize(("params", "words"), [
+    ((".param .u32 extra_int",), ["takes 4 parameter(s) and TensorRT passes 3", "1 more"]),
+    ((".param .u64 a", ".param .u32 b"), ["takes 5 parameter(s) and TensorRT passes 3"]),
+])
+def test_other_extra_parameters_are_a_defect_named_before_any_launch(params, words):
+    from pyplugins.checker.aot_launch import launch_arguments
+    from pyplugins.checker.checks.aot import artifact_violations
+
+    art = artifact(image=_with_params(*params))
+    found, _ = artifact_violations(art, {"opt": {0: (2, 8)}}, "80", "tactic 0", on_device=False)
+    (sig,) = [v for v in found if v.check == "aot_signature"]
+    assert "qdp_check::add_one" in sig.message and "'add_one'" in sig.message
+    with pytest.raises(AOTArtifactError) as err:
+        launch_arguments(art, art.launch_plan({0: (2, 8)}), [1], [2])
+    for word in ["'add_one'", "'qdp_check::add_one'", "not launched", *words]:
+        assert word in str(err.value)
+
+
+def test_a_kernel_with_too_few_parameters_is_not_launched():
+    from pyplugins.checker.aot_launch import launch_arguments
+
+    short = (MODULES / "add_one.ptx").read_text().replace(
+        ",\n\t.param .u64 add_one_param_2", "").encode()
+    art = artifact(image=short)
+    with pytest.raises(AOTArtifactError, match=r"takes 2 parameter\(s\) and TensorRT passes 3"):
+        launch_arguments(art, art.launch_plan({0: (2, 8)}), [1], [2])

@@ -81,8 +81,10 @@ def signature_problems(params: Sequence[int], layout: Sequence[Tuple[str, Option
                        ) -> Tuple[List[str], List[str]]:
     """``(problems, warnings)`` of a kernel whose parameters are ``params`` (bytes each) launched
     with ``layout`` (:meth:`AOTArtifact.argument_layout`): pointers take 8 bytes, extra
-    arguments their width. Trailing 8-byte parameters beyond the layout are a warning (Triton
-    appends scratch pointers; what TensorRT passes for them is not documented [infer])."""
+    arguments their width. Trailing 8-byte parameters beyond the layout are a warning: Triton
+    3.3+ appends scratch pointers, which TensorRT fills with null pointers [infer; see
+    :mod:`pyplugins.checker.aot_launch`, which does the same]; any other difference is a
+    problem."""
     want = [8 if role in ("input", "output") else _ARG_BYTES.get(str(dtype), 4)
             for role, dtype in layout]
     problems, warnings = [], []
@@ -99,9 +101,11 @@ def signature_problems(params: Sequence[int], layout: Sequence[Tuple[str, Option
         text = (f"the kernel takes {len(params)} parameters, {len(extra)} more than the "
                 f"{len(want)} TensorRT passes ({_layout_text(layout)})")
         if all(size == 8 for size in extra):
-            warnings.append(text + ": trailing 8-byte parameters, as Triton adds for its "
-                                   "scratch buffers; TensorRT's handling of them is not "
-                                   "documented [infer], so check the engine on a GPU")
+            warnings.append(text + ": trailing 8-byte parameters, as Triton 3.3+ adds for its "
+                                   "scratch buffers (global_scratch, profile_scratch); they "
+                                   "get null pointers, as TensorRT fills them [infer], so the "
+                                   "kernel must need no scratch memory (Triton's "
+                                   "metadata.global_scratch_size 0)")
         else:
             problems.append(text)
     return problems, warnings
