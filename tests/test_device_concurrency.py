@@ -50,6 +50,13 @@ class _Stream:
     def synchronize(self):
         self.fake.calls.append(("sync", self))
 
+    def record(self):
+        self.fake.calls.append(("record", self))
+        return ("event", self)
+
+    def wait_event(self, event):
+        self.fake.calls.append(("wait", event))
+
     def begin_capture(self, mode):
         self.fake.calls.append(("begin_capture", mode))
 
@@ -104,6 +111,7 @@ class FakeCupy:
     def __init__(self, devices=1):
         self.calls, self.current, self.devices, self.device_stack = [], [], devices, [0]
         fake = self
+        self.legacy = _Stream(self)
 
         class cuda:  # noqa: N801 - mirrors cupy.cuda
             runtime = _Runtime(fake)
@@ -115,6 +123,10 @@ class FakeCupy:
             @staticmethod
             def Device(ordinal):  # noqa: N802 - mirrors cupy.cuda.Device
                 return _Device(fake, ordinal)
+
+            @staticmethod
+            def get_current_stream():
+                return fake.current[-1] if fake.current else fake.legacy
 
             @staticmethod
             def get_allocator():
@@ -168,6 +180,19 @@ def test_device_run_works_on_its_own_non_blocking_stream(fake):
     assert streams and all(s is run.stream for s in streams), fake.calls
     # the legacy default stream is waited for (a plugin's stray launch there), not the device
     assert ("stream_sync_handle", _Runtime.streamLegacy) in fake.calls
+
+
+def test_device_run_waits_for_the_callers_stream_before_copying_cupy_inputs(fake):
+    on_device = _Array(np.arange(4, dtype=np.float32), fake.calls)
+    run = buffers.DeviceRun([on_device], [((4,), np.float32)], 0)
+    waits = [i for i, (kind, _) in enumerate(fake.calls) if kind == "wait"]
+    copies = [i for i, (kind, _) in enumerate(fake.calls) if kind == "h2d"]
+    assert waits and fake.calls[waits[0]][1] == ("event", fake.legacy), fake.calls
+    assert waits[0] < copies[0]
+    fake.calls.clear()
+    buffers.DeviceRun([np.arange(4, dtype=np.float32)], [((4,), np.float32)], 0)
+    assert not [c for c in fake.calls if c[0] in ("wait", "record")]  # NumPy: nothing to wait for
+    assert run.in_ptrs
 
 
 def test_capture_is_thread_local(fake):

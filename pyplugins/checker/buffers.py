@@ -126,6 +126,10 @@ class DeviceRun:
         # CaptureImplicit); a plugin's own legacy-stream launch is caught by the poison instead.
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.meta = [(tuple(int(v) for v in s), np.dtype(d)) for s, d in outputs]
+        if not all(isinstance(a, np.ndarray) for a in inputs):
+            # CuPy inputs made on the caller's stream: a non-blocking stream does not wait for
+            # the legacy one by itself, so the copies below wait for the caller's stream here.
+            self.stream.wait_event(cp.cuda.get_current_stream().record())
         with self.stream:
             self.inputs = [cp.ascontiguousarray(cp.asarray(a)) for a in inputs]
             self.raw = []
