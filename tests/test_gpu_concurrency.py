@@ -117,3 +117,38 @@ def test_a_plugin_configured_and_run_on_device_1():
 @pytest.mark.multi_gpu
 def test_thread_storm_across_two_gpus_matches_sequential_runs():
     _storm(["gpu:0", 1], repeats=2)
+
+
+
+def test_a_legacy_stream_plugin_is_caught_without_failing_other_threads_checks():
+    """A plugin launching on the legacy default stream, checked beside good plugins: its check
+    still reports ``capture_unsafe`` (the poisoned replay), theirs stay clean."""
+    from pathlib import Path
+
+    from pyplugins.checker import _fresh
+
+    _fresh.import_module(str(Path(__file__).parent / "emulator" / "plugins" / "bad_capture.py"))
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    good = list(range(len(CASES))) * 2
+    start = threading.Barrier(len(good) + 2)
+
+    def bad() -> Any:
+        start.wait(timeout=60)
+        return lifecycle.run("PPTestCaptureNullStream", [x], device="gpu")
+
+    def fine(case: int) -> Dict[str, Any]:
+        start.wait(timeout=60)
+        return _job(case, "gpu")
+
+    with ThreadPoolExecutor(max_workers=len(good) + 2) as pool:
+        bad_jobs = [pool.submit(bad) for _ in range(2)]
+        fine_jobs = [pool.submit(fine, case) for case in good]
+        bad_reports = [job.result() for job in bad_jobs]
+        results = [job.result() for job in fine_jobs]
+    for report in bad_reports:
+        assert "capture_unsafe" in report.checks(), report.format()
+        assert any("different from the eager run" in v.message or "captured" in v.message
+                   for v in report.violations if v.check == "capture_unsafe"), report.format()
+    wrong = [f"--- {r['name']}: pp.run {r['run_ok']!r}\n{r['report']}" for r in results
+             if not (r["summary"][0] and r["run_ok"] is True and r["outputs_ok"])]
+    assert not wrong, "checks beside a legacy-stream plugin went wrong:\n" + "\n".join(wrong)
