@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -213,7 +213,8 @@ class _Checker:
 
 def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = None,
                 plugins: Sequence[str] = (), device: str = "cpu", *,
-                report: Optional[ModelCheckReport] = None, watch: Any = None) -> ModelCheckReport:
+                report: Optional[ModelCheckReport] = None, watch: Any = None,
+                on_node: Optional[Callable[[NodeCheck, bool], None]] = None) -> ModelCheckReport:
     """Check every plugin node of ``model`` (a ModelProto or path).
 
     Args:
@@ -226,6 +227,8 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
             the check got); a new one by default.
         watch: a :class:`~pyplugins.emulator.trampoline.Watch` on which the model's own slow
             steps (loading, validation, shape inference) are marked, as plugin callbacks are.
+        on_node: called with ``(node's NodeCheck, False)`` before a plugin node's check and
+            ``(the same, True)`` after it (the supervised child tells its parent so).
 
     Raises:
         ModelFileError: the file or graph is malformed or unsupported (the message names the
@@ -234,7 +237,9 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         ValueError: an ``inputs`` name the model does not have.
     """
     result = report if report is not None else ModelCheckReport()
-    load_plugin_modules(plugins)
+    if plugins:
+        with _step(watch, "import of the plugin module(s)"):
+            load_plugin_modules(plugins)
     if hasattr(model, "graph"):
         work, model_dir, where = require("onnx", "pyplugins check MODEL.onnx").ModelProto(), \
             None, "the model"
@@ -260,5 +265,9 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         name = step.name or (f"node_of_{step.output[0]}" if len(step.output) else f"#{index}")
         entry = NodeCheck(name, step.op_type)
         result.nodes.append(entry)
+        if on_node is not None:
+            on_node(entry, False)
         checker.node(step, entry)
+        if on_node is not None:
+            on_node(entry, True)
     return result
