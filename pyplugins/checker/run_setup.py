@@ -92,7 +92,7 @@ def pick_device(device: Union[str, int]) -> Tuple[Any, Optional[str]]:
     cp, reason = buffers.cupy_or_reason()
     if cp is None and choice.kind != "auto":
         raise RuntimeError(reason)
-    if cp is not None:
+    if cp is not None and choice.index is not None:
         gpu_ordinal(cp, choice)  # an ordinal past the last GPU fails here, before any callback
     return cp, reason
 
@@ -101,11 +101,13 @@ def pick_device(device: Union[str, int]) -> Tuple[Any, Optional[str]]:
 def device_scope(cp: Any, device: Union[str, int]) -> Iterator[None]:
     """The block runs with ``device``'s GPU current in this thread (CuPy's current device is per
     thread, and every stream, buffer and kernel of the run is made on the current one); nothing
-    without a GPU (``cp`` None)."""
-    if cp is None:
+    without a GPU (``cp`` None) or without an ordinal (``auto``, ``gpu``: the thread's current
+    device already is the run's)."""
+    choice = parse_device(device)
+    if cp is None or choice.index is None:
         yield
         return
-    with on_device(cp, gpu_ordinal(cp, parse_device(device))):
+    with on_device(cp, gpu_ordinal(cp, choice)):
         yield
 
 

@@ -237,9 +237,8 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         ValueError: an ``inputs`` name the model does not have.
     """
     result = report if report is not None else ModelCheckReport()
-    if plugins:
-        with _step(watch, "import of the plugin module(s)"):
-            load_plugin_modules(plugins)
+    with _step(watch, "import of the plugin module(s)"):  # the shipped ops', and ``plugins``
+        load_plugin_modules(plugins)
     if hasattr(model, "graph"):
         work, model_dir, where = require("onnx", "pyplugins check MODEL.onnx").ModelProto(), \
             None, "the model"

@@ -134,3 +134,12 @@ def test_a_bad_input_name_is_a_usage_error_from_the_child(tmp_path, capsys):
     code, out, err = check(capsys, path, plugin, "--input", "nope=2x3x8:float32", "--json")
     assert code == 2 and json.loads(out)["exit_status"] == 2
     assert "nope" in err
+
+
+def test_the_shipped_ops_are_registered_in_the_child_without_plugins(tmp_path, capsys):
+    path = tmp_path / "shipped.onnx"
+    path.write_bytes(mc.model([mc.lrelu("a", "y", "only")], [mc.vi("a")],
+                              [mc.vi("y")]).SerializeToString())
+    code = main(["check", str(path), "--device", "cpu"], isolated=True)
+    out, _ = capsys.readouterr()
+    assert code == 0 and "node 'only' (LReLU_TRT): OK" in out, out
