@@ -128,8 +128,9 @@ def _add_check(subparsers: Any) -> None:
                         "naming the method, and the report is still written")
     p.add_argument("--memory-limit", type=_mebibytes, default=None, metavar="MIB",
                    help="the most MiB the check's process may grow by after its start-up "
-                        "(default: 1024 plus 16 times the inputs' size); past it, the process "
-                        "is killed and the callback running is reported as a defect")
+                        "(default: 1024 plus 16 times the inputs' size; with MODEL.onnx, no "
+                        "limit unless given); past it, the process is killed and the callback "
+                        "running is reported as a defect")
     p.add_argument("--in-process", action="store_true",
                    help="run the check in this process, not in a supervised child: for "
                         "debuggers; a plugin that crashes or ends the process ends the command")
@@ -141,7 +142,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if args.target.endswith(".onnx"):
         from pyplugins.models.commands import run_check_model  # noqa: PLC0415
 
-        return run_check_model(args)
+        return run_check_model(args, isolated=args.isolated and not args.in_process)
     return run_check(args, isolated=args.isolated and not args.in_process)
 
 

@@ -25,6 +25,16 @@ def gpu_available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
+def gpu_count() -> int:
+    """How many CUDA devices CuPy sees (0 without a GPU, or with ``PYPLUGINS_DEVICE=cpu``)."""
+    if not gpu_available():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+@functools.lru_cache(maxsize=None)
 def real_trt_available() -> bool:
     """Whether NVIDIA's TensorRT (not the emulator) is the active API."""
     from pyplugins import _trt
@@ -54,9 +64,12 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU visible to CuPy")
     skip_trt = pytest.mark.skip(reason="needs the real TensorRT (tests run under the emulator)")
+    skip_multi = pytest.mark.skip(reason="needs two or more CUDA GPUs visible to CuPy")
     for item in items:
         if "gpu" in item.keywords and not gpu_available():
             item.add_marker(skip_gpu)
+        if "multi_gpu" in item.keywords and gpu_count() < 2:
+            item.add_marker(skip_multi)
         if "trt" in item.keywords and not real_trt_available():
             item.add_marker(skip_trt)
 

@@ -255,7 +255,7 @@ def test_a_reference_disagreeing_with_the_declared_output_and_a_missing_referenc
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="device must be 'auto', 'cpu' or 'gpu'"):
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'gpu', 'gpu:N'"):
         Execution(Scale.creator, device="tpu")
     with override(device="cpu"):
         with pytest.raises(ExecutionError, match="device='gpu' was asked for, but there is no "

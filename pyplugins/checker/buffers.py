@@ -3,8 +3,11 @@
 Everything is allocated before ``enqueue`` runs (``enqueue`` must be capture-safe, so the driver
 is too). Each output buffer is followed by :data:`~pyplugins.checker.checks.outputs.GUARD_BYTES` of
 poison and the outputs themselves start poisoned, so that the checks can see writes past the end
-and elements left unwritten. The stream handed to ``enqueue`` is a new, non-default CuPy stream.
-CuPy is imported only when a GPU is used.
+and elements left unwritten. The stream handed to ``enqueue`` is a new, non-blocking CuPy stream,
+and every allocation and copy of the driver's runs on it: nothing here touches the legacy default
+stream or synchronizes the whole device, either of which would fail a CUDA-graph capture another
+thread has under way on the same GPU (many checks may run at once, in threads, on one or several
+GPUs). CuPy is imported only when a GPU is used.
 
 Example:
     >>> from pyplugins.emulator import TensorFormat
@@ -26,7 +29,7 @@ from pyplugins.checker.checks.outputs import GUARD_BYTES, poison_pattern
 from pyplugins.emulator.enums import TensorFormat
 
 __all__ = ["CaptureOutcome", "DeviceRun", "cuda_error_text", "cupy_or_reason", "padded_volume",
-           "scratch_enqueue"]
+           "scratch_enqueue", "settle"]
 
 #: Enqueue callable: (input pointers, output pointers, workspace pointer, stream) -> 0 or -1.
 EnqueueFn = Callable[[List[int], List[int], int, int], int]
@@ -63,6 +66,21 @@ def cupy_or_reason() -> Tuple[Optional[ModuleType], Optional[str]]:
     if reason is not None:
         return None, "no GPU " + reason.removeprefix("no usable CUDA GPU ")
     return import_cupy(), None
+
+
+def settle(cp: Any, stream: Any) -> None:
+    """Wait for ``stream``, then for the legacy default stream (work a plugin wrongly launched
+    there, which the output and capture checks must see finished).
+
+    Never ``cudaDeviceSynchronize``: it fails any capture under way on the device, in every
+    capture mode and from any thread (cudaErrorStreamCaptureUnsupported; NVIDIA/TensorRT issue
+    2888). A legacy-stream wait has no implicit dependency on the non-blocking streams the
+    checker captures (an inference from CUDA's stream semantics: a non-blocking stream does not
+    synchronize with the legacy stream). The trade: work a plugin put on a stream of its own is
+    not waited for here; the capture check still reports it, since the replay lacks it.
+    """
+    stream.synchronize()
+    cp.cuda.runtime.streamSynchronize(cp.cuda.runtime.streamLegacy)
 
 
 def cuda_error_text(err: BaseException) -> str:
@@ -103,8 +121,15 @@ class DeviceRun:
         if cp is None:
             raise RuntimeError(reason)
         self.cp = cp
-        self.stream = cp.cuda.Stream()  # a blocking, non-default stream, as an application's
+        # Non-blocking: other threads' legacy-stream work neither waits for it nor, while it is
+        # captured, fails the capture (a blocking stream's capture would be, cudaErrorStream-
+        # CaptureImplicit); a plugin's own legacy-stream launch is caught by the poison instead.
+        self.stream = cp.cuda.Stream(non_blocking=True)
         self.meta = [(tuple(int(v) for v in s), np.dtype(d)) for s, d in outputs]
+        if not all(isinstance(a, np.ndarray) for a in inputs):
+            # CuPy inputs made on the caller's stream: a non-blocking stream does not wait for
+            # the legacy one by itself, so the copies below wait for the caller's stream here.
+            self.stream.wait_event(cp.cuda.get_current_stream().record())
         with self.stream:
             self.inputs = [cp.ascontiguousarray(cp.asarray(a)) for a in inputs]
             self.raw = []
@@ -129,9 +154,8 @@ class DeviceRun:
         self.stream.synchronize()
 
     def sync(self) -> None:
-        """Wait for the stream, then for the whole device (work a plugin wrongly put elsewhere)."""
-        self.stream.synchronize()
-        self.cp.cuda.runtime.deviceSynchronize()
+        """Wait for the stream and the legacy default stream (:func:`settle`)."""
+        settle(self.cp, self.stream)
 
     def call(self, enqueue: EnqueueFn, alt: bool = False) -> int:
         """Run ``enqueue`` on poisoned outputs and wait for it; its status."""
@@ -142,21 +166,30 @@ class DeviceRun:
 
     def read_raw(self) -> List[np.ndarray]:
         """Every output buffer, guard included, as host uint8 arrays."""
-        return [self.cp.asnumpy(r) for r in self.raw]
+        return [self.cp.asnumpy(r, stream=self.stream) for r in self.raw]
 
     def outputs(self, on_device: bool = False) -> List[Any]:
         """The declared part of each output, as NumPy arrays (CuPy copies with ``on_device``)."""
         result = []
-        for raw, (shape, dt) in zip(self.raw, self.meta):
-            body = raw[:math.prod(shape) * dt.itemsize].view(dt).reshape(shape)
-            result.append(body.copy() if on_device else self.cp.asnumpy(body))
+        with self.stream:  # the copies on this stream, never the legacy one
+            for raw, (shape, dt) in zip(self.raw, self.meta):
+                body = raw[:math.prod(shape) * dt.itemsize].view(dt).reshape(shape)
+                result.append(body.copy() if on_device
+                              else self.cp.asnumpy(body, stream=self.stream))
+        self.stream.synchronize()
         return result
 
     def capture(self, enqueue: EnqueueFn) -> CaptureOutcome:
-        """Capture ``enqueue`` on the stream (global capture mode), then replay the graph.
+        """Capture ``enqueue`` on the stream (thread-local capture mode), then replay the graph.
 
         The outputs are poisoned before the capture and again before the replay, so work that
         ran outside the graph (another stream, the legacy default stream) leaves poison behind.
+        Thread-local mode (``cudaStreamCaptureModeThreadLocal``) still fails the capture on this
+        thread's unsafe calls (an allocation through ``cudaMalloc``, a synchronization), and
+        lets other threads check, run or capture on the same GPU meanwhile; in global mode one
+        thread's unsafe call fails every other thread's capture. The deliberate trade: an
+        unsafe call made during the capture by another thread the plugin started is no longer
+        caught (only what ``enqueue``'s own thread does is).
         Allocations through CuPy's allocator during the capture are recorded (a cached pool block
         would not make the capture fail, but the graph would replay into memory it does not own).
         """
@@ -171,7 +204,7 @@ class DeviceRun:
             return current(size)
 
         graph = None
-        self.stream.begin_capture(runtime.streamCaptureModeGlobal)
+        self.stream.begin_capture(runtime.streamCaptureModeThreadLocal)
         try:
             with cp.cuda.using_allocator(counting_allocator):
                 outcome.status = enqueue(self.in_ptrs, self.out_ptrs, self.ws_ptr,
@@ -200,8 +233,8 @@ class DeviceRun:
 def scratch_buffers(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: int
                     ) -> Tuple[Any, Any, List[Any], List[Any], Any]:
     """``(cupy, stream, inputs, outputs, workspace or None)``: zeroed device buffers of these
-    sizes (at least one byte each), allocated and synchronized on a new stream, as the builder
-    gives a plugin while it times a format combination or a tactic.
+    sizes (at least one byte each), allocated and synchronized on a new non-blocking stream, as
+    the builder gives a plugin while it times a format combination or a tactic.
 
     Raises:
         RuntimeError: no usable GPU (the reason).
@@ -209,7 +242,7 @@ def scratch_buffers(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace
     cp, reason = cupy_or_reason()
     if cp is None:
         raise RuntimeError(reason)
-    stream = cp.cuda.Stream()
+    stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         ins = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in in_bytes]
         outs = [cp.zeros(max(int(n), 1), dtype=np.uint8) for n in out_bytes]
@@ -224,6 +257,5 @@ def scratch_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace
     cp, stream, ins, outs, ws = scratch_buffers(in_bytes, out_bytes, workspace)
     status = enqueue([int(a.data.ptr) for a in ins], [int(a.data.ptr) for a in outs],
                      0 if ws is None else int(ws.data.ptr), int(stream.ptr))
-    stream.synchronize()
-    cp.cuda.runtime.deviceSynchronize()
+    settle(cp, stream)
     return status

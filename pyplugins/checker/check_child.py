@@ -35,7 +35,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -47,7 +47,8 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.trampoline import Watch
 from pyplugins.checker.isolate import OWN_WORK, PLUGIN_STEP, StepBoard, resident_self
 
-__all__ = ["MEMORY_BASE", "StepWatch", "default_memory_limit", "main"]
+__all__ = ["MEMORY_BASE", "StepWatch", "default_memory_limit", "finish", "main",
+           "quiet_callback_error_logs", "start", "write_json"]
 
 #: The default memory limit: this much, plus 16 times the inputs' bytes at the profile's max
 #: (the check's own host copies, guard buffers and reference results).
@@ -104,6 +105,51 @@ def default_memory_limit(specs: Sequence[Dict[str, Any]]) -> int:
     return MEMORY_BASE + 16 * total
 
 
+def start(work: Path) -> Tuple[StepBoard, Dict[str, Any]]:
+    """A child's start in its work directory: ``(board, request)``. The board shows
+    "start-up"; :mod:`faulthandler` writes a fatal signal's traceback (and, on SIGUSR1, every
+    thread's stack) to ``WORKDIR/fault``; the request is ``WORKDIR/request.json``; and the
+    process is set to die with its parent (whose pid the request names).
+
+    A child module's ``main`` (as :mod:`pyplugins.models.check_child`'s)::
+
+        board, request = start(work)
+        finish(work, {"report": ..., "printed": []})  # ends the process
+    """
+    board = StepBoard(str(work / "steps"))
+    board.publish(OWN_WORK, "start-up", time.monotonic())
+    fault = open(work / "fault", "w")  # faulthandler keeps it to the end
+    faulthandler.enable(fault, all_threads=True)
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, fault, all_threads=True)
+    request = json.loads((work / "request.json").read_text())
+    _die_with_parent(request["parent"])
+    return board, request
+
+
+def write_json(work: Path, name: str, value: Dict[str, Any]) -> None:
+    """Replace ``WORKDIR/name`` with ``value`` as JSON, whole (a reader never sees half).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     write_json(Path(tmp), "progress.json", {"nodes": []})
+        ...     sorted(os.listdir(tmp))
+        ['progress.json']
+    """
+    partial = work / (name + ".part")
+    partial.write_text(json_text(value))
+    os.replace(partial, work / name)
+
+
+def finish(work: Path, result: Dict[str, Any]) -> None:
+    """Write the answer (``WORKDIR/result.json``) and end the process at once
+    (``os._exit(0)``: no plugin thread, ``atexit`` handler or ``__del__`` can hold it up);
+    see :func:`start` for its use."""
+    write_json(work, "result.json", result)
+    os._exit(0)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the check in ``argv[0]`` (a work directory) and end the process; returns 2 only for
     a malformed call."""
@@ -113,28 +159,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "pyplugins.checker.isolate.run_child)\n")
         return 2
     work = Path(args[0])
-    board = StepBoard(str(work / "steps"))
-    board.publish(OWN_WORK, "start-up", time.monotonic())
-    fault = open(work / "fault", "w")  # faulthandler keeps it to the end
-    faulthandler.enable(fault, all_threads=True)
-    if hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, fault, all_threads=True)
-    request = json.loads((work / "request.json").read_text())
-    _die_with_parent(request["parent"])
+    board, request = start(work)
     try:
         result = _run(request["args"], board)
     except BaseException:  # noqa: BLE001 - pyplugins' own failure, outside the check's guard
         result = {"environment": "the check failed inside pyplugins (please report it):\n"
                                  + traceback.format_exc(), "printed": []}
-    partial = work / "result.json.part"
-    partial.write_text(json_text(result))
-    os.replace(partial, work / "result.json")
-    os._exit(0)
+    finish(work, result)
+    return 0  # not reached: finish ends the process
 
 
 def _run(request: Dict[str, Any], board: StepBoard) -> Dict[str, Any]:
     args = argparse.Namespace(**request)
-    _quiet_callback_error_logs(logging.getLogger("pyplugins"))
+    quiet_callback_error_logs(logging.getLogger("pyplugins"))
     printed: List[str] = []
 
     def note(event: Any) -> None:
@@ -181,7 +218,7 @@ def _describe(creator: Any) -> str:
         creator.name, creator.plugin_version, creator.plugin_namespace))
 
 
-def _quiet_callback_error_logs(logger: Any) -> None:
+def quiet_callback_error_logs(logger: Any) -> None:
     """Leave out the ``pyplugins`` logger's one-line report of a callback's exception
     (:mod:`pyplugins.runtime.error_reports`): the check's report carries the same exception, in the
     ``[ERROR]`` line TensorRT prints, so the command says it once. Other records still print."""

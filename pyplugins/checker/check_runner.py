@@ -36,7 +36,7 @@ from pyplugins.checker.command import (EXIT_OK, EXIT_VIOLATION, EnvironmentFailu
                                        write)
 from pyplugins.checker.report_output import json_text, report_json, report_text
 
-__all__ = ["ABANDONED", "OWN_WORK_LIMIT_S", "run_check"]
+__all__ = ["ABANDONED", "OWN_WORK_LIMIT_S", "plugin_frames", "run_check"]
 
 
 #: Set when an in-process step ran past --timeout and its thread was left running
@@ -129,7 +129,7 @@ def _stopped_report(args: argparse.Namespace, outcome: isolate.ChildOutcome, tim
         raise EnvironmentFailure(msg)
     name = board.info.get("plugin") or args.plugin or printable(args.target).strip("'")
     interface = board.info.get("interface")
-    frames = _plugin_frames(isolate.frames_of(outcome.fault, board.thread))
+    frames = plugin_frames(isolate.frames_of(outcome.fault, board.thread))
     if outcome.stopped == "timeout":
         limit = timeout if board.kind == isolate.PLUGIN_STEP else own_limit
         report = verdicts.timeout_report(name, (board.step, outcome.seconds), limit,
@@ -147,9 +147,14 @@ def _stopped_report(args: argparse.Namespace, outcome: isolate.ChildOutcome, tim
     return report
 
 
-def _plugin_frames(frames: List[str], most: int = 8) -> List[str]:
+def plugin_frames(frames: List[str], most: int = 8) -> List[str]:
     """The innermost frames of a stack dump down to the emulator's (TensorRT's side, which
-    called the plugin); the innermost few when the stop was in the emulator itself."""
+    called the plugin); the innermost few when the stop was in the emulator itself.
+
+    Example:
+        >>> plugin_frames(['File "/p.py", line 3 in configure_plugin'])
+        ['File "/p.py", line 3 in configure_plugin']
+    """
     emulator = os.path.dirname(os.path.abspath(pyplugins.emulator.__file__)) + os.sep
     plugin = []
     for frame in frames:

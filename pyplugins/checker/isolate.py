@@ -173,6 +173,8 @@ class ChildOutcome:
         output: what the child wrote to its fd 1 and fd 2 (capped at the start and the end).
         fault: :mod:`faulthandler`'s dump (a fatal signal, or the parent's request on a time
             limit), or ``""``.
+        progress: the JSON object the child last wrote to ``WORKDIR/progress.json`` (what it
+            had finished, for a child that checks several things), or None.
     """
 
     result: Optional[Dict[str, Any]] = None
@@ -184,6 +186,7 @@ class ChildOutcome:
     board: BoardState = field(default_factory=BoardState)
     output: str = ""
     fault: str = ""
+    progress: Optional[Dict[str, Any]] = None
 
 
 def run_child(module: str, request: Dict[str, Any], *, timeout: float, own_limit: float,
@@ -195,7 +198,8 @@ def run_child(module: str, request: Dict[str, Any], *, timeout: float, own_limit
             steps on ``WORKDIR/steps`` (:class:`StepBoard`) and writes ``WORKDIR/result.json``.
         timeout: the most seconds one plugin step (:data:`PLUGIN_STEP`) may run.
         own_limit: the most seconds the child's own work may run without a plugin step between
-            (start-up, the driver between callbacks, writing the answer).
+            (start-up, the driver between callbacks, writing the answer). A child may also
+            write ``WORKDIR/progress.json`` (replaced whole, as ``result.json``) as it goes.
         env: variables to set for the child, over this process's environment.
 
     Returns:
@@ -217,13 +221,18 @@ def run_child(module: str, request: Dict[str, Any], *, timeout: float, own_limit
         outcome.board = board.read()
         outcome.output = _capped(work / "output")
         outcome.fault = _capped(work / "fault")
-        answer = work / "result.json"
-        if answer.exists():
-            try:
-                outcome.result = json.loads(answer.read_text())
-            except ValueError:
-                outcome.result = None
+        outcome.result = _json_file(work / "result.json")
+        outcome.progress = _json_file(work / "progress.json")
         return outcome
+
+
+def _json_file(path: Path) -> Optional[Dict[str, Any]]:
+    """The JSON object in ``path``, or None (absent, unreadable, or not an object)."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _child_env(extra: Optional[Dict[str, str]]) -> Dict[str, str]:

@@ -50,9 +50,9 @@ from pyplugins.checker.lifecycle_report import LifecycleReport
 from pyplugins.checker.lifecycle_v3 import DriverV3
 from pyplugins.checker.parser_notes import missing_attribute_note
 from pyplugins.emulator.registry import get_plugin_registry
-from pyplugins.checker.run_setup import (check_input_sizes, field_collection, labelled_step,
-                                         oversized_outputs, pick_device, resolve_creator,
-                                         stop_before_enqueue)
+from pyplugins.checker.run_setup import (check_input_sizes, device_scope, field_collection,
+                                         labelled_step, oversized_outputs, pick_device,
+                                         resolve_creator, stop_before_enqueue)
 from pyplugins.emulator.specs import TensorSpec, spec_from_input
 from pyplugins.emulator.tensors import Combo, PluginTensors, output_dims
 from pyplugins.checker.trace import Trace
@@ -302,8 +302,10 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
         fields: node attributes (Python values or ``onnx.AttributeProto``), converted as the ONNX
             parser does, or a ready ``PluginFieldCollection_``.
         node_name: the ONNX node's name, passed to ``create_plugin``/``deserialize_plugin``.
-        device: ``"auto"`` (GPU when CuPy sees one), ``"cpu"`` (never touch the GPU) or
-            ``"gpu"`` (require one).
+        device: ``"auto"`` (GPU when CuPy sees one), ``"cpu"`` (never touch the GPU),
+            ``"gpu"`` (require one: the calling thread's current GPU) or ``"gpu:N"`` / ``N``
+            (require GPU ordinal N; the whole run happens with it current, so threads may each
+            check on their own GPU): :mod:`pyplugins.runtime.device_choice`'s grammar.
         check_capture: also capture ``enqueue`` into a CUDA graph and replay it (GPU).
         fresh_process: also deserialize and run the engine bytes in a new Python process.
         plugin_module: module name or ``.py`` path registering the creator; imported here first
@@ -372,39 +374,40 @@ def run(plugin: Any, inputs: Sequence[Any], fields: Any = None, *,
     if shape_inputs and quick:
         msg = "tensorrt.plugin (QDP) plugins take no shape inputs (TensorRT asserts there)"
         raise ValueError(msg)
-    if quick:
-        driver: Any = DriverQDP(creator, specs, fc, node_name, cp, report, recorder, tracer,
-                                check_capture, implementation=qdp, node_aot=node_aot,
-                                aliased_io=aliased_io, fresh_process=fresh_process,
-                                plugin_module=plugin_module)
-        if keep_on_device:  # fresh_process says so in report.fresh_process
-            report.warnings.append("keep_on_device is not implemented for QDP plugins: outputs "
-                                   "are NumPy arrays")
-    elif v3:
-        driver = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
-                          check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
-        if keep_on_device:  # fresh_process says so in report.fresh_process
-            report.warnings.append("keep_on_device is not implemented for IPluginV3 plugins "
-                                   "yet: outputs are NumPy arrays")
-    else:
-        driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer,
-                         check_capture, fresh_process, plugin_module, keep_on_device)
-    trampoline.listeners.append(recorder)
-    if tracer is not None:
-        tracer.start()
-    try:
-        with driver.phase("parse"):
-            going = driver.parse()
-        if going:
-            with driver.phase("build"):
-                going = driver.build()
-        if going:
-            with driver.phase("runtime"):
-                driver.runtime()
-    finally:
+    with device_scope(cp, device):  # CuPy's current device is per thread: the run on it
+        if quick:
+            driver: Any = DriverQDP(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                                    check_capture, implementation=qdp, node_aot=node_aot,
+                                    aliased_io=aliased_io, fresh_process=fresh_process,
+                                    plugin_module=plugin_module)
+            if keep_on_device:  # fresh_process says so in report.fresh_process
+                report.warnings.append("keep_on_device is not implemented for QDP plugins: "
+                                       "outputs are NumPy arrays")
+        elif v3:
+            driver = DriverV3(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                              check_capture, shape_inputs=shape_inputs, aliased_io=aliased_io)
+            if keep_on_device:  # fresh_process says so in report.fresh_process
+                report.warnings.append("keep_on_device is not implemented for IPluginV3 plugins "
+                                       "yet: outputs are NumPy arrays")
+        else:
+            driver = _Driver(creator, specs, fc, node_name, cp, report, recorder, tracer,
+                             check_capture, fresh_process, plugin_module, keep_on_device)
+        trampoline.listeners.append(recorder)
         if tracer is not None:
-            tracer.stop()
-        trampoline.listeners.remove(recorder)
+            tracer.start()
+        try:
+            with driver.phase("parse"):
+                going = driver.parse()
+            if going:
+                with driver.phase("build"):
+                    going = driver.build()
+            if going:
+                with driver.phase("runtime"):
+                    driver.runtime()
+        finally:
+            if tracer is not None:
+                tracer.stop()
+            trampoline.listeners.remove(recorder)
     if not report.enqueue_ran and report.skipped is None and cp is None:
         report.skipped = reason
     if report.fresh_process is None:

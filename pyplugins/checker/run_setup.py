@@ -10,11 +10,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 from pyplugins import dtypes
 from pyplugins._config import knobs
 from pyplugins.checker import buffers
+from pyplugins.runtime.device_choice import gpu_ordinal, on_device, parse_device
 from pyplugins.emulator.bases import IPluginCreatorInterface
 from pyplugins.checker.checks import Violation
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
@@ -22,7 +23,7 @@ from pyplugins.emulator.registry import get_plugin_registry
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.emulator import onnx_import
 
-__all__ = ["check_input_sizes", "field_collection", "labelled_step", "oversized_outputs",
+__all__ = ["check_input_sizes", "device_scope", "field_collection", "labelled_step", "oversized_outputs",
            "pick_device", "resolve_creator", "stop_before_enqueue"]
 
 
@@ -75,23 +76,39 @@ def field_collection(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_,
     return onnx_import.fields_from_attributes(fields or {}, creator.field_names)
 
 
-def pick_device(device: str) -> Tuple[Any, Optional[str]]:
-    """``(cupy or None, why not)`` for ``run``'s ``device`` (``auto``, ``cpu``, ``gpu``/``cuda``).
+def pick_device(device: Union[str, int]) -> Tuple[Any, Optional[str]]:
+    """``(cupy or None, why not)`` for ``run``'s ``device``, in
+    :mod:`pyplugins.runtime.device_choice`'s grammar (``auto``, ``cpu``, ``gpu``, ``gpu:N``, ``N``).
 
     Raises:
-        ValueError: another ``device``; RuntimeError: ``gpu`` asked for and CuPy sees none.
+        DeviceChoiceError (a ValueError): another ``device``, or an ordinal past the last GPU;
+        RuntimeError: a GPU asked for and CuPy sees none.
     """
-    if device not in ("auto", "cpu", "gpu", "cuda"):
-        msg = f"device must be 'auto', 'cpu' or 'gpu' (got {device!r})"
-        raise ValueError(msg)
-    if device == "cpu":
+    choice = parse_device(device)
+    if choice.kind == "cpu":
         return None, "device='cpu' was asked for, so the run stopped before enqueue"
-    if device == "auto" and knobs.device == "cpu":
+    if choice.kind == "auto" and knobs.device == "cpu":
         return None, "PYPLUGINS_DEVICE=cpu is set, so the run stopped before enqueue"
     cp, reason = buffers.cupy_or_reason()
-    if cp is None and device != "auto":
+    if cp is None and choice.kind != "auto":
         raise RuntimeError(reason)
+    if cp is not None and choice.index is not None:
+        gpu_ordinal(cp, choice)  # an ordinal past the last GPU fails here, before any callback
     return cp, reason
+
+
+@contextlib.contextmanager
+def device_scope(cp: Any, device: Union[str, int]) -> Iterator[None]:
+    """The block runs with ``device``'s GPU current in this thread (CuPy's current device is per
+    thread, and every stream, buffer and kernel of the run is made on the current one); nothing
+    without a GPU (``cp`` None) or without an ordinal (``auto``, ``gpu``: the thread's current
+    device already is the run's)."""
+    choice = parse_device(device)
+    if cp is None or choice.index is None:
+        yield
+        return
+    with on_device(cp, gpu_ordinal(cp, choice)):
+        yield
 
 
 def _bytes(dims: Sequence[int], itemsize: int) -> int:

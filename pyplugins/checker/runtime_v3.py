@@ -68,7 +68,7 @@ def time_enqueue(in_bytes: Sequence[int], out_bytes: Sequence[int], workspace: i
             return status, math.inf
     end.record(stream)
     end.synchronize()
-    cp.cuda.runtime.deviceSynchronize()
+    buffers.settle(cp, stream)
     return 0, cp.cuda.get_elapsed_time(start, end) / TIMING_REPS
 
 
@@ -113,7 +113,7 @@ def runtime_enqueue(enqueue: Callable[..., int], arrays: List[Any],
         recorder.step = "enqueue"
         status = run.call(call)
         raw = run.read_raw()
-        aliased = {j: run.cp.asnumpy(run.inputs[k]).view(np.uint8).reshape(-1)
+        aliased = {j: run.cp.asnumpy(run.inputs[k], stream=run.stream).view(np.uint8).reshape(-1)
                    for j, k in aliases.items()}
     except Exception as err:  # noqa: BLE001 - CUDA fails in CuPy's many types
         recorder.step = "runtime"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -241,7 +241,8 @@ class _Checker:
 def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = None,
                 plugins: Sequence[str] = (), device: str = "cpu", *,
                 report: Optional[ModelCheckReport] = None, watch: Any = None,
-                qdp: Optional[str] = None) -> ModelCheckReport:
+                qdp: Optional[str] = None,
+                on_node: Optional[Callable[[NodeCheck, bool], None]] = None) -> ModelCheckReport:
     """Check every plugin node of ``model`` (a ModelProto or path).
 
     Args:
@@ -257,6 +258,8 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         qdp: the network flag for QDP nodes without an ``aot`` attribute: ``"jit"``
             (PREFER_JIT_PYTHON_PLUGINS), ``"aot"`` (PREFER_AOT_PYTHON_PLUGINS), ``"both"``
             (each, outputs compared) or None (no flag; a plugin with both is checked both ways).
+        on_node: called with ``(node's NodeCheck, False)`` before a plugin node's check and
+            ``(the same, True)`` after it (the supervised child tells its parent so).
 
     Raises:
         ModelFileError: the file or graph is malformed or unsupported (the message names the
@@ -265,7 +268,8 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         ValueError: an ``inputs`` name the model does not have.
     """
     result = report if report is not None else ModelCheckReport()
-    load_plugin_modules(plugins)
+    with _step(watch, "import of the plugin module(s)"):  # the shipped ops', and ``plugins``
+        load_plugin_modules(plugins)
     if hasattr(model, "graph"):
         work, model_dir, where = require("onnx", "pyplugins check MODEL.onnx").ModelProto(), \
             None, "the model"
@@ -294,5 +298,9 @@ def check_model(model: Any, inputs: Optional[Mapping[str, Mapping[str, Any]]] = 
         name = step.name or (f"node_of_{step.output[0]}" if len(step.output) else f"#{index}")
         entry = NodeCheck(name, step.op_type)
         result.nodes.append(entry)
+        if on_node is not None:
+            on_node(entry, False)
         checker.node(step, entry)
+        if on_node is not None:
+            on_node(entry, True)
     return result

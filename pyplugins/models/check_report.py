@@ -17,7 +17,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-__all__ = ["ModelCheckReport", "NodeCheck"]
+__all__ = ["ModelCheckReport", "NodeCheck", "RenderedNode"]
 
 
 @dataclass
@@ -71,29 +71,69 @@ class NodeCheck:
 
 
 @dataclass
+class RenderedNode:
+    """A :class:`NodeCheck` as a child process handed it over: its JSON form and its text
+    (``pyplugins check MODEL.onnx`` keeps the nodes a child finished before it died).
+
+    Example:
+        >>> done = RenderedNode({"node": "p0", "ok": True}, "node 'p0' (Op): OK")
+        >>> done.ok, done.node, ModelCheckReport([done]).ok
+        (True, 'p0', True)
+    """
+
+    data: Dict[str, Any]
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        """The node's verdict, as the child gave it."""
+        return bool(self.data.get("ok"))
+
+    @property
+    def node(self) -> str:
+        """The node's name."""
+        return str(self.data.get("node"))
+
+    def format(self) -> str:
+        """The child's text of the node."""
+        return self.text
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The child's JSON form of the node."""
+        return dict(self.data)
+
+
+@dataclass
 class ModelCheckReport:
     """Every plugin node's :class:`NodeCheck`, in graph order.
 
     Attributes:
-        nodes: the plugin nodes checked so far (a check that ran out of time stops part-way).
+        nodes: the plugin nodes checked so far (a check that ran out of time stops part-way);
+            :class:`RenderedNode` for those a supervised child finished before it died.
         timed_out: what ran past ``--timeout`` (the check then stopped), or None.
+        died: how the check's child process died outside any plugin node (while the model
+            itself was read), or None.
     """
 
-    nodes: List[NodeCheck] = field(default_factory=list)
+    nodes: List[Any] = field(default_factory=list)
     timed_out: Optional[str] = None
+    died: Optional[str] = None
 
     @property
     def ok(self) -> bool:
         """Every plugin node checked and fine, in time (a model with no plugin node is not ok)."""
-        return self.timed_out is None and bool(self.nodes) and all(n.ok for n in self.nodes)
+        return (self.timed_out is None and self.died is None and bool(self.nodes)
+                and all(n.ok for n in self.nodes))
 
     def format(self) -> str:
         """Human-readable report."""
         lines = [n.format() for n in self.nodes]
         if self.timed_out is not None:
             lines.append(f"stopped: {self.timed_out}")
+        if self.died is not None:
+            lines.append(f"stopped: {self.died}")
         if not self.nodes:
-            if self.timed_out is None:
+            if self.timed_out is None and self.died is None:
                 return "no plugin node in the model (every op is an ONNX op)"
             return "\n".join(lines)
         bad = sum(not n.ok for n in self.nodes)
@@ -103,7 +143,7 @@ class ModelCheckReport:
     def to_dict(self) -> Dict[str, Any]:
         """JSON-able form, with ``exit_status`` (0 ok, 1 otherwise)."""
         return {"ok": self.ok, "exit_status": 0 if self.ok else 1, "timed_out": self.timed_out,
-                "nodes": [n.to_dict() for n in self.nodes]}
+                "died": self.died, "nodes": [n.to_dict() for n in self.nodes]}
 
     def stopped(self, step: str, seconds: float, limit: float) -> "ModelCheckReport":
         """A copy of this report (the abandoned check may still change the original) saying that

@@ -47,13 +47,16 @@ def parse_named_input(text: str) -> Dict[str, Any]:
     return parsed
 
 
-def run_check_model(args: Any) -> int:
+def run_check_model(args: Any, *, isolated: bool = False) -> int:
     """``pyplugins check MODEL.onnx [--plugins MODULE] [--input NAME=SHAPE:DTYPE] [--json]
-    [--timeout SECONDS]``; returns 0 (every plugin node fine) or 1 (problems, or a step past
+    [--timeout SECONDS] [--memory-limit MIB]``; returns 0 (every plugin node fine) or 1
+    (problems, a plugin that crashed, ended or hung the check's process, or a step past
     ``--timeout``), or raises UsageError (exit 2: a bad command line, or a model file that is
     malformed or uses what pyplugins does not support) or EnvironmentFailure (exit 2).
 
-    The check runs under :func:`pyplugins.checker.supervise.supervise`, as a plugin module's does: a
+    ``isolated`` (the command's default) runs the check in a supervised child process
+    (:mod:`pyplugins.models.isolated_check`). Otherwise it runs here under
+    :func:`pyplugins.checker.supervise.supervise`, as a plugin module's in-process check does: a
     plugin callback, or a step of the model's own (loading, validation, shape inference), that
     runs past the limit stops the check with a report of the nodes checked so far.
     """
@@ -71,6 +74,10 @@ def run_check_model(args: Any) -> int:
             knobs.check_timeout)
     except ValueError as err:
         raise EnvironmentFailure(str(err)) from err
+    if isolated:
+        from pyplugins.models.isolated_check import run_isolated  # noqa: PLC0415
+
+        return run_isolated(args, timeout)
     redirect = (contextlib.redirect_stdout(sys.stderr) if args.json
                 else contextlib.nullcontext())  # --json: stdout holds the JSON only
     report = ModelCheckReport()

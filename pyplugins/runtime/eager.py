@@ -24,7 +24,7 @@ Example (needs a GPU)::
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, List, Sequence, Union
 
 from pyplugins.errors import ExecutionError, PluginDefinitionError, PyPluginsError
 from pyplugins.runtime import fields as _fields
@@ -74,12 +74,15 @@ def plugin_creator(plugin_class: Any, arrays: Sequence[Any], fields: dict) -> An
     return creator
 
 
-def run(plugin_class: Any, *arrays: Any, **fields: Any) -> Any:
+def run(plugin_class: Any, *arrays: Any, device: Union[str, int] = "auto", **fields: Any) -> Any:
     """Run a registered plugin once on ``arrays`` with ``fields`` as its attributes.
 
     Args:
         plugin_class: a :class:`pyplugins.Plugin` subclass decorated with ``@pp.register``.
         *arrays: the inputs, NumPy or CuPy arrays (static shapes).
+        device: where ``enqueue`` runs, in :mod:`pyplugins.runtime.device_choice`'s grammar:
+            ``"auto"``, ``"cpu"``, ``"gpu"``, ``"gpu:N"`` or ``N``; a reserved keyword, never
+            a field. Threads naming different ordinals run on different GPUs.
         **fields: field values, as Python values (``pads=[1, 1]``, ``mode="max"``).
 
     Returns:
@@ -89,11 +92,13 @@ def run(plugin_class: Any, *arrays: Any, **fields: Any) -> Any:
         PluginDefinitionError: the class is not a registered plugin.
         FieldError: an unknown field name, a missing required field or a bad value.
         EagerRunError: a callback failed, or there is no GPU and no NumPy reference.
+        DeviceChoiceError (a ValueError): a ``device`` outside the grammar or past the last GPU.
     """
     creator = plugin_creator(plugin_class, arrays, fields)
     label = getattr(plugin_class, "__name__", repr(plugin_class))
     try:
-        with Execution(creator, dict(fields), node_name=f"pp.run({label})") as node:
+        with Execution(creator, dict(fields), node_name=f"pp.run({label})",
+                       device=device) as node:
             outputs: List[Any] = node(*arrays)
     except ExecutionError as err:
         raise EagerRunError(str(err)) from err

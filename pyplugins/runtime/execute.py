@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -38,25 +38,25 @@ from pyplugins.emulator.onnx_import import fields_from_attributes
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.errors import ExecutionError
 from pyplugins.runtime.device import import_cupy, no_device_reason
+from pyplugins.runtime.device_choice import gpu_ordinal, on_device, parse_device
 from pyplugins.runtime.plugin_setup import CallFailures, PluginSetup, Ready
 
 __all__ = ["Execution"]
 
 
-def _pick_device(device: str) -> Tuple[Any, Optional[str]]:
-    """``(cupy or None, why the reference runs instead of enqueue)``."""
-    if device not in ("auto", "cpu", "gpu", "cuda"):
-        msg = f"device must be 'auto', 'cpu' or 'gpu' (got {device!r})"
-        raise ValueError(msg)
-    if device == "cpu":
-        return None, "device='cpu' was asked for"
+def _pick_device(device: Union[str, int]) -> Tuple[Any, Optional[int], Optional[str]]:
+    """``(cupy or None, GPU ordinal or None, why the reference runs instead of enqueue)``."""
+    choice = parse_device(device)
+    if choice.kind == "cpu":
+        return None, None, "device='cpu' was asked for"
     reason = no_device_reason()
     if reason is None:
-        return import_cupy(), None
-    if device != "auto":
+        cp = import_cupy()
+        return cp, gpu_ordinal(cp, choice), None
+    if choice.kind != "auto":
         msg = f"device={device!r} was asked for, but there is {reason}"
         raise ExecutionError(msg)
-    return None, reason
+    return None, None, reason
 
 
 def _collection(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_, List[str]]:
@@ -77,24 +77,30 @@ class Execution:
             ONNX parser converts them) or a ready ``PluginFieldCollection_``.
         node_name: the node's name, passed to ``create_plugin`` and named in errors.
         device: ``"auto"`` (``enqueue`` when CuPy sees a GPU, else the reference), ``"cpu"``
-            (the reference) or ``"gpu"`` (``enqueue``, or :class:`ExecutionError` now).
+            (the reference), ``"gpu"`` (``enqueue`` on the calling thread's current GPU, or
+            :class:`ExecutionError` now) or ``"gpu:N"`` / ``N`` (on GPU ordinal N, whatever
+            thread calls later): :mod:`pyplugins.runtime.device_choice`'s grammar.
 
     Attributes:
         how: ``"kernel"`` (``enqueue`` on the GPU) or ``"reference"`` (the NumPy reference).
         why: for ``"reference"``, why ``enqueue`` does not run; else None.
         plugin: ``"Name:Version:Namespace"`` of the creator.
+        device: the GPU ordinal every set-up and ``enqueue`` runs on (None: no GPU). The
+            configured plugins are cached per signature in this object, so per device.
         warnings: what TensorRT's ONNX parser would warn about the fields.
 
     Raises:
-        ValueError: an unknown ``device``; FieldError: an attribute the parser refuses.
+        DeviceChoiceError (a ValueError): a ``device`` outside the grammar, or an ordinal
+            past the last GPU; FieldError: an attribute the parser refuses.
     """
 
     def __init__(self, creator: Any, fields: Any = None, *, node_name: str = "plugin_node",
-                 device: str = "auto") -> None:
+                 device: Union[str, int] = "auto") -> None:
         fc, self.warnings = _collection(creator, fields)
-        self._setup = PluginSetup(creator, node_name, fc)
+        self._cp, self.device, self.why = _pick_device(device)
+        with on_device(self._cp, self.device):
+            self._setup = PluginSetup(creator, node_name, fc)
         self.plugin = self._setup.plugin
-        self._cp, self.why = _pick_device(device)
         self.how = "reference" if self._cp is None else "kernel"
         self._ready: Dict[Any, Ready] = {}
         self._stream: Any = None
@@ -131,20 +137,24 @@ class Execution:
             raise TypeError(msg) from None
         values = tuple(tuple(int(v) for v in s) for s in shape_inputs)
         ready = self._ready.get((signature, values))
-        if ready is None:
-            ready = self._ready[(signature, values)] = self._configure(signature, values)
         if self._cp is None:
+            if ready is None:
+                ready = self._ready[(signature, values)] = self._configure(signature, values)
             return self._run_reference(ready, arrays)
-        return self._run_kernel(ready, arrays)
+        with self._cp.cuda.Device(self.device):  # CuPy's current device is per thread
+            if ready is None:
+                ready = self._ready[(signature, values)] = self._configure(signature, values)
+            return self._run_kernel(ready, arrays)
 
     def close(self) -> None:
         """Destroy every configured plugin (``terminate``/``destroy``, as TensorRT at the end),
         after the work launched on its stream has finished."""
         ready, self._ready = list(self._ready.values()), {}
-        if self._stream is not None:
-            self._stream.synchronize()
-        for entry in ready:
-            entry.teardown()
+        with on_device(self._cp, self.device):
+            if self._stream is not None:
+                self._stream.synchronize()
+            for entry in ready:
+                entry.teardown()
 
     def _configure(self, signature: Tuple[Tuple[Any, Any], ...],
                    values: Tuple[Tuple[int, ...], ...]) -> Ready:
@@ -184,8 +194,9 @@ class Execution:
     def _run_kernel(self, ready: Ready, arrays: Sequence[Any]) -> List[Any]:
         cp = self._cp
         stream = self._stream_of()
-        on_device = not all(isinstance(a, np.ndarray) for a in arrays)
-        if on_device:  # inputs made on the caller's stream come first
+        device_inputs = not all(isinstance(a, np.ndarray) for a in arrays)
+        if device_inputs:  # inputs made on the caller's stream come first
+            self._same_device(arrays)
             stream.wait_event(cp.cuda.get_current_stream().record())
         with stream:
             ins = [cp.ascontiguousarray(cp.asarray(a)) for a in arrays]
@@ -195,9 +206,21 @@ class Execution:
             status = ready.enqueue([int(a.data.ptr) for a in ins], [int(o.data.ptr) for o in outs],
                                    ws, int(stream.ptr))
         self._setup.check(failures, status != 0, "enqueue", "failed")
-        if on_device:  # the caller's stream reads the outputs after this one wrote them
+        if device_inputs:  # the caller's stream reads the outputs after this one wrote them
             cp.cuda.get_current_stream().wait_event(stream.record())
             return outs
         host = [cp.asnumpy(o, stream=stream) for o in outs]
         stream.synchronize()
         return host
+
+    def _same_device(self, arrays: Sequence[Any]) -> None:
+        """Refuse a CuPy input that lives on another GPU than this node's (its stream order
+        would not be this device's)."""
+        for index, array in enumerate(arrays):
+            where = getattr(getattr(array, "device", None), "id", self.device)
+            if where != self.device:
+                msg = (f"{self._setup.label}: input {index} is a CuPy array on GPU {where}, but "
+                       f"this node runs on GPU {self.device} (device='gpu:{self.device}'); make "
+                       f"it there (with cupy.cuda.Device({self.device}): ...) or pass "
+                       f"device='gpu:{where}'")
+                raise ExecutionError(msg)

@@ -276,9 +276,12 @@ def test_capture_check_passes_for_good_plugins():
 @pytest.mark.parametrize("name, needle", [
     ("PPTestCaptureAlloc", "allocated device memory"),
     ("PPTestCaptureSync", "raised while the stream was captured"),
-    # CUDA refuses legacy-stream work while a blocking stream captures (cudaErrorStreamCapture-
-    # Implicit): at the launch, or when the capture ends.
-    ("PPTestCaptureNullStream", ("raised while the stream was captured", "ending the capture")),
+    # The checker captures a non-blocking stream (so that other threads' legacy-stream work
+    # cannot fail it): a legacy-stream launch then runs eagerly, outside the graph, and the
+    # replay leaves the poison (the poison check). Were CUDA to refuse the launch instead, the
+    # capture would fail: either way it is reported.
+    ("PPTestCaptureNullStream", ("different from the eager run",
+                                 "raised while the stream was captured", "ending the capture")),
     ("PPTestCaptureOtherStream", "different from the eager run"),
 ])
 def test_capture_unsafe(name, needle):
@@ -286,8 +289,14 @@ def test_capture_unsafe(name, needle):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     report = lifecycle.run(name, [x], device="gpu")
     assert report.enqueue_ran
-    np.testing.assert_array_equal(report.outputs[0], 2 * x)  # eagerly it works
-    assert report.checks() == ["capture_unsafe"], report.format()
+    if name == "PPTestCaptureOtherStream":
+        # The eager run waits for its stream and the legacy one, never the whole device (that
+        # would fail other threads' captures): work on a stream of the plugin's own may land
+        # late, so an output check may fire beside the capture check.
+        assert "capture_unsafe" in report.checks(), report.format()
+    else:
+        np.testing.assert_array_equal(report.outputs[0], 2 * x)  # eagerly it works
+        assert report.checks() == ["capture_unsafe"], report.format()
     needles = needle if isinstance(needle, tuple) else (needle,)
     assert any(n in messages(report, "capture_unsafe")[0] for n in needles), report.format()
     assert lifecycle.run(name, [x], device="gpu", check_capture=False).ok

@@ -137,7 +137,8 @@ class _HostRun:
     def __init__(self, inputs, outputs, workspace):
         from pyplugins.checker.checks.outputs import GUARD_BYTES, poison_pattern
 
-        self.cp = type("cp", (), {"asnumpy": staticmethod(np.asarray)})
+        self.cp = type("cp", (), {"asnumpy": staticmethod(lambda a, stream=None: np.asarray(a))})
+        self.stream = None  # DeviceRun's copies name its stream
         self.inputs = [np.array(a) for a in inputs]
         self.meta = [(tuple(s), np.dtype(d)) for s, d in outputs]
         self.patterns = [[np.frombuffer(poison_pattern(d, int(np.prod(s)) + GUARD_BYTES //
