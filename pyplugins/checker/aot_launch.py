@@ -10,7 +10,10 @@ evaluates the launch parameters, extra arguments and output shapes as TensorRT d
 time, and on a GPU loads the kernel (``cuModuleLoadData``), allocates the inputs and poisoned,
 guarded outputs, launches it (``cuLaunchKernel``: input pointers, extra arguments, output
 pointers) on a non-default stream and writes the raw output buffers to ``DIR/outputs.npz``.
-:func:`launch` is the same launch in-process (the build's timing of AOT candidates).
+:func:`launch` is the same launch in-process (the build's timing of AOT candidates), and
+:class:`LoadedKernel` keeps one artifact's kernel loaded and its parameter layout checked, for the
+model runner's execution path (:class:`pyplugins.models.qdp_exec.QDPExecution`), which launches it
+once per inference; neither imports the plugin's module either.
 
 What TensorRT passes is one parameter per input, extra argument and output (§8.4).
 Triton 3.3+ kernels declare more: trailing pointer parameters for their scratch buffers
@@ -35,7 +38,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,7 +47,8 @@ from pyplugins.checker.checks.aot import ptx_entries, signature_problems
 from pyplugins.checker.checks.outputs import GUARD_BYTES, poison_pattern
 from pyplugins.errors import AOTArtifactError
 
-__all__ = ["launch", "launch_arguments", "load_function", "kernel_params", "main"]
+__all__ = ["LoadedKernel", "kernel_params", "launch", "launch_arguments", "load_function", "main",
+           "trailing_pointers"]
 
 _CTYPES = {"ptr": ctypes.c_uint64, "INT32": ctypes.c_int32, "INT16": ctypes.c_int16,
            "INT8": ctypes.c_int8}
@@ -78,15 +82,46 @@ def load_function(art: AOTArtifact) -> Any:
     return _functions[key][1]
 
 
-def launch_arguments(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
-                     out_ptrs: Sequence[int]) -> Tuple[List[int], List[str]]:
-    """``(values, kinds)`` of the launch: the input pointers, the extra arguments, the output
-    pointers, then a null pointer for each trailing 8-byte parameter of the PTX entry (module
-    docstring). A CUBIN is launched as laid out (its parameters are not read here).
+def trailing_pointers(art: AOTArtifact) -> int:
+    """How many trailing 8-byte parameters the PTX entry takes beyond what TensorRT passes (the
+    null pointers :func:`launch_arguments` appends; module docstring); 0 for a CUBIN, whose
+    parameters are not read here.
 
     Raises:
         AOTArtifactError: the PTX has no such entry, or its parameters do not take what TensorRT
             passes (fewer, another size, or trailing ones that are not pointers).
+
+    Example:
+        >>> ptx = b".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 scratch)"
+        >>> trailing_pointers(AOTArtifact("k", ptx, "ptx", {}, [], [[]], ["FLOAT"], ["FLOAT"],
+        ...                               ["LINEAR", "LINEAR"], 0, "ns::p"))
+        1
+    """
+    if art.image_kind != "ptx":
+        return 0
+    params = ptx_entries(art.image.decode("utf-8", "replace")).get(art.kernel_name)
+    who = f"AOT kernel {art.kernel_name!r} of QDP plugin '{art.plugin}'"
+    if params is None:
+        msg = f"{who}: its PTX has no .entry of that name; not launched"
+        raise AOTArtifactError(msg)
+    layout = art.argument_layout()
+    problems, _ = signature_problems(params, layout)
+    if problems:
+        msg = (f"{who}: its PTX entry takes {len(params)} parameter(s) and TensorRT passes "
+               f"{len(layout)}: {'; '.join(problems)}; not launched")
+        raise AOTArtifactError(msg)
+    return len(params) - len(layout)
+
+
+def launch_arguments(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
+                     out_ptrs: Sequence[int], padding: Optional[int] = None
+                     ) -> Tuple[List[int], List[str]]:
+    """``(values, kinds)`` of the launch: the input pointers, the extra arguments, the output
+    pointers, then a null pointer for each trailing 8-byte parameter of the PTX entry
+    (``padding``, else :func:`trailing_pointers`, which reads the PTX).
+
+    Raises:
+        AOTArtifactError: as :func:`trailing_pointers`.
 
     Example:
         >>> ptx = (b".visible .entry k(.param .u64 a, .param .u32 n, .param .u64 b, "
@@ -99,36 +134,53 @@ def launch_arguments(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[i
     values = [*in_ptrs, *plan["extra"], *out_ptrs]
     kinds = (["ptr"] * len(in_ptrs) + [a.get("dtype", "INT32") for a in art.extra_args]
              + ["ptr"] * len(out_ptrs))
-    if art.image_kind != "ptx":
-        return values, kinds
-    params = ptx_entries(art.image.decode("utf-8", "replace")).get(art.kernel_name)
-    who = f"AOT kernel {art.kernel_name!r} of QDP plugin '{art.plugin}'"
-    if params is None:
-        msg = f"{who}: its PTX has no .entry of that name; not launched"
-        raise AOTArtifactError(msg)
-    problems, _ = signature_problems(params, art.argument_layout())
-    if problems:
-        msg = (f"{who}: its PTX entry takes {len(params)} parameter(s) and TensorRT passes "
-               f"{len(values)}: {'; '.join(problems)}; not launched")
-        raise AOTArtifactError(msg)
-    padding = len(params) - len(values)
-    return values + [0] * padding, kinds + ["ptr"] * padding
+    extra = trailing_pointers(art) if padding is None else padding
+    return values + [0] * extra, kinds + ["ptr"] * extra
+
+
+class LoadedKernel:
+    """One artifact's kernel, loaded in this process (``cuModuleLoadData``, cached per image:
+    :func:`load_function`) with its parameter layout checked once; :meth:`launch` is then one
+    ``cuLaunchKernel``, what an engine does per inference. GPU only.
+
+    Raises:
+        AOTArtifactError: as :func:`trailing_pointers`, before anything is loaded.
+
+    Example::
+
+        kernel = LoadedKernel(art)
+        kernel.launch(art.launch_plan({0: (2, 8)}), [x_ptr], [y_ptr], stream_ptr)
+    """
+
+    def __init__(self, art: AOTArtifact) -> None:
+        self.art = art
+        self.padding = trailing_pointers(art)
+        self.function = load_function(art)
+        self._shared = _SHARED_DEFAULT
+
+    def launch(self, plan: Dict[str, Any], in_ptrs: Sequence[int], out_ptrs: Sequence[int],
+               stream: int) -> None:
+        """Launch with ``plan`` (:meth:`AOTArtifact.launch_plan`) on ``stream``: the input
+        pointers, then the extra arguments, then the output pointers."""
+        from cupy_backends.cuda.api import driver  # noqa: PLC0415 - GPU only
+
+        if plan["shared_mem"] > self._shared:  # opt in, as any launcher of such a kernel must
+            driver.funcSetAttribute(self.function,
+                                    _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    int(plan["shared_mem"]))
+            self._shared = int(plan["shared_mem"])
+        values, kinds = launch_arguments(self.art, plan, in_ptrs, out_ptrs, self.padding)
+        array, _ = kernel_params(values, kinds)
+        driver.launchKernel(self.function, *plan["grid"], *plan["block"],
+                            int(plan["shared_mem"]), int(stream), ctypes.addressof(array), 0)
 
 
 def launch(art: AOTArtifact, plan: Dict[str, Any], in_ptrs: Sequence[int],
            out_ptrs: Sequence[int], stream: int) -> None:
     """Launch ``art``'s kernel with ``plan`` (:meth:`AOTArtifact.launch_plan`) on ``stream``:
-    the input pointers, then the extra arguments, then the output pointers."""
-    from cupy_backends.cuda.api import driver  # noqa: PLC0415 - GPU only
-
-    func = load_function(art)
-    if plan["shared_mem"] > _SHARED_DEFAULT:  # opt in, as any launcher of such a kernel must
-        driver.funcSetAttribute(func, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                int(plan["shared_mem"]))
-    values, kinds = launch_arguments(art, plan, in_ptrs, out_ptrs)
-    array, _ = kernel_params(values, kinds)
-    driver.launchKernel(func, *plan["grid"], *plan["block"], int(plan["shared_mem"]),
-                        int(stream), ctypes.addressof(array), 0)
+    the input pointers, then the extra arguments, then the output pointers (a
+    :class:`LoadedKernel` made for this launch; the module stays loaded)."""
+    LoadedKernel(art).launch(plan, in_ptrs, out_ptrs, stream)
 
 
 def _run_on_gpu(art: AOTArtifact, plan: Dict[str, Any], inputs: List[np.ndarray],

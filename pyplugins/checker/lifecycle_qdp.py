@@ -300,7 +300,11 @@ class DriverQDP:
         """The fresh-process check of each built lifecycle (:mod:`pyplugins.checker.qdp_fresh`);
         what the report's ``fresh_process`` says."""
         from pyplugins.checker import qdp_fresh, runtime_enqueue  # noqa: PLC0415 - asked for
+        from pyplugins.runtime import qdp as pp_qdp  # noqa: PLC0415 - asked for
 
+        # A pp.Plugin class registered as QDP here: its module registers it as QDP in the child
+        # only under PYPLUGINS_INTERFACE=qdp (pp.register's default is V2 or V3 otherwise).
+        interface = "qdp" if pp_qdp.definition(self.plugin_id) is not None else None
         code = getattr(getattr(self.definition, "register_func", None), "__code__", None)
         module = qdp_fresh.module_spec(self.module_name, self.plugin_module,
                                        getattr(code, "co_filename", None))
@@ -317,10 +321,12 @@ class DriverQDP:
             with self.step("fresh-process: jit"):
                 self._violations += qdp_fresh.jit_fresh_violations(
                     module, run.identity, list(run.fields), in_desc, out_desc, run.tactic,
-                    arrays, run.outputs if arrays is not None else None)
+                    arrays, run.outputs if arrays is not None else None, interface=interface)
             said.append(f"JIT: re-created from the engine's fields in a process that only "
-                        f"imports {module!r}" + (", outputs compared" if arrays is not None
-                                                 else ", fields compared (no GPU)"))
+                        f"imports {module!r}"
+                        + (" under PYPLUGINS_INTERFACE=qdp" if interface else "")
+                        + (", outputs compared" if arrays is not None
+                           else ", fields compared (no GPU)"))
         return "ran (" + "; ".join(said) + ")" if said else \
             "not run: the QDP check stopped before its engine was built"
 

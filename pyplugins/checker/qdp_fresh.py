@@ -104,8 +104,14 @@ def _desc(item: Dict[str, Any]) -> PluginTensorDesc:
 
 def run_fresh_jit(module: str, key: Sequence[str], fields: Sequence[Any], in_desc: Sequence[Any],
                   out_desc: Sequence[Any], tactic: int, arrays: Sequence[np.ndarray],
-                  gpu: bool) -> FreshResult:
-    """Run the child (module docstring); ``reserialized`` holds its fields as JSON bytes."""
+                  gpu: bool, *, interface: Optional[str] = None) -> FreshResult:
+    """Run the child (module docstring); ``reserialized`` holds its fields as JSON bytes.
+
+    ``interface``: ``"qdp"`` for a ``pp.Plugin`` class the check's process registered as QDP
+    (``pyplugins.runtime.qdp.define``): the child gets ``PYPLUGINS_INTERFACE=qdp``, so importing
+    the class's module registers it as QDP there too, as a deployment that loads the engine
+    must (docs/aot.md); without it, the module's ``pp.register`` picks V2 or V3 and the child
+    finds no QDP creator."""
     with tempfile.TemporaryDirectory(prefix="pyplugins_qdp_fresh_") as tmp:
         work = Path(tmp)
         for i, a in enumerate(arrays):
@@ -119,6 +125,8 @@ def run_fresh_jit(module: str, key: Sequence[str], fields: Sequence[Any], in_des
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p or os.getcwd() for p in sys.path))
         if not gpu:
             env["PYPLUGINS_DEVICE"] = "cpu"
+        if interface is not None:
+            env["PYPLUGINS_INTERFACE"] = interface
         try:
             done = subprocess.run([sys.executable, "-m", "pyplugins.checker.qdp_fresh", str(work)],
                                   capture_output=True, text=True, env=env, timeout=_TIMEOUT_S,
@@ -139,16 +147,19 @@ def run_fresh_jit(module: str, key: Sequence[str], fields: Sequence[Any], in_des
 def jit_fresh_violations(module: Optional[str], key: Sequence[str], fields: Sequence[Any],
                          in_desc: Sequence[Any], out_desc: Sequence[Any], tactic: int,
                          arrays: Optional[Sequence[np.ndarray]],
-                         outputs: Optional[Sequence[np.ndarray]]) -> List[Violation]:
+                         outputs: Optional[Sequence[np.ndarray]], *,
+                         interface: Optional[str] = None) -> List[Violation]:
     """``fresh_process`` violations of a JIT engine: the child failed, its re-created plugin
-    serializes other fields, or (when ``outputs`` ran here) it computes other outputs."""
+    serializes other fields, or (when ``outputs`` ran here) it computes other outputs.
+    ``interface`` as for :func:`run_fresh_jit`."""
     if module is None:
         return [Violation("fresh_process", "cannot tell which module registers the QDP plugin; "
                           "pass plugin_module=... (a module name or .py path)")]
     gpu = outputs is not None and arrays is not None
     result = run_fresh_jit(module, key, fields, in_desc, out_desc, tactic,
-                           list(arrays or []) if gpu else [], gpu)
-    where = f"in a new process that only imports {module!r}"
+                           list(arrays or []) if gpu else [], gpu, interface=interface)
+    where = f"in a new process that only imports {module!r}" + (
+        f" (PYPLUGINS_INTERFACE={interface})" if interface else "")
     if result.error is not None:
         return [Violation("fresh_process", f"{where}: {result.error}")]
     found = []

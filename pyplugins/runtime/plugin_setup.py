@@ -42,7 +42,7 @@ from pyplugins.emulator.plugin_field import PluginFieldCollection_
 from pyplugins.emulator.specs import host_dtype
 from pyplugins.errors import ExecutionError
 
-__all__ = ["CallFailures", "PluginSetup", "Ready"]
+__all__ = ["CallFailures", "ConstantBuilder", "PluginSetup", "Ready"]
 
 _LOG = logging.getLogger("pyplugins")
 
@@ -75,8 +75,15 @@ class CallFailures:
         trampoline.listeners.remove(self)
 
 
-class _Builder(IExprBuilder):
-    """The ``IExprBuilder`` of the execution path: inputs are constants (concrete shapes)."""
+class ConstantBuilder(IExprBuilder):
+    """The ``IExprBuilder`` of the execution path: inputs are constants (concrete shapes), and
+    ``declare_size_tensor`` raises (size tensors are not run there; the check runs them).
+
+    Example:
+        >>> eb = ConstantBuilder()
+        >>> eb.constant(3).get_constant_value()
+        3
+    """
 
     def declare_size_tensor(self, output_index: int, opt: Any, upper: Any) -> Any:
         msg = (f"declare_size_tensor({output_index}, ...): the execution path does not run "
@@ -244,7 +251,7 @@ class PluginSetup:
                 raise self.error(None, f"tensors (in_out index, type) {bad}: TensorRT gives no "
                                  "IPluginV2DynamicExt BOOL or UINT8 tensors; cast around the "
                                  "plugin, or write an IPluginV3 plugin")
-            builder = _Builder()
+            builder = ConstantBuilder()
             exprs = [DimsExprs([builder.constant(d) for d in s]) for s in shapes]
             out_exprs = [trampoline.get_output_dimensions(plugin, i, exprs, builder)
                          for i in range(n_out)]
@@ -297,7 +304,7 @@ class PluginSetup:
             out_types = tv3.get_output_data_types(build, in_types)
             self.check(failures, out_types is None, "get_output_data_types",
                        f"did not give a list of {n_out} DataType (see the [ERROR] line above)")
-            builder = _Builder()
+            builder = ConstantBuilder()
             exprs = [DimsExprs([builder.constant(d) for d in s]) for s in shapes]
             shape_exprs = [DimsExprs([builder.constant(v) for v in values])
                            for values in shape_values]

@@ -62,6 +62,23 @@ def test_an_impl_the_module_does_not_define_on_import_fails_in_the_fresh_process
     assert "create_plugin" in found[0].message and "RUNTIME" in found[0].message
 
 
+def test_a_pp_plugin_registered_as_qdp_is_registered_as_qdp_in_the_fresh_process(monkeypatch):
+    """LeakyReLU's module registers it as V2 on import; the child gets PYPLUGINS_INTERFACE=qdp,
+    as the check's process defined it as QDP (without that it finds no QDP creator)."""
+    from pyplugins.ops.leaky_relu import LeakyReLU
+    from pyplugins.runtime import qdp
+
+    monkeypatch.delenv("PYPLUGINS_INTERFACE", raising=False)
+    creator = qdp.define(LeakyReLU)
+    try:
+        report = lifecycle.run(creator, ["2x8:float32"], {"neg_slope": 0.25}, device="cpu",
+                               fresh_process=True, qdp="jit")
+    finally:
+        qdp.forget(LeakyReLU)
+    assert report.ok, report.format()
+    assert "'pyplugins.ops.leaky_relu' under PYPLUGINS_INTERFACE=qdp" in report.fresh_process
+
+
 @pytest.mark.gpu
 def test_a_jit_engines_outputs_agree_in_the_fresh_process():
     x = np.arange(16, dtype=np.float32).reshape(2, 8)
