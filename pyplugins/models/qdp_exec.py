@@ -35,7 +35,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -48,7 +48,7 @@ from pyplugins.emulator.version import emulated_version
 from pyplugins.errors import AOTArtifactError, ExecutionError
 from pyplugins.models.qdp_setup import QDPReady, QDPSetup
 from pyplugins.runtime import qdp as pp_qdp
-from pyplugins.runtime.device import import_cupy, no_device_reason
+from pyplugins.runtime.device_choice import on_device, pick_device
 from pyplugins.runtime.plugin_setup import CallFailures
 
 __all__ = ["QDPExecution"]
@@ -61,7 +61,8 @@ class QDPExecution:
         imported: the node as :func:`pyplugins.emulator.onnx_import.import_node` imported it.
         request: the ``QuickPluginCreationRequest`` member name the parser passes (None before
             TensorRT 10.9).
-        device: ``"auto"``, ``"cpu"`` or ``"gpu"``, as for ``Execution``.
+        device: as for ``Execution``: :mod:`pyplugins.runtime.device_choice`'s grammar
+            (``"auto"``, ``"cpu"``, ``"gpu"``, ``"gpu:N"``, ``N``).
 
     Attributes:
         how, why, plugin, warnings: as :class:`~pyplugins.runtime.execute.Execution`'s.
@@ -71,22 +72,22 @@ class QDPExecution:
     Raises:
         ExecutionError: ``create_plugin`` refused (its ``[ERROR]`` line), or ``device="gpu"``
             without a GPU.
-        ValueError: an unknown ``device``.
+        DeviceChoiceError (a ValueError): a ``device`` outside the grammar, or an ordinal
+            past the last GPU.
     """
 
-    def __init__(self, imported: Any, request: Optional[str], *, device: str = "auto") -> None:
-        if device not in ("auto", "cpu", "gpu", "cuda"):
-            msg = f"device must be 'auto', 'cpu' or 'gpu' (got {device!r})"
-            raise ValueError(msg)
+    def __init__(self, imported: Any, request: Optional[str], *,
+                 device: Union[str, int] = "auto") -> None:
         creator = imported.creator
         self._imported = imported
         self.plugin = f"{creator.name}:{creator.plugin_version}:{creator.plugin_namespace}"
         self.plugin_id = f"{creator.plugin_namespace}::{creator.name}"
         self.label = f"plugin node {imported.name!r} ({creator.name})"
         self.warnings: List[str] = []
-        self.why = "device='cpu' was asked for" if device == "cpu" else no_device_reason()
-        if self.why is not None and device in ("gpu", "cuda"):
-            raise self._error(None, f"device={device!r} was asked for, but there is {self.why}")
+        try:
+            self._cp, self.device, self.why = pick_device(device)
+        except ExecutionError as err:  # a GPU asked for and none usable: name the node
+            raise self._error(None, str(err)) from err
         self.how = "reference" if self.why is not None else "kernel"
         enum = surface.resolve("QuickPluginCreationRequest", emulated_version()[0]) \
             if request is not None else None
@@ -103,7 +104,6 @@ class QDPExecution:
         self._plugin: Any = plugin
         self._setup = QDPSetup(creator, imported.name, list(imported.fc), asked)
         self._ready: Dict[Tuple[Any, ...], QDPReady] = {}
-        self._cp: Any = import_cupy() if self.how == "kernel" else None
         self._stream: Any = None
         self._reference_plugin: Any = None
 
@@ -131,12 +131,13 @@ class QDPExecution:
         arrays = tuple(np.asarray(a) for a in arrays)
         reference = self._reference_of() if self.how == "reference" else None
         signature = tuple((a.shape, a.dtype) for a in arrays)
-        ready = self._ready.get(signature)
-        if ready is None:
-            ready = self._ready[signature] = self._configure(arrays)
-        if reference is not None:
-            return self._run_reference(reference, ready, arrays)
-        return self._run_kernel(ready, arrays)
+        with on_device(self._cp, self.device):  # CuPy's current device is per thread
+            ready = self._ready.get(signature)
+            if ready is None:
+                ready = self._ready[signature] = self._configure(arrays)
+            if reference is not None:
+                return self._run_reference(reference, ready, arrays)
+            return self._run_kernel(ready, arrays)
 
     def close(self) -> None:
         """Destroy every plugin made (after the work launched on the stream has finished)."""

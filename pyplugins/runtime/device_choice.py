@@ -16,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 
-from pyplugins.errors import PyPluginsError
+from pyplugins.errors import ExecutionError, PyPluginsError
+from pyplugins.runtime.device import import_cupy, no_device_reason
 
-__all__ = ["DeviceChoice", "DeviceChoiceError", "gpu_ordinal", "on_device", "parse_device"]
+__all__ = ["DeviceChoice", "DeviceChoiceError", "gpu_ordinal", "on_device", "parse_device",
+           "pick_device"]
 
 _ORDINAL = re.compile(r"(?:gpu|cuda):(\d+)")
 _GRAMMAR = "'auto', 'cpu', 'gpu', 'gpu:N' (or 'cuda', 'cuda:N') or a GPU ordinal N >= 0"
@@ -101,3 +103,28 @@ def on_device(cupy: Any, ordinal: Optional[int]) -> Iterator[None]:
         return
     with cupy.cuda.Device(int(ordinal)):
         yield
+
+
+def pick_device(device: Union[str, int, DeviceChoice]) -> Tuple[Any, Optional[int], Optional[str]]:
+    """``(cupy or None, GPU ordinal or None, why the reference runs instead of the kernel)``
+    for an execution path's ``device`` (``Execution``, the model runner's QDP nodes).
+
+    Raises:
+        DeviceChoiceError: ``device`` outside the grammar, or an ordinal past the last GPU.
+        ExecutionError: a GPU asked for (``gpu``, ``gpu:N``, ``N``) and none is usable.
+
+    Example:
+        >>> pick_device("cpu")
+        (None, None, "device='cpu' was asked for")
+    """
+    choice = parse_device(device)
+    if choice.kind == "cpu":
+        return None, None, "device='cpu' was asked for"
+    reason = no_device_reason()
+    if reason is None:
+        cp = import_cupy()
+        return cp, gpu_ordinal(cp, choice), None
+    if choice.kind != "auto":
+        msg = f"device={device!r} was asked for, but there is {reason}"
+        raise ExecutionError(msg)
+    return None, None, reason

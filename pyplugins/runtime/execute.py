@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,26 +37,10 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.onnx_import import fields_from_attributes
 from pyplugins.emulator.plugin_field import PluginFieldCollection, PluginFieldCollection_
 from pyplugins.errors import ExecutionError
-from pyplugins.runtime.device import import_cupy, no_device_reason
-from pyplugins.runtime.device_choice import gpu_ordinal, on_device, parse_device
+from pyplugins.runtime.device_choice import on_device, pick_device
 from pyplugins.runtime.plugin_setup import CallFailures, PluginSetup, Ready
 
 __all__ = ["Execution"]
-
-
-def _pick_device(device: Union[str, int]) -> Tuple[Any, Optional[int], Optional[str]]:
-    """``(cupy or None, GPU ordinal or None, why the reference runs instead of enqueue)``."""
-    choice = parse_device(device)
-    if choice.kind == "cpu":
-        return None, None, "device='cpu' was asked for"
-    reason = no_device_reason()
-    if reason is None:
-        cp = import_cupy()
-        return cp, gpu_ordinal(cp, choice), None
-    if choice.kind != "auto":
-        msg = f"device={device!r} was asked for, but there is {reason}"
-        raise ExecutionError(msg)
-    return None, None, reason
 
 
 def _collection(creator: Any, fields: Any) -> Tuple[PluginFieldCollection_, List[str]]:
@@ -97,7 +81,7 @@ class Execution:
     def __init__(self, creator: Any, fields: Any = None, *, node_name: str = "plugin_node",
                  device: Union[str, int] = "auto") -> None:
         fc, self.warnings = _collection(creator, fields)
-        self._cp, self.device, self.why = _pick_device(device)
+        self._cp, self.device, self.why = pick_device(device)
         with on_device(self._cp, self.device):
             self._setup = PluginSetup(creator, node_name, fc)
         self.plugin = self._setup.plugin

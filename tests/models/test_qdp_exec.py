@@ -184,8 +184,7 @@ def fake_gpu(monkeypatch):
         def launch(self, plan, in_ptrs, out_ptrs, stream):
             launches.append((plan["grid"], plan["extra"], len(in_ptrs), len(out_ptrs), stream))
 
-    monkeypatch.setattr(qdp_exec, "no_device_reason", lambda: None)
-    monkeypatch.setattr(qdp_exec, "import_cupy", _FakeCupy)
+    monkeypatch.setattr(qdp_exec, "pick_device", lambda device: (_FakeCupy(), None, None))
     monkeypatch.setattr(aot_launch, "LoadedKernel", Kernel)
     return launches
 
