@@ -261,8 +261,10 @@ def test_execution_sets_up_its_plugin_on_the_device_asked_for(monkeypatch):
     from pyplugins.ops.leaky_relu import LeakyReLU
 
     cp = FakeCupy(devices=2)
-    monkeypatch.setattr(execute, "no_device_reason", lambda: None)
-    monkeypatch.setattr(execute, "import_cupy", lambda: cp)
+    from pyplugins.runtime import device_choice
+
+    monkeypatch.setattr(device_choice, "no_device_reason", lambda: None)
+    monkeypatch.setattr(device_choice, "import_cupy", lambda: cp)
     node = execute.Execution(LeakyReLU.creator, {"neg_slope": 0.5}, device="gpu:1")
     assert node.device == 1 and node.how == "kernel"
     assert ("device", 1) in cp.calls  # create_plugin ran with GPU 1 current
