@@ -306,14 +306,19 @@ py::dict run_threads(std::vector<py::object> plugins, const std::vector<PluginTe
         std::vector<std::thread> threads;
         for (size_t t = 0; t < n; ++t) {
             threads.emplace_back([&, t] {
+                // A Python thread state for this thread, kept for the whole run: the thread is
+                // then like a Python thread that calls execute_async_v3 (the binding releases
+                // the GIL, TensorRT calls enqueue on the same thread, whose state the
+                // trampoline's gil_scoped_acquire finds), and like `run`'s calling thread.
+                const PyGILState_STATE gstate = PyGILState_Ensure();
                 if (!setup.is_none()) {
-                    py::gil_scoped_acquire gil{};
                     try {
                         setup(t);
                     } catch (py::error_already_set& e) {
                         setup_error[t] = e.what();
                     }
                 }
+                PyThreadState* saved = PyEval_SaveThread();
                 ready.fetch_add(1);
                 while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
                 int64_t calls = 0;
@@ -324,6 +329,8 @@ py::dict run_threads(std::vector<py::object> plugins, const std::vector<PluginTe
                 }
                 counts[t] = calls;
                 status[t] = st;
+                PyEval_RestoreThread(saved);
+                PyGILState_Release(gstate);
             });
         }
         while (ready.load() < n) std::this_thread::yield();
