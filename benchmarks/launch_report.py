@@ -185,6 +185,23 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
     return lines[:-1]
 
 
+def _gil_cap(rows: Dict[str, Any]) -> str:
+    """Where the GIL caps the aggregate: the best thread count against one thread, and the
+    empty ``enqueue``'s best aggregate (the GIL-bound part alone)."""
+    rates = {t: med(r, "enqueue_per_s") for t, r in rows.items()}
+    rates = {t: v for t, v in rates.items() if v}
+    if "1" not in rates or len(rates) < 2:
+        return ""
+    best = max(rates, key=lambda t: rates[t])
+    noop = max((v for r in rows.values() if (v := med(r, "noop_per_s"))), default=None)
+    text = (f"The aggregate peaks at {best} thread(s), {_x(ratio(rates[best], rates['1']))} "
+            "the 1-thread rate")
+    if noop:
+        text += (f"; the empty `enqueue` alone, which holds the GIL for its whole Python part, "
+                 f"peaks at {num(noop, 0)} calls/s, the ceiling any thread count can reach")
+    return text + "."
+
+
 def threads_table(result: Dict[str, Any]) -> List[str]:
     """The report's "Many contexts at once" section."""
     th = result.get("threads") or {}
@@ -212,4 +229,7 @@ def threads_table(result: Dict[str, Any]) -> List[str]:
         lines += _table(["threads", "plugin enqueue calls/s", "x 1 thread",
                          "empty enqueue calls/s", "C++ `<<<>>>` launches/s", "enqueue / C++"],
                         table) + [""]
+        cap = _gil_cap(rows)
+        if cap:
+            lines += [cap, ""]
     return lines[:-1]

@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--graph-replays", type=int, default=50)
     p.add_argument("--threads", default="1,2,4,8",
                    help="thread counts of the threads section (default: %(default)s)")
-    p.add_argument("--thread-seconds", type=float, default=0.5,
+    p.add_argument("--thread-seconds", type=float, default=0.25,
                    help="seconds each thread count runs per round in the threads section")
     p.add_argument("--reps", type=int, default=20,
                    help="timed graph replays per measurement and round")

@@ -15,7 +15,7 @@ False) the rows are that interpreter's; the result's ``note`` says which it was.
 
 Example::
 
-    result = run(counts=[1, 2, 4, 8], seconds=0.5, rounds=3, deadline=None, notes=[])
+    result = run(counts=[1, 2, 4, 8], seconds=0.25, rounds=3, deadline=None, notes=[])
     result["configs"]["1 GPU"]["rows"]["4"]["enqueue_per_s"]["median"]
 """
 
