@@ -24,6 +24,10 @@ TARGETS = {
     "vs_torch_composed": 1.5,    # RoPE and RMSNorm >= 1.5x torch composed
     "model_ms": 5.0,             # model runner, CPU references: <= 5 ms per inference ...
     "model_node_ms": 0.5,        # ... and <= 0.5 ms per plugin node (worst round)
+    "aot_vs_cpp_host": 1.05,     # AOT artifact launched from C++ as TensorRT does <= 1.05x <<<>>>
+    "aot_vs_cpp_graph": 1.05,    # ... and its graph replay <= 1.05x the <<<>>> graph's
+    "aot_kernel_vs_jit": 0.03,   # AOT kernel time within 3 % of the JIT kernel's
+    "threads_vs_one": 1.0,       # aggregate enqueue rate of T threads >= the 1-thread rate
 }
 CYTHON = ("driver_cupy", "driver_cuda_bindings")
 Target = Tuple[str, str, Optional[bool]]
@@ -291,7 +295,9 @@ def targets(result: Dict[str, Any]) -> List[Target]:
     prof = profile_target(result)
     if prof:
         out.append(prof)
-    return out + model_targets(result)
+    from benchmarks import launch_report  # imports this module: imported when first needed
+
+    return out + model_targets(result) + launch_report.targets(result)
 
 
 def model_targets(result: Dict[str, Any]) -> List[Target]:
@@ -350,7 +356,9 @@ def summary(result: Dict[str, Any]) -> List[List[str]]:
         mine, theirs = rec.get("runner_ms") or {}, rec.get("onnxruntime_ms") or {}
         rows.append(["model runner", device, f"{num(mine.get('median'), 3)} ms per inference",
                      f"{num(ratio(mine.get('median'), theirs.get('median')), 1)}x onnxruntime"])
-    return rows
+    from benchmarks import launch_report
+
+    return rows + launch_report.summary(result)
 
 
 def _worst(items: Sequence[Tuple[float, str]], high: bool) -> Optional[Tuple[float, str]]:

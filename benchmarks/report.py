@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from benchmarks import claims
+from benchmarks import claims, launch_report
 from benchmarks.cases import format_bytes
 from benchmarks.claims import by_case, med, num
 from benchmarks.claims import ratio as _ratio
@@ -338,6 +338,12 @@ def render(result: Dict[str, Any], plots: Optional[Dict[str, str]] = None,
         lines += ["", f"{level} 6. What limits the slowest kernel", ""] + list(prof["lines"])
     if result.get("model"):  # only when measured: results made before the section stay as they were
         lines += ["", f"{level} 7. Model runner", ""] + _model(result)
+    if result.get("aot"):
+        lines += ["", f"{level} 8. AOT launch as TensorRT runs it", ""] + launch_report.aot_table(
+            result)
+    if result.get("threads"):
+        lines += ["", f"{level} 9. Many contexts at once", ""] + launch_report.threads_table(
+            result)
     notes = result.get("notes") or []
     if notes:
         lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in notes]

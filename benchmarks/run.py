@@ -43,7 +43,7 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"
 TOP_README = HERE.parent / "README.md"
 MEASUREMENT_ERROR = 3
-SECTIONS = ("overhead", "graph", "bandwidth", "torch", "coldstart", "model")
+SECTIONS = ("overhead", "graph", "aot", "threads", "bandwidth", "torch", "coldstart", "model")
 #: Sections that also measure without a GPU (the model runner's NumPy references).
 CPU_SECTIONS = ("model",)
 
@@ -67,6 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=200, help="launches per timed host batch")
     p.add_argument("--graph-kernels", type=int, default=100, help="enqueues per captured graph")
     p.add_argument("--graph-replays", type=int, default=50)
+    p.add_argument("--threads", default="1,2,4,8",
+                   help="thread counts of the threads section (default: %(default)s)")
+    p.add_argument("--thread-seconds", type=float, default=0.25,
+                   help="seconds each thread count runs per round in the threads section")
     p.add_argument("--reps", type=int, default=20,
                    help="timed graph replays per measurement and round")
     p.add_argument("--rounds", type=int, default=3,
@@ -332,6 +336,28 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
         secs["overhead"] = split["setup_and_cpp"] + split["host"]
         secs["graph"] = split["graph"]
         secs["overhead+graph wall"] = time.perf_counter() - t0
+        save()
+    deadline = start + args.budget_s if args.budget_s else None
+    if "aot" in sections:
+        from benchmarks import aot_rows
+
+        t0 = time.perf_counter()
+        print("[aot] ...", flush=True)
+        result["aot"] = aot_rows.run(calls=args.calls, batch=args.batch,
+                                     graph_kernels=args.graph_kernels,
+                                     graph_replays=args.graph_replays, rounds=args.rounds,
+                                     deadline=deadline, notes=notes, cases=cases)
+        secs["aot"] = time.perf_counter() - t0
+        save()
+    if "threads" in sections:
+        from benchmarks import threads
+
+        t0 = time.perf_counter()
+        print("[threads] ...", flush=True)
+        result["threads"] = threads.run(counts=[int(t) for t in _list(args.threads)],
+                                        seconds=args.thread_seconds, rounds=args.rounds,
+                                        deadline=deadline, notes=notes)
+        secs["threads"] = time.perf_counter() - t0
         save()
     if "bandwidth" in sections or "torch" in sections:
         t0 = time.perf_counter()

@@ -535,7 +535,7 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--sizes", "64K",
          "--calls", "400", "--reps", "3", "--rounds", "2", "--graph-replays", "5",
-         "--model-calls", "20",
+         "--model-calls", "20", "--threads", "1,2", "--thread-seconds", "0.05",
          "--cases", "LeakyReLU,CircPad", "--no-plots", "--commit", "0123abc"],
         capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
     # 3: a fraction above 1.02 at 64 KiB (noise at this size) is reported, not hidden
@@ -559,6 +559,15 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     assert "skipped" in model or {n["how"] for n in model["devices"]["gpu"]["nodes"].values()} \
         == {"kernel"}
     assert rec["eager_us"]["median"] > 0 and len(rec["plugin_s"]["rounds"]) == 2
+    aot = result["aot"]["ops"]["LeakyReLU"]  # the C++ AOT launcher: every path's output right
+    assert {p: r["check"] for p, r in aot["paths"].items()} == dict.fromkeys(
+        ("cpp_floor", "aot_preevaluated", "aot_launch"), "ok"), aot
+    assert len(aot["paths"]["aot_launch"]["host_us"]["rounds"]) == 2
+    assert aot["kernel_time"]["check"] == "ok" and aot["kernel_time"]["aot_us"]["median"] > 0
+    threads = result["threads"]  # measured, or skipped where trt_call.cpp cannot be built
+    assert "skipped" in threads or (threads["configs"]["1 GPU"]["check"] == "ok" and
+                                    threads["configs"]["1 GPU"]["rows"]["2"]["enqueue_per_s"][
+                                        "median"] > 0)
 
 
 def _toy_plugin_class(fail_configure: bool = False):

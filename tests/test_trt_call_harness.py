@@ -139,3 +139,47 @@ def test_a_missing_compiler_is_a_reason_not_a_crash(monkeypatch, tmp_path):
     monkeypatch.setattr(overhead.shutil, "which", lambda name: None)
     module, why = overhead.build_trt_call(tmp_path)
     assert module is None and "missing a C++ compiler" in why
+
+
+# -- run_threads: many threads calling enqueue through the trampoline (benchmarks/threads.py) ----
+
+@pytest.mark.slow
+def test_run_threads_gives_each_thread_its_plugin_stream_and_pointers(trt_call):
+    import threading
+
+    ins, outs = _descs()
+    d_in = [trt_call.desc([2, 3], trt_call.DataType.HALF, trt_call.TensorFormat.LINEAR, -1.0)]
+    d_out = [trt_call.desc([4], trt_call.DataType.FLOAT, trt_call.TensorFormat.LINEAR, 0.5)]
+
+    class Seen(Recorder):
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            self.seen.append((inputs[0], outputs[0], stream, threading.get_ident()))
+
+    plugins = [Seen() for _ in range(3)]
+    setups = {}
+    got = trt_call.run_threads(plugins, d_in, d_out, [[10 + i] for i in range(3)],
+                               [[20 + i] for i in range(3)], [30 + i for i in range(3)],
+                               lambda i: setups.setdefault(i, threading.get_ident()), 0.05)
+    assert got["seconds"] >= 0.05 and got["calls"] == [len(p.seen) for p in plugins]
+    assert all(c > 0 for c in got["calls"])
+    for i, p in enumerate(plugins):  # its own pointers and stream, on the thread setup ran on
+        assert {s[:3] for s in p.seen} == {(10 + i, 20 + i, 30 + i)}
+        assert {s[3] for s in p.seen} == {setups[i]} != {threading.get_ident()}
+    assert len(set(setups.values())) == 3
+
+
+@pytest.mark.slow
+def test_run_threads_reports_a_raising_enqueue_or_setup_and_bad_lists(trt_call):
+    d = trt_call.desc([2], trt_call.DataType.FLOAT, trt_call.TensorFormat.LINEAR, -1.0)
+
+    class Raises:
+        def enqueue(self, *args):
+            raise ValueError("refused on purpose")
+
+    with pytest.raises(RuntimeError, match="thread 1 .*refused on purpose"):
+        trt_call.run_threads([Recorder(), Raises()], [d], [d], [[1], [2]], [[3], [4]], [0, 0],
+                             None, 0.01)
+    with pytest.raises(RuntimeError, match="setup of thread 0 raised"):
+        trt_call.run_threads([Recorder()], [d], [d], [[1]], [[3]], [0], lambda i: 1 / 0, 0.01)
+    with pytest.raises(ValueError, match="one plugin, pointer list pair and stream per thread"):
+        trt_call.run_threads([Recorder()], [d], [d], [[1], [2]], [[3]], [0], None, 0.01)

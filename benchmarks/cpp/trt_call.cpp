@@ -35,10 +35,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <typeindex>
 #include <unordered_map>
 #include <unordered_set>
@@ -248,6 +252,113 @@ void run(py::object plugin, const std::vector<PluginTensorDesc>& in_desc,
     }
 }
 
+// `run_threads` (docs/benchmarks.md item 8, many execution contexts at once): T std::threads, thread
+// i making enqueues of plugins[i] through the same trampoline as `run` (GIL taken per call), with
+// its own descriptors' pointers and stream. `setup(i)`, when given, runs first on thread i with
+// the GIL (benchmarks/threads.py passes cudaSetDevice of thread i's device, as the application
+// does before TensorRT's enqueue on that thread); then all threads start together and call until
+// `seconds` have passed. Returns {"calls": per-thread counts, "seconds": wall time from the
+// common start to the last thread's end}; raises RuntimeError if any enqueue raised.
+py::dict run_threads(std::vector<py::object> plugins, const std::vector<PluginTensorDesc>& in_desc,
+                     const std::vector<PluginTensorDesc>& out_desc,
+                     const std::vector<std::vector<intptr_t>>& in_ptrs,
+                     const std::vector<std::vector<intptr_t>>& out_ptrs,
+                     const std::vector<intptr_t>& streams, py::object setup, double seconds) {
+    const size_t n = plugins.size();
+    if (in_ptrs.size() != n || out_ptrs.size() != n || streams.size() != n || n == 0) {
+        throw py::value_error("run_threads: one plugin, pointer list pair and stream per thread");
+    }
+    for (size_t t = 0; t < n; ++t) {
+        if (in_ptrs[t].size() != in_desc.size() || out_ptrs[t].size() != out_desc.size()) {
+            throw py::value_error("run_threads: one descriptor per pointer, inputs and outputs");
+        }
+    }
+    std::vector<std::vector<const void*>> inputs(n);
+    std::vector<std::vector<void*>> outputs(n);
+    std::vector<Frame> frames;
+    std::vector<std::unique_ptr<ObjectTrampoline>> owned;
+    std::vector<IPluginV2DynamicExt*> targets;
+    for (size_t t = 0; t < n; ++t) {
+        for (intptr_t p : in_ptrs[t]) inputs[t].push_back(reinterpret_cast<const void*>(p));
+        for (intptr_t p : out_ptrs[t]) outputs[t].push_back(reinterpret_cast<void*>(p));
+        frames.push_back(Frame{in_desc.data(), out_desc.data(), inputs[t].data(),
+                               outputs[t].data(), nullptr, reinterpret_cast<void*>(streams[t]),
+                               static_cast<int32_t>(in_desc.size()),
+                               static_cast<int32_t>(out_desc.size())});
+        if (py::isinstance<IPluginV2DynamicExt>(plugins[t])) {
+            targets.push_back(plugins[t].cast<IPluginV2DynamicExt*>());
+            targets.back()->error.clear();
+        } else {
+            owned.push_back(std::make_unique<ObjectTrampoline>());
+            targets.push_back(owned.back().get());
+            g_instances.emplace(static_cast<const IPluginV2DynamicExt*>(targets.back()),
+                                plugins[t].ptr());
+        }
+    }
+    std::vector<int64_t> counts(n, 0);
+    std::vector<int32_t> status(n, 0);
+    std::vector<std::string> setup_error(n);
+    std::atomic<size_t> ready{0};
+    std::atomic<bool> go{false}, stop{false};
+    double elapsed = 0.0;
+    {
+        py::gil_scoped_release release;
+        std::vector<std::thread> threads;
+        for (size_t t = 0; t < n; ++t) {
+            threads.emplace_back([&, t] {
+                // A Python thread state for this thread, kept for the whole run: the thread is
+                // then like a Python thread that calls execute_async_v3 (the binding releases
+                // the GIL, TensorRT calls enqueue on the same thread, whose state the
+                // trampoline's gil_scoped_acquire finds), and like `run`'s calling thread.
+                const PyGILState_STATE gstate = PyGILState_Ensure();
+                if (!setup.is_none()) {
+                    try {
+                        setup(t);
+                    } catch (py::error_already_set& e) {
+                        setup_error[t] = e.what();
+                    }
+                }
+                PyThreadState* saved = PyEval_SaveThread();
+                ready.fetch_add(1);
+                while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+                int64_t calls = 0;
+                int32_t st = 0;
+                while (!stop.load(std::memory_order_relaxed)) {
+                    st |= targets[t]->enqueue(frames[t]);
+                    ++calls;
+                }
+                counts[t] = calls;
+                status[t] = st;
+                PyEval_RestoreThread(saved);
+                PyGILState_Release(gstate);
+            });
+        }
+        while (ready.load() < n) std::this_thread::yield();
+        const auto start = std::chrono::steady_clock::now();
+        go.store(true, std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        stop.store(true);
+        for (auto& th : threads) th.join();
+        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    for (auto& o : owned) g_instances.erase(static_cast<const IPluginV2DynamicExt*>(o.get()));
+    for (size_t t = 0; t < n; ++t) {
+        if (!setup_error[t].empty()) {
+            throw std::runtime_error("setup of thread " + std::to_string(t) + " raised: " +
+                                     setup_error[t]);
+        }
+        if (status[t] != 0) {
+            throw std::runtime_error("enqueue on thread " + std::to_string(t) +
+                                     " returned -1 (TensorRT would stop the engine): " +
+                                     targets[t]->error);
+        }
+    }
+    py::dict out;
+    out["calls"] = counts;
+    out["seconds"] = elapsed;
+    return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(pp_trt_call, m) {
@@ -300,4 +411,10 @@ PYBIND11_MODULE(pp_trt_call, m) {
           py::arg("calls"),
           "Make `calls` enqueues of `plugin` as TensorRT's trampoline does, from C++ with the GIL "
           "released between them; raise RuntimeError if any enqueue raised.");
+    m.def("run_threads", &run_threads, py::arg("plugins"), py::arg("in_desc"),
+          py::arg("out_desc"), py::arg("in_ptrs"), py::arg("out_ptrs"), py::arg("streams"),
+          py::arg("setup"), py::arg("seconds"),
+          "From one std::thread per plugin, make enqueues as TensorRT's trampoline does for "
+          "`seconds` (after setup(i) on thread i); {'calls': per-thread counts, 'seconds': wall "
+          "time}; raise RuntimeError if any enqueue or setup raised.");
 }
