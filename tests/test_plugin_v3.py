@@ -301,6 +301,35 @@ def test_bad_v3_attributes(attr, value, match):
         creator_mod.make_creator(Op, "v3")
 
 
+def test_adapter_hands_tensorrt_its_plugins_own_enqueue():
+    """TensorRT finds the adapter's enqueue by name: the wrapped plugin's bound enqueue (no
+    forwarding frame), a clone's bound to the clone's plugin; errors still report and fail."""
+    seen = []
+
+    class Rec(Plugin):
+        name = "RecordEnqueueV3"
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]
+
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            if stream == 13:
+                raise ValueError("unlucky stream")
+            seen.append((self, inputs, outputs, workspace, stream))
+
+    adapter = adapter_class(Rec)(Rec())
+    clone = adapter.clone()
+    assert adapter.enqueue == adapter.plugin.enqueue and clone.enqueue == clone.plugin.enqueue
+    trampoline_v3.on_shape_change(clone, [trt.PluginTensorDesc((2,), trt.DataType.FLOAT,
+                                                               trt.TensorFormat.LINEAR)],
+                                  [trt.PluginTensorDesc((2,), trt.DataType.FLOAT,
+                                                        trt.TensorFormat.LINEAR)])
+    desc = [trt.PluginTensorDesc((2,), trt.DataType.FLOAT, trt.TensorFormat.LINEAR)]
+    assert trampoline_v3.enqueue(clone, desc, desc, [0x10], [0x20], 0, 7) == 0
+    assert seen == [(clone.plugin, [0x10], [0x20], 0, 7)]
+    assert trampoline_v3.enqueue(clone, desc, desc, [0x10], [0x20], 0, 13) == -1
+
+
 # -- which interface -------------------------------------------------------------------------------
 
 def test_default_interface_rule(monkeypatch):

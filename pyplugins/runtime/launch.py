@@ -133,7 +133,8 @@ class Launch:
 
     __slots__ = ("name", "device", "grid", "block", "shared_mem", "skips", "pointer_count",
                  "function_ptr", "layout", "_owner", "_storage", "_params", "_params_ptr",
-                 "_slots", "_go", "_args", "_stream", "_pointers", "_bound", "__weakref__")
+                 "_slots", "_go", "_args", "_stream", "_pointers", "_inputs", "_outputs",
+                 "_bound", "__weakref__")
 
     def __init__(self, function: Any, grid: Dims, block: Dims, args: Sequence[Arg] = (), *,
                  shared_mem: int = 0, device: Optional[int] = None,
@@ -153,10 +154,13 @@ class Launch:
         self.device = current_device() if device is None else int(device)
         self._owner = function
         self.function_ptr = function_handle(function, self.device, self.name)
-        # The stream and pointers of the last call, and _go bound to that stream: a call that
-        # repeats them is this one C call (_load rebinds on any difference).
+        # The stream and pointers of the last call (as __call__'s tuple, or as run's two lists),
+        # and _go bound to that stream: a call that repeats them is this one C call (_load
+        # rebinds on any difference).
         self._stream: Any = None
         self._pointers: Optional[tuple] = None
+        self._inputs: Optional[list] = None
+        self._outputs: Optional[list] = None
         self._bound: Any = None
         if self.skips:
             self._go = _no_launch
@@ -185,9 +189,41 @@ class Launch:
         except Exception as err:  # CUDADriverError; cupy is imported lazily
             raise self._failed(stream, err) from err
 
+    def run(self, stream: int, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        """``self(stream, *inputs, *outputs)`` for :meth:`pyplugins.Plugin.enqueue`'s lists.
+
+        The same launch without building the argument tuple: when ``stream`` and the two lists
+        equal the previous ``run``'s (one compare each), the call is the prebound
+        ``cuLaunchKernel`` alone; otherwise the pointers are written as ``__call__`` writes them.
+
+        Raises:
+            LaunchError: wrong number or type of pointers, or the driver refused the launch.
+
+        Example:
+            >>> import numpy as np
+            >>> launch = Launch(0x1234, grid=0, block=256, device=0,
+            ...                 args=(POINTER, POINTER, np.int64(0)))
+            >>> launch.run(0, [0xA0], [0xB0])
+            >>> launch.param_bytes(1) == (0xB0).to_bytes(8, "little")
+            True
+        """
+        try:
+            same = inputs == self._inputs and outputs == self._outputs and stream == self._stream
+        except (TypeError, ValueError):  # objects that do not compare as ints (arrays): _load says
+            same = False
+        if not same:
+            self._load(stream, (*inputs, *outputs))
+            # Copies: a caller that refills its own lists in place must not look like a repeat.
+            self._inputs, self._outputs = list(inputs), list(outputs)
+        try:
+            self._bound()
+        except Exception as err:  # CUDADriverError; cupy is imported lazily
+            raise self._failed(stream, err) from err
+
     def _load(self, stream: int, pointers: tuple) -> None:
         """Write ``pointers`` into the buffer and bind the launch to ``stream`` (a cache miss)."""
-        self._pointers = None  # a failed write leaves nothing cached
+        # A failed write leaves nothing cached; run sets its lists after a good one.
+        self._pointers = self._inputs = self._outputs = None
         try:
             self._slots[:] = pointers
         except (TypeError, ValueError) as err:

@@ -83,9 +83,9 @@ from pyplugins.runtime import serialize as _serialize
 from pyplugins.runtime import shapes as _shapes
 from pyplugins.runtime.class_checks import PROTOCOL_METHODS, check_class, check_field_names
 from pyplugins.runtime.device import usable_device
-from pyplugins.runtime.error_reports import wrap_methods
+from pyplugins.runtime.error_reports import report, reports_itself, wrap_methods
 from pyplugins.errors import PluginDefinitionError
-from pyplugins.runtime.launch import Unlaunchable
+from pyplugins.runtime.launch import Launch, Unlaunchable
 
 #: The protocol methods a plugin class must define (see missing_methods).
 _REQUIRED = ("get_output_dimensions", "enqueue")
@@ -303,6 +303,7 @@ class Plugin(trt.IPluginV2DynamicExt):
         """
         return usable_device()
 
+    @reports_itself  # its own try/except: no wrapper layer on the hot path
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Sequence[int],
                 outputs: Sequence[int], workspace: int, stream: int) -> None:
         """Run the planned launch(es) on ``stream`` with the pointers: every input in order,
@@ -311,12 +312,19 @@ class Plugin(trt.IPluginV2DynamicExt):
         whose kernel wants another order (or a null pointer for a missing input) writes its
         own ``enqueue``. Capture-safe: no allocation, copy, synchronization or compilation.
         """
-        launch = self.launch
-        if type(launch) is tuple:
-            for each in launch:
-                each(stream, *inputs, *outputs)
-        else:
-            launch(stream, *inputs, *outputs)
+        try:
+            launch = self.launch
+            if type(launch) is Launch:  # the hot path: the two lists as they came (Launch.run)
+                launch.run(stream, inputs, outputs)
+            elif type(launch) is tuple:
+                for each in launch:
+                    each(stream, *inputs, *outputs)
+            else:  # NumbaLaunch, Unlaunchable, or another launch object of the plan hook's
+                launch(stream, *inputs, *outputs)
+        except Exception as err:
+            report(self, "enqueue", (input_desc, output_desc, inputs, outputs, workspace, stream),
+                   err)
+            raise
 
     def get_workspace_size(self, input_desc: Any, output_desc: Any) -> int:
         """No scratch memory by default."""

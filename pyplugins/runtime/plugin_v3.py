@@ -233,6 +233,12 @@ def _make(cls: Any, build: Any) -> type:  # one method per V3 callback
             self.plugin_version = cls.version
             self.plugin_namespace = cls.namespace
             self.num_outputs = n_out
+            # The hot path without this adapter's forwarding frame: TensorRT's binding finds
+            # enqueue by name on each call (pybind11's get_override: a getattr on the object,
+            # protocol §1, §3), which finds an instance attribute before the class's method
+            # [infer: plain Python attribute lookup]. The class's enqueue below stays for
+            # lookups through the class.
+            self.__dict__["enqueue"] = plugin.enqueue
 
         def __repr__(self) -> str:
             return f"<IPluginV3 {cls.name!r} over {type(self.plugin).__name__}>"
