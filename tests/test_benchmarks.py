@@ -290,7 +290,7 @@ def test_own_cost_prepacks_every_parameter_of_the_ops_launch():
 
     launch = Launch(0x1000, grid=0, block=256, device=0,
                     args=(POINTER, np.float32(0.5), POINTER, np.int64(-3)))
-    launch.run(0, [0xA0], [0xB0])
+    launch.enqueue([], [], [0xA0], [0xB0], 0, 0)
     _holder, address = packed_params(launch)
     pointers = (ctypes.c_void_p * 4).from_address(address)
     got = [ctypes.string_at(pointers[i], size) for i, (_o, size) in enumerate(launch.layout)]

@@ -16,6 +16,7 @@ from pyplugins.runtime import numba_driver, numba_launch
 from pyplugins.runtime.launch import POINTER, Launch
 from pyplugins.runtime.numba_driver import driver_launch, flat_arguments
 from pyplugins.runtime.numba_launch import ArraySlot, NumbaKernel, NumbaLaunch, numba_cuda
+from pyplugins.runtime.plugin import Plugin
 
 N = 100
 SPEC = (ArraySlot((N,), np.float32), ArraySlot((2, 3), np.float16), np.int64(N),
@@ -54,8 +55,8 @@ def test_flat_arguments_are_numbas_per_array_fields_then_the_scalars():
 
 def test_driver_launch_packs_the_arguments_around_numbas_handle():
     numba_cuda()
-    launch, why = driver_launch(numba_cuda(), fake_compiled(FakeHandle(0x7000)), SPEC, (4, 1, 1), (128, 1, 1),
-                                0, "axpy")
+    launch, why = driver_launch(numba_cuda(), fake_compiled(FakeHandle(0x7000)), SPEC,
+                                (4, 1, 1), (128, 1, 1), 0, "axpy")
     assert why is None and isinstance(launch, Launch)
     assert launch.function_ptr == 0x7000 and launch.pointer_count == 2
     seen = []
@@ -95,7 +96,8 @@ def test_a_cukernel_handle_becomes_the_contexts_cufunction(monkeypatch):
 ])
 def test_driver_launch_says_why_numba_keeps_the_launch(compiled, why):
     numba_cuda()
-    launch, reason = driver_launch(numba_cuda(), compiled, SPEC, (4, 1, 1), (128, 1, 1), 0, "axpy")
+    launch, reason = driver_launch(numba_cuda(), compiled, SPEC, (4, 1, 1), (128, 1, 1), 0,
+                                   "axpy")
     assert launch is None and why in reason
 
 
@@ -114,11 +116,23 @@ def test_numba_launch_calls_the_prepacked_driver_launch(monkeypatch, caplog):
         launch = _as_on_a_gpu(monkeypatch, fake_compiled(0x7000))
     assert launch.path == "driver" and launch.fallback_reason is None and not caplog.records
     seen = []
-    launch._launch._go = lambda stream, params, extra: seen.append(
-        (stream, launch._launch.param_bytes(4), launch._launch.param_bytes(11)))
+    launch.prepacked._go = lambda stream, params, extra: seen.append(
+        (stream, launch.prepacked.param_bytes(4), launch.prepacked.param_bytes(11)))
     launch(5, 0xA000, 0xB000)
     assert seen == [(5, _le(0xA000), _le(0xB000))]
     assert "path=driver" in repr(launch)
+
+    class NumbaOp(Plugin):
+        name = "TestNumbaPrepacked"
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]
+
+    plugin = NumbaOp()
+    plugin.launch = launch  # TensorRT is handed the prepacked Launch's own enqueue
+    assert plugin.enqueue.__self__ is launch.prepacked
+    plugin.enqueue([], [], [0xC000], [0xD000], 0, 6)
+    assert seen[-1] == (6, _le(0xC000), _le(0xD000))
 
 
 def test_numba_launch_without_a_handle_falls_back_and_says_why(monkeypatch, caplog):

@@ -93,7 +93,7 @@ def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
     assert numba_launch.path == "driver", numba_launch.fallback_reason  # the prepacked call
     # numba's own launch (the fallback) on the same pointers gives the same bytes
     slow = copy.copy(numba_launch)
-    slow._launch = None
+    slow.prepacked = None
     y_numba.fill(cp.nan)
     slow(stream.ptr, x.data.ptr, y_numba.data.ptr)
     stream.synchronize()

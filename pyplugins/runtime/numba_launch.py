@@ -230,6 +230,8 @@ class NumbaLaunch:
             ``cuLaunchKernel`` of a :class:`~pyplugins.runtime.launch.Launch`), ``"numba"``
             (numba's own launch, per-call device arrays: the fallback) or ``"simulator"``.
         fallback_reason: why the path is ``"numba"`` on a GPU, else None.
+        prepacked: the :class:`~pyplugins.runtime.launch.Launch` a call makes on the
+            ``"driver"`` path, else None.
 
     Raises:
         LaunchError: bad dims or arguments (Python ints/floats are refused: their C type is
@@ -238,8 +240,8 @@ class NumbaLaunch:
     """
 
     __slots__ = ("kernel", "grid", "block", "device", "name", "pointer_count", "skips",
-                 "simulated", "spec", "path", "fallback_reason", "_args", "_slots", "_descs",
-                 "_compiled", "_streams", "_view", "_launch", "__weakref__")
+                 "simulated", "spec", "path", "fallback_reason", "prepacked", "_args", "_slots",
+                 "_descs", "_compiled", "_streams", "_view", "__weakref__")
 
     def __init__(self, kernel: NumbaKernel, grid: Any, block: Any, args: Sequence[Any] = (), *,
                  device: int = 0, name: Optional[str] = None) -> None:
@@ -267,12 +269,12 @@ class NumbaLaunch:
         # The per-slot interface dicts are built once; a call only stores the pointer in them.
         self._descs = [_interface(args[i]) for i in self._slots]
         self._streams: Dict[int, Any] = {}
-        self._launch: Any = None
+        self.prepacked: Any = None
         self.fallback_reason: Optional[str] = None
         self.path = "simulator" if self.simulated else "numba"
         if not self.simulated and not self.skips:
-            self._launch, self.fallback_reason = self._driver_launch()
-            if self._launch is not None:
+            self.prepacked, self.fallback_reason = self._driver_launch()
+            if self.prepacked is not None:
                 self.path = "driver"
             else:
                 logger.warning("numba kernel %r launches through numba's own launch (several "
@@ -289,7 +291,7 @@ class NumbaLaunch:
         Raises:
             LaunchError: wrong number of pointers, or numba (or the driver) refused the launch.
         """
-        launch = self._launch
+        launch = self.prepacked
         if launch is not None:  # the prepacked driver call (path "driver")
             launch(stream, *pointers)
             return
