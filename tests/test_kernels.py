@@ -432,14 +432,14 @@ def test_launch_enqueue_and_call_keep_one_cache():
     assert seen[-1] == (7, 0x10, 0x20) and launch.param_bytes(0) == (0x10).to_bytes(8, "little")
 
 
-def test_launch_enqueue_names_the_owner_and_kernel_when_the_driver_refuses():
+def test_launch_enqueue_names_its_label_and_kernel_when_the_driver_refuses():
     launch = _empty_launch((POINTER, POINTER), name="my_kernel")
 
     def refuse(stream, params, extra):
         raise RuntimeError("CUDA_ERROR_INVALID_HANDLE")
 
     launch._go = refuse
-    launch.owner = "plugin 'Op' (layer 'l1')"
+    launch.label = "plugin 'Op' (layer 'l1')"
     with pytest.raises(LaunchError, match="^plugin 'Op' .layer 'l1'.: cuLaunchKernel refused "
                                           "kernel 'my_kernel'.*CUDA_ERROR_INVALID_HANDLE"):
         launch.enqueue([], [], [1], [2], 0, 0x77)

@@ -454,7 +454,7 @@ def test_a_launch_is_handed_to_tensorrt_as_the_plugins_enqueue(caplog):
     launch, seen = _recording(Launch(0x1234, grid=0, block=256, device=0,
                                      args=(POINTER, POINTER)))
     p.launch = launch
-    assert p.enqueue.__self__ is launch and launch.owner == "plugin 'TestFastEnqueue' (layer " \
+    assert p.enqueue.__self__ is launch and launch.label == "plugin 'TestFastEnqueue' (layer " \
         "'fast_1')"
     desc = [trt.PluginTensorDesc((2,), trt.DataType.FLOAT, trt.TensorFormat.LINEAR)]
     found = trampoline.overridden(p, "enqueue")  # the binding's lookup by name

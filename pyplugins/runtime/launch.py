@@ -131,10 +131,10 @@ class Launch:
         True
     """
 
-    __slots__ = ("name", "owner", "device", "grid", "block", "shared_mem", "skips",
-                 "pointer_count", "function_ptr", "layout", "_owner", "_storage", "_params", "_params_ptr",
-                 "_slots", "_go", "_args", "_stream", "_pointers", "_inputs", "_outputs",
-                 "_bound", "__weakref__")
+    __slots__ = ("name", "label", "device", "grid", "block", "shared_mem", "skips",
+                 "pointer_count", "function_ptr", "layout", "_owner", "_storage", "_params",
+                 "_params_ptr", "_slots", "_go", "_args", "_stream", "_pointers", "_inputs",
+                 "_outputs", "_bound", "__weakref__")
 
     def __init__(self, function: Any, grid: Dims, block: Dims, args: Sequence[Arg] = (), *,
                  shared_mem: int = 0, device: Optional[int] = None,
@@ -142,7 +142,7 @@ class Launch:
         self.name = name or str(getattr(function, "__name__", None) or
                                 getattr(function, "name", None) or "kernel")
         #: Who launches it, prefixed to error messages (``pp.Plugin`` sets "plugin 'X' ...").
-        self.owner = ""
+        self.label = ""
         self.grid = launch_dims("grid", grid, self.name)
         self.block = launch_dims("block", block, self.name)
         self.shared_mem = _nonneg_int("shared_mem", shared_mem, self.name)
@@ -259,13 +259,13 @@ class Launch:
 
     def _bad_pointers(self, pointers: tuple) -> LaunchError:
         return LaunchError(
-            f"{self.owner + ': ' if self.owner else ''}Launch of kernel {self.name!r} takes "
+            f"{self.label + ': ' if self.label else ''}Launch of kernel {self.name!r} takes "
             f"{self.pointer_count} device pointer(s) after the stream (got {len(pointers)}: "
             f"{pointers!r}); pass ints such as inputs[0], outputs[0] from enqueue.")
 
     def _failed(self, stream: int, err: Exception) -> LaunchError:
         return LaunchError(
-            f"{self.owner + ': ' if self.owner else ''}cuLaunchKernel refused kernel "
+            f"{self.label + ': ' if self.label else ''}cuLaunchKernel refused kernel "
             f"{self.name!r} (grid {self.grid}, block {self.block}, "
             f"shared_mem {self.shared_mem} B, stream {stream!r}, device {self.device}): {err}. "
             "Check that the current device is the one the kernel was loaded on and that the "

@@ -312,7 +312,7 @@ class Plugin(trt.IPluginV2DynamicExt):
         (pybind11's ``get_override`` is a ``getattr``, protocol §1, §3 [infer: plain
         attribute lookup]): the hot path is one Python call, with no frame of the plugin's.
         Setting anything else removes it. The Launch's errors then name the plugin (its
-        ``owner``).
+        ``label``).
         """
         try:
             return self.__dict__["launch"]
@@ -326,7 +326,7 @@ class Plugin(trt.IPluginV2DynamicExt):
         fast = value if type(value) is Launch else (
             value.prepacked if type(value) is NumbaLaunch else None)
         if fast is not None and type(self).enqueue is _DEFAULT_ENQUEUE:
-            fast.owner = f"plugin {describe(self)}"
+            fast.label = f"plugin {describe(self)}"
             self.__dict__["enqueue"] = fast.enqueue
         else:
             self.__dict__.pop("enqueue", None)
@@ -354,7 +354,7 @@ class Plugin(trt.IPluginV2DynamicExt):
         """
         try:
             launch = self.launch
-            if type(launch) is Launch:  # set without the setter (see the launch property)
+            if type(launch) is Launch:  # reached via super() from a subclass's own enqueue
                 launch.enqueue(input_desc, output_desc, inputs, outputs, workspace, stream)
             elif type(launch) is tuple:
                 for each in launch:
