@@ -8,9 +8,12 @@ JSON on stdout):
   (:class:`pyplugins.runtime.launch.Launch`), both replayed from CUDA graphs so host cost is excluded,
   and their ratio; both outputs are checked equal first.
 - **enqueue**: host microseconds per call of ``launch(stream, x, y)`` for the two launch objects
-  on a 4 KiB tensor (the call a plugin's ``enqueue`` makes), and of the pieces of the numba call:
-  wrapping one pointer as a device array (``cuda.from_cuda_array_interface``), done twice per
-  call here.
+  on a 4 KiB tensor (the call a plugin's ``enqueue`` makes; target: numba's at most 2x), and of
+  wrapping one pointer as a numba device array (``cuda.from_cuda_array_interface``), which
+  numba's own launch (the fallback path) does twice per call. ``path`` says how the
+  NumbaLaunch launched (``"driver"``: the prepacked call; ``"numba"``: numba's own launch).
+
+``python -m benchmarks`` runs both as its ``numba`` section (sizes :data:`RUN_SIZES`).
 
 Without a GPU it prints ``{"skipped": why}`` and exits 0.
 """
@@ -28,6 +31,9 @@ from benchmarks.cases import format_bytes, parse_bytes
 from benchmarks.timing import capture, host_loops, replay_seconds, stats
 
 DEFAULT_SIZES = ("64K", "1M", "16M", "64M", "256M")
+#: The sizes the full benchmark run (``python -m benchmarks``, section ``numba``) measures: the
+#: kernel target holds at >= 16 MiB (:data:`benchmarks.claims.NUMBA_KERNEL_MIN_BYTES`).
+RUN_SIZES = ("64K", "16M", "64M")
 
 
 def _launches(cp: Any, n: int, device: int) -> Dict[str, Any]:
@@ -103,8 +109,10 @@ def run(sizes: Sequence[str] = DEFAULT_SIZES, calls: int = 20000) -> Dict[str, A
         return {"skipped": f"no GPU ({type(err).__name__}: {err})"}
     import numba_cuda
 
+    probe = _launches(cp, 1024, cp.cuda.runtime.getDevice())["numba"]
     return {"numba_cuda": numba_cuda.__version__,
             "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+            "path": probe.path, "fallback_reason": probe.fallback_reason,
             "kernel": kernel_times(cp, sizes), "enqueue": enqueue_overhead(cp, calls)}
 
 

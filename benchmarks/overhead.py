@@ -1,5 +1,8 @@
 """Sections 1 and 2: host cost of one ``enqueue``, and CUDA-graph replay of captured enqueues.
 
+Section 1b, pyplugins' own host cost per ``enqueue`` of every shipped op (V2 and V3), is timed
+in the same rounds (:mod:`benchmarks.own_cost`).
+
 The paths (see :mod:`benchmarks.launch_paths`) take turns batch by batch in each of ``rounds``
 rounds; the C++ floor (``benchmarks/cpp/launch_floor.cu``, built with nvcc now: the plugins'
 kernels and an empty kernel launched with ``<<<>>>``) runs in its own process before every round
@@ -24,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from benchmarks import driver, launch_paths, timing
+from benchmarks import driver, launch_paths, own_cost, timing
 from benchmarks.launch_paths import Tiny
 from benchmarks.cases import select
 
@@ -258,6 +261,9 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
     checks: Dict[str, Dict[str, Optional[str]]] = {}
     paths = {name: launch_paths.variants(t, stream, notes, trt_call)
              for name, t in tinies.items()}
+    owns = {name: own for name in (own_cost.OPS if want_overhead else ())
+            if (own := own_cost.build(name, cp, stream, trt_call, notes)) is not None}
+    own_rounds: Dict[str, List[Dict[str, Any]]] = {name: [] for name in owns}
     for name, tiny in tinies.items():
         checks[name] = {p: _check(tiny, p, fn, stream) for p, fn in paths[name].items()}
         for p, bad in checks[name].items():
@@ -274,6 +280,9 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
             for name in tinies:
                 per_round[name].append(timing.host_loops(paths[name], stream.synchronize,
                                                          calls=calls, batch=batch))
+            for name, own in owns.items():
+                own_rounds[name].append(timing.host_loops(own.paths, stream.synchronize,
+                                                          calls=calls, batch=batch))
             seconds["host"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             floor_runs.append(floor_exe.run(calls, batch, graph_kernels, graph_replays))
@@ -304,6 +313,8 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
         host[name] = {k: rows[k] for k in launch_paths.ORDER if k in rows}
     if want_overhead:
         result["host"] = host
+        result["own"] = {name: {"problem": own.problem, "rows": merge_rounds(own_rounds[name])}
+                         for name, own in owns.items() if own_rounds[name]}
     if want_graph:
         result["graph"] = graph
     result["seconds"] = seconds

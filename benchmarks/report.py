@@ -119,6 +119,59 @@ def _overhead(result: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _own(result: Dict[str, Any]) -> List[str]:
+    """Section 1b: pyplugins' own host cost per enqueue, per op and interface."""
+    over = result.get("overhead") or {}
+    by_op = claims.own_rows(result)
+    if not by_op:
+        return ["_Not measured in this run._"]
+    out = ["Per call, medians over rounds: the plugin `enqueue` as TensorRT calls it, the empty "
+           "`enqueue` through the same trampoline (the binding's cost), the cheaper prepacked "
+           "Cython `cuLaunchKernel` of the op's own kernel, all timed in the same rounds; *ours* "
+           "is the first less the other two, per round (the median round, and the worst, which "
+           f"the target of {claims.TARGETS['own_enqueue_us']} us takes). " + _harness(over)]
+    if not over.get("own"):
+        out[0] += (" This run predates section 1b: its rows are section 1's tiny problems, "
+                   "V2 only.")
+    table = []
+    for op, rows in by_op.items():
+        problem = ((over.get("own") or {}).get(op) or {}).get("problem") or \
+            (over.get("problem") or {}).get(op, "")
+        cython = min((m for k in claims.CYTHON if (m := med(rows.get(k), "host_us"))),
+                     default=None)
+        for label, key in claims.OWN_ENQUEUES.items():
+            vals = sorted(claims.own_cost(rows, key)) if key in rows else []
+            if not vals:
+                continue
+            table.append([op, label, problem, num(med(rows.get(key), "host_us")),
+                          num(med(rows.get("python_call"), "host_us")), num(cython),
+                          num(vals[(len(vals) - 1) // 2]), f"**{num(vals[-1])}**"])
+    return out + [""] + _table(["op", "interface", "problem", "enqueue us", "empty enqueue us",
+                                "Cython launch us", "ours us (median round)",
+                                "ours us (worst round)"], table)
+
+
+def _numba(result: Dict[str, Any]) -> List[str]:
+    """numba kernels: NumbaLaunch's host cost against Launch's, the kernel against CUDA C++'s."""
+    rec = result.get("numba") or {}
+    if "skipped" in rec:
+        return [f"_Not measured: {rec['skipped']}_"]
+    host = rec.get("enqueue") or {}
+    out = [f"numba-cuda {rec.get('numba_cuda', 'n/a')}; NumbaLaunch path "
+           f"`{rec.get('path', 'n/a')}`" + (f" ({rec['fallback_reason']})"
+                                             if rec.get("fallback_reason") else "") + ".", ""]
+    out += _table(["launch(stream, x, y) of LeakyReLU, 4 KiB", "host us/call (median)",
+                   "x Launch"],
+                  [[name, num(med(row, "host_us")),
+                    f"{num(_ratio(med(row, 'host_us'), med(host.get('cuda_cpp'), 'host_us')))}x"]
+                   for name, row in host.items()])
+    out += [""] + _table(["size", "numba us", "CUDA C++ us", "numba / CUDA C++", "outputs equal"],
+                         [[row["size"], num(med(row, "numba")), num(med(row, "cuda_cpp")),
+                           f"{num(row.get('numba_over_cuda_cpp'))}x",
+                           str(row.get("outputs_equal"))] for row in rec.get("kernel") or []])
+    return out
+
+
 def _harness(over: Dict[str, Any]) -> str:
     """How the plugin row's ``enqueue`` was called."""
     if over.get("harness") == "cpp":
@@ -322,6 +375,7 @@ def render(result: Dict[str, Any], plots: Optional[Dict[str, str]] = None,
     lines += _table(["target", "measured", "verdict"],
                     [[w, m, _verdict(ok)] for w, m, ok in tgt]) if tgt else ["_none measured_"]
     sections = (("1. Enqueue host overhead", _overhead, "overhead"),
+                ("1b. pyplugins' own host cost per enqueue", _own, "own"),
                 ("2. CUDA-graph replay", _graph, "graph"),
                 ("3. Kernel efficiency against the fastest copy", _bandwidth, "bandwidth"),
                 ("3b. Small sizes against the C++ launch floor", _small, "small"),
@@ -344,6 +398,8 @@ def render(result: Dict[str, Any], plots: Optional[Dict[str, str]] = None,
     if result.get("threads"):
         lines += ["", f"{level} 9. Many contexts at once", ""] + launch_report.threads_table(
             result)
+    if result.get("numba"):
+        lines += ["", f"{level} 10. numba kernels", ""] + _numba(result)
     notes = result.get("notes") or []
     if notes:
         lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in notes]

@@ -43,7 +43,8 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"
 TOP_README = HERE.parent / "README.md"
 MEASUREMENT_ERROR = 3
-SECTIONS = ("overhead", "graph", "aot", "threads", "bandwidth", "torch", "coldstart", "model")
+SECTIONS = ("overhead", "graph", "aot", "threads", "bandwidth", "torch", "coldstart", "model",
+            "numba")
 #: Sections that also measure without a GPU (the model runner's NumPy references).
 CPU_SECTIONS = ("model",)
 
@@ -381,6 +382,13 @@ def measure_all(args: argparse.Namespace, sections: List[str], cases: Sequence[C
         result["model"] = model_runner.run(calls=args.model_calls, rounds=args.rounds,
                                            devices=devices, notes=notes)
         secs["model"] = time.perf_counter() - t0
+    if "numba" in sections:
+        from benchmarks import numba_cases
+
+        t0 = time.perf_counter()
+        print("[numba] ...", flush=True)
+        result["numba"] = numba_cases.run(numba_cases.RUN_SIZES, calls=args.calls)
+        secs["numba"] = time.perf_counter() - t0
 
 
 def _kernels(args: argparse.Namespace, sections: List[str], cases: Sequence[Case],

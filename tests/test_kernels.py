@@ -397,6 +397,56 @@ def test_launch_rewrites_after_a_refused_call():
     assert seen == [(7, 0x10, 0x20), (7, 0x10, 0x20)]
 
 
+def test_launch_enqueue_takes_the_lists_and_reuses_the_buffer_while_they_repeat():
+    """Launch.enqueue(descs, descs, inputs, outputs, workspace, stream) is launch(stream,
+    *inputs, *outputs): the same bytes reach the driver, and only a repeat of stream and both
+    lists skips the writing."""
+    launch, seen = _recording_launch()
+    ins, outs = [0x10], [0x20]
+    calls = [(7, ins, outs), (7, [0x10], [0x20]), (7, [0x30], [0x20]), (7, [0x30], [0x40]),
+             (9, [0x30], [0x40]), (7, [0x10], [0x20])]
+    bound = []
+    for stream, i, o in calls:
+        launch.enqueue([], [], i, o, 0, stream)
+        bound.append(launch._bound)
+    assert seen == [(s, *i, *o) for s, i, o in calls]
+    assert bound[1] is bound[0]  # equal lists, not the same objects: still a repeat
+    assert len({id(b) for b in bound[1:]}) == 5  # any change of stream or pointer rebinds
+    ins[0] = 0x50  # a caller refilling its own list in place is not a repeat
+    launch.enqueue([], [], ins, [0x20], 0, 7)
+    assert seen[-1] == (7, 0x50, 0x20)
+
+
+def test_launch_enqueue_and_call_keep_one_cache():
+    launch, seen = _recording_launch()
+    launch.enqueue([], [], [0x10], [0x20], 0, 7)
+    launch(7, 0x30, 0x40)  # writes the buffer: enqueue's lists no longer describe it
+    launch.enqueue([], [], [0x10], [0x20], 0, 7)
+    launch(7, 0x10, 0x20)  # enqueue wrote these: the prebound call alone
+    assert seen == [(7, 0x10, 0x20), (7, 0x30, 0x40), (7, 0x10, 0x20), (7, 0x10, 0x20)]
+    with pytest.raises(LaunchError, match="2 device pointer"):
+        launch.enqueue([], [], [0x99], ["x"], 0, 7)  # writes slot 0, then fails
+    with pytest.raises(LaunchError, match="2 device pointer"):
+        launch.enqueue([], [], [np.array([1, 2])], [0x20], 0, 7)  # not an int: refused
+    launch.enqueue([], [], [0x10], [0x20], 0, 7)  # as the last good call, but touched since
+    assert seen[-1] == (7, 0x10, 0x20) and launch.param_bytes(0) == (0x10).to_bytes(8, "little")
+
+
+def test_launch_enqueue_names_its_label_and_kernel_when_the_driver_refuses():
+    launch = _empty_launch((POINTER, POINTER), name="my_kernel")
+
+    def refuse(stream, params, extra):
+        raise RuntimeError("CUDA_ERROR_INVALID_HANDLE")
+
+    launch._go = refuse
+    launch.label = "plugin 'Op' (layer 'l1')"
+    with pytest.raises(LaunchError, match="^plugin 'Op' .layer 'l1'.: cuLaunchKernel refused "
+                                          "kernel 'my_kernel'.*CUDA_ERROR_INVALID_HANDLE"):
+        launch.enqueue([], [], [1], [2], 0, 0x77)
+    with pytest.raises(LaunchError, match="^plugin 'Op' .layer 'l1'.: Launch of kernel"):
+        launch.enqueue([], [], [1], [], 0, 0x77)
+
+
 # ---------------------------------------------------------------------------------------------
 # CPU: what the GPU tests of circ_pad rely on, read from the kernel's source
 

@@ -90,6 +90,14 @@ def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
     stream.synchronize()
     cp.testing.assert_array_equal(y_numba, y_cpp)
     assert not numba_launch.simulated
+    assert numba_launch.path == "driver", numba_launch.fallback_reason  # the prepacked call
+    # numba's own launch (the fallback) on the same pointers gives the same bytes
+    slow = copy.copy(numba_launch)
+    slow.prepacked = None
+    y_numba.fill(cp.nan)
+    slow(stream.ptr, x.data.ptr, y_numba.data.ptr)
+    stream.synchronize()
+    cp.testing.assert_array_equal(y_numba, y_cpp)
 
 
 def test_numpy_without_row_stack_gets_the_alias_numba_cuda_needs(monkeypatch):

@@ -425,6 +425,65 @@ def test_a_single_planned_launch_is_kept_as_is(monkeypatch):
     p.enqueue([], [], [1], [2], 0, 0)  # an empty grid launches nothing
 
 
+def _recording(launch):
+    """``launch`` with its driver call replaced by a recorder of (stream, pointers)."""
+    seen = []
+    launch._go = lambda stream, params, extra: seen.append(
+        (stream, *(int.from_bytes(launch.param_bytes(i), "little") for i in range(2))))
+    return launch, seen
+
+
+def test_a_launch_is_handed_to_tensorrt_as_the_plugins_enqueue(caplog):
+    """With the default enqueue, setting a Launch stores its bound enqueue on the object, which
+    TensorRT's lookup by name finds; anything else removes it; clones get their own; a class
+    with its own enqueue keeps it."""
+    from pyplugins.runtime.launch import Unlaunchable
+
+    class Fast(Plugin):
+        name = "TestFastEnqueue"
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]
+
+        def plan(self, inputs, outputs, device):
+            raise AssertionError("not planned here")
+
+    p = Fast()
+    p.layer_name = "fast_1"
+    assert "enqueue" not in vars(p)  # an Unlaunchable: the class's enqueue says why
+    launch, seen = _recording(Launch(0x1234, grid=0, block=256, device=0,
+                                     args=(POINTER, POINTER)))
+    p.launch = launch
+    assert p.enqueue.__self__ is launch and launch.label == "plugin 'TestFastEnqueue' (layer " \
+        "'fast_1')"
+    desc = [trt.PluginTensorDesc((2,), trt.DataType.FLOAT, trt.TensorFormat.LINEAR)]
+    found = trampoline.overridden(p, "enqueue")  # the binding's lookup by name
+    assert found == launch.enqueue
+    found(desc, desc, [0x10], [0x20], 0, 7)
+    assert seen == [(7, 0x10, 0x20)]
+    c = p.clone()
+    assert c.launch is not launch and c.enqueue.__self__ is c.launch
+    p.launch = Unlaunchable("plugin 'TestFastEnqueue': not today")
+    assert "enqueue" not in vars(p)
+    with caplog.at_level(logging.ERROR, logger="pyplugins"), pytest.raises(Exception,
+                                                                          match="not today"):
+        trampoline.overridden(p, "enqueue")(desc, desc, [0x10], [0x20], 0, 7)
+    assert "(layer 'fast_1'): enqueue(" in caplog.text  # reported by the class's enqueue
+
+    class Own(Fast):
+        name = "TestOwnEnqueue"
+
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            self.launch(stream, outputs[0], inputs[0])  # its own pointer order
+
+    q = Own()
+    q.launch, seen = _recording(Launch(0x1234, grid=0, block=256, device=0,
+                                       args=(POINTER, POINTER)))
+    assert "enqueue" not in vars(q)
+    trampoline.overridden(q, "enqueue")(desc, desc, [0x10], [0x20], 0, 7)
+    assert seen == [(7, 0x20, 0x10)]
+
+
 def test_a_plan_makes_enqueue_optional_but_not_get_output_dimensions():
     from pyplugins.runtime.plugin import missing_methods
 

@@ -301,6 +301,66 @@ def test_bad_v3_attributes(attr, value, match):
         creator_mod.make_creator(Op, "v3")
 
 
+def test_adapter_hands_tensorrt_its_plugins_own_enqueue():
+    """TensorRT finds the adapter's enqueue by name: the wrapped plugin's bound enqueue (no
+    forwarding frame), a clone's bound to the clone's plugin; errors still report and fail."""
+    seen = []
+
+    class Rec(Plugin):
+        name = "RecordEnqueueV3"
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]
+
+        def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
+            if stream == 13:
+                raise ValueError("unlucky stream")
+            seen.append((self, inputs, outputs, workspace, stream))
+
+    adapter = adapter_class(Rec)(Rec())
+    clone = adapter.clone()
+    assert adapter.enqueue == adapter.plugin.enqueue and clone.enqueue == clone.plugin.enqueue
+    trampoline_v3.on_shape_change(clone, [trt.PluginTensorDesc((2,), trt.DataType.FLOAT,
+                                                               trt.TensorFormat.LINEAR)],
+                                  [trt.PluginTensorDesc((2,), trt.DataType.FLOAT,
+                                                        trt.TensorFormat.LINEAR)])
+    desc = [trt.PluginTensorDesc((2,), trt.DataType.FLOAT, trt.TensorFormat.LINEAR)]
+    assert trampoline_v3.enqueue(clone, desc, desc, [0x10], [0x20], 0, 7) == 0
+    assert seen == [(clone.plugin, [0x10], [0x20], 0, 7)]
+    assert trampoline_v3.enqueue(clone, desc, desc, [0x10], [0x20], 0, 13) == -1
+
+
+def test_adapter_takes_the_plugins_launch_again_whenever_it_configures(monkeypatch):
+    """The adapter's enqueue follows the plugin's launch: the Launch's own enqueue after
+    on_shape_change plans one, the class path again once a build-phase configure resets it."""
+    from pyplugins.runtime import plugin as plugin_mod
+    from pyplugins.runtime.launch import POINTER, Launch
+
+    class Planned(Plugin):
+        name = "PlannedV3Enqueue"
+
+        def get_output_dimensions(self, output_index, inputs, expr_builder):
+            return inputs[0]
+
+        def plan(self, inputs, outputs, device):
+            return Launch(0x1234, grid=0, block=256, device=device, args=(POINTER, POINTER))
+
+    monkeypatch.setattr(plugin_mod, "usable_device", lambda: 0)
+    adapter = adapter_class(Planned)(Planned())
+    desc = trt.PluginTensorDesc((2,), trt.DataType.FLOAT, trt.TensorFormat.LINEAR)
+    assert trampoline_v3.on_shape_change(adapter, [desc], [desc]) == 0
+    launch = adapter.plugin.launch
+    assert isinstance(launch, Launch) and adapter.enqueue.__self__ is launch
+    assert trampoline_v3.enqueue(adapter, [desc], [desc], [0x10], [0x20], 0, 7) == 0
+    assert launch.param_bytes(1) == (0x20).to_bytes(8, "little")
+    build = trt.DynamicPluginTensorDesc(trt.PluginTensorDesc((-1,), trt.DataType.FLOAT,
+                                                             trt.TensorFormat.LINEAR),
+                                        min=(1,), opt=(2,), max=(4,))
+    trampoline_v3.configure_plugin(adapter, [build], [build])
+    assert adapter.enqueue.__self__ is adapter.plugin  # an Unlaunchable now: the class path
+    assert trampoline_v3.enqueue(adapter, [desc], [desc], [0x10], [0x20], 0, 7) == -1
+
+
 # -- which interface -------------------------------------------------------------------------------
 
 def test_default_interface_rule(monkeypatch):

@@ -114,6 +114,9 @@ class RopeFacts(NamedTuple):
         rotary: the rotary width; layout: the kernel's (0 neox, 1 gptj).
         offset, theta: ``position_offset`` and ``theta`` as the kernel gets them.
         itemsize: bytes per element (4 or 2).
+        positions: whether the plugin has its positions input; without it the kernel's
+            positions argument is a null pointer, packed by value (the launch then takes the
+            pointers x, y: what :meth:`pyplugins.Plugin.enqueue` passes).
     """
 
     tokens: int
@@ -125,6 +128,7 @@ class RopeFacts(NamedTuple):
     offset: int
     theta: float
     itemsize: int
+    positions: bool = True
 
 
 def table_tiles(tokens: int, heads: int, head_dim: int, rotary_dim: int, itemsize: int,
@@ -168,7 +172,8 @@ def _tiles(f: RopeFacts) -> Tuple[int, int, int]:
 
 
 def _args(f: RopeFacts) -> Tuple[Any, ...]:
-    return (POINTER, POINTER, POINTER, np.int64(f.tokens), np.int32(f.seq), np.int32(f.heads),
+    positions = POINTER if f.positions else np.uint64(0)  # a null const int*, by value
+    return (POINTER, positions, POINTER, np.int64(f.tokens), np.int32(f.seq), np.int32(f.heads),
             np.int32(f.head_dim), np.int32(f.rotary), np.int32(f.layout), np.int32(f.offset),
             np.float32(f.theta))
 
@@ -407,8 +412,9 @@ class RoPE(Plugin):
         """``rope<T>`` or ``rope_table<T>`` with ``(x, positions, y, tokens, seq, heads,
         head_dim, rotary, layout, offset, theta)``, rope_table's tile sizes after them: the
         launch of the row of :data:`~pyplugins.ops.rope.VARIANTS` that takes this
-        input, or of the row named ``variant`` (tests and benchmarks); :meth:`enqueue` passes
-        the pointers (a null positions pointer if absent).
+        input, or of the row named ``variant`` (tests and benchmarks). The inherited
+        :meth:`enqueue` passes the pointers x, positions, y, or x, y when there is no positions
+        input (its argument is then a null pointer packed by value).
 
         Raises:
             VariantError: ``variant`` names no row, or one whose kernel cannot run this input.
@@ -417,14 +423,6 @@ class RoPE(Plugin):
         batch, seq, heads, head_dim = (int(v) for v in x.dims)
         facts = RopeFacts(batch * seq, seq, heads, head_dim, self.rotary_for(head_dim),
                           LAYOUTS[self.layout], self.position_offset, self.theta,
-                          dtypes.itemsize_from_trt(x.type))
+                          dtypes.itemsize_from_trt(x.type), positions=len(inputs) > 1)
         row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
         return launch(row, facts, dtypes.ctype_from_trt(x.type), device)
-
-    # -- execution ---------------------------------------------------------------------------------
-
-    def enqueue(self, input_desc: Sequence[Any], output_desc: Sequence[Any],
-                inputs: Sequence[int], outputs: Sequence[int], workspace: int,
-                stream: int) -> None:
-        """One capture-safe launch; a null positions pointer when there is no second input."""
-        self.launch(stream, inputs[0], inputs[1] if len(inputs) > 1 else 0, outputs[0])

@@ -131,15 +131,18 @@ class Launch:
         True
     """
 
-    __slots__ = ("name", "device", "grid", "block", "shared_mem", "skips", "pointer_count",
-                 "function_ptr", "layout", "_owner", "_storage", "_params", "_params_ptr",
-                 "_slots", "_go", "_args", "_stream", "_pointers", "_bound", "__weakref__")
+    __slots__ = ("name", "label", "device", "grid", "block", "shared_mem", "skips",
+                 "pointer_count", "function_ptr", "layout", "_owner", "_storage", "_params",
+                 "_params_ptr", "_slots", "_go", "_args", "_stream", "_pointers", "_inputs",
+                 "_outputs", "_bound", "__weakref__")
 
     def __init__(self, function: Any, grid: Dims, block: Dims, args: Sequence[Arg] = (), *,
                  shared_mem: int = 0, device: Optional[int] = None,
                  name: Optional[str] = None) -> None:
         self.name = name or str(getattr(function, "__name__", None) or
                                 getattr(function, "name", None) or "kernel")
+        #: Who launches it, prefixed to error messages (``pp.Plugin`` sets "plugin 'X' ...").
+        self.label = ""
         self.grid = launch_dims("grid", grid, self.name)
         self.block = launch_dims("block", block, self.name)
         self.shared_mem = _nonneg_int("shared_mem", shared_mem, self.name)
@@ -153,10 +156,13 @@ class Launch:
         self.device = current_device() if device is None else int(device)
         self._owner = function
         self.function_ptr = function_handle(function, self.device, self.name)
-        # The stream and pointers of the last call, and _go bound to that stream: a call that
-        # repeats them is this one C call (_load rebinds on any difference).
+        # The stream and pointers of the last call (as __call__'s tuple, or enqueue's lists),
+        # and _go bound to that stream: a call that repeats them is this one C call (_load
+        # rebinds on any difference).
         self._stream: Any = None
         self._pointers: Optional[tuple] = None
+        self._inputs: Optional[list] = None
+        self._outputs: Optional[list] = None
         self._bound: Any = None
         if self.skips:
             self._go = _no_launch
@@ -185,9 +191,46 @@ class Launch:
         except Exception as err:  # CUDADriverError; cupy is imported lazily
             raise self._failed(stream, err) from err
 
+    def enqueue(self, input_desc: Any, output_desc: Any, inputs: Sequence[int],
+                outputs: Sequence[int], workspace: int, stream: int) -> None:
+        """``self(stream, *inputs, *outputs)``, called with TensorRT's ``enqueue`` arguments
+        (the descriptors and the workspace are not used).
+
+        The same launch without building the argument tuple: when ``stream`` and the two lists
+        equal the previous ``enqueue``'s (one compare each), the call is the prebound
+        ``cuLaunchKernel`` alone; otherwise the pointers are written as ``__call__`` writes
+        them, and copies of the lists kept. :class:`pyplugins.Plugin` hands TensorRT this
+        bound method as the plugin's ``enqueue`` while its ``launch`` is a Launch and its
+        class keeps the default ``enqueue``: the hot path is then this one Python call.
+
+        Raises:
+            LaunchError: wrong number or type of pointers, or the driver refused the launch.
+
+        Example:
+            >>> import numpy as np
+            >>> launch = Launch(0x1234, grid=0, block=256, device=0,
+            ...                 args=(POINTER, POINTER, np.int64(0)))
+            >>> launch.enqueue([], [], [0xA0], [0xB0], 0, 7)
+            >>> launch.param_bytes(0) == (0xA0).to_bytes(8, "little")
+            True
+        """
+        try:
+            same = inputs == self._inputs and outputs == self._outputs and stream == self._stream
+        except (TypeError, ValueError):  # objects that do not compare as ints (arrays): _load says
+            same = False
+        if not same:
+            self._load(stream, (*inputs, *outputs))
+            # Copies: a caller that refills its own lists in place must not look like a repeat.
+            self._inputs, self._outputs = list(inputs), list(outputs)
+        try:
+            self._bound()
+        except Exception as err:  # CUDADriverError; cupy is imported lazily
+            raise self._failed(stream, err) from err
+
     def _load(self, stream: int, pointers: tuple) -> None:
         """Write ``pointers`` into the buffer and bind the launch to ``stream`` (a cache miss)."""
-        self._pointers = None  # a failed write leaves nothing cached
+        # A failed write leaves nothing cached; enqueue sets its lists after a good one.
+        self._pointers = self._inputs = self._outputs = None
         try:
             self._slots[:] = pointers
         except (TypeError, ValueError) as err:
@@ -216,13 +259,14 @@ class Launch:
 
     def _bad_pointers(self, pointers: tuple) -> LaunchError:
         return LaunchError(
-            f"Launch of kernel {self.name!r} takes {self.pointer_count} device pointer(s) after "
-            f"the stream (got {len(pointers)}: {pointers!r}); pass ints such as "
-            "inputs[0], outputs[0] from enqueue.")
+            f"{self.label + ': ' if self.label else ''}Launch of kernel {self.name!r} takes "
+            f"{self.pointer_count} device pointer(s) after the stream (got {len(pointers)}: "
+            f"{pointers!r}); pass ints such as inputs[0], outputs[0] from enqueue.")
 
     def _failed(self, stream: int, err: Exception) -> LaunchError:
         return LaunchError(
-            f"cuLaunchKernel refused kernel {self.name!r} (grid {self.grid}, block {self.block}, "
+            f"{self.label + ': ' if self.label else ''}cuLaunchKernel refused kernel "
+            f"{self.name!r} (grid {self.grid}, block {self.block}, "
             f"shared_mem {self.shared_mem} B, stream {stream!r}, device {self.device}): {err}. "
             "Check that the current device is the one the kernel was loaded on and that the "
             "stream belongs to it.")

@@ -10,10 +10,14 @@ at build time.
 Two backends, chosen once per process when numba is first imported:
 
 - a GPU: the kernel is compiled for the launch's argument types and bound to the device at build
-  time; a call wraps each pointer with ``cuda.from_cuda_array_interface(..., owner=None,
-  sync=False)`` and launches the compiled kernel on ``cuda.external_stream(stream)`` (cached per
-  stream handle) through the compiled kernel's ``launch``, skipping the dispatcher's per-call type
-  inference.
+  time, and its ``CUfunction`` is packed into a :class:`pyplugins.runtime.launch.Launch` with
+  numba's flattened arguments (:mod:`pyplugins.runtime.numba_driver`): a call is then the same
+  prepacked ``cuLaunchKernel`` as a CUDA C++ kernel's (``path == "driver"``). Where numba-cuda
+  gives no usable handle, or launches the kernel its own way (debug, cooperative), a warning on
+  the ``pyplugins`` logger says why and each call wraps each pointer with
+  ``cuda.from_cuda_array_interface(..., owner=None, sync=False)`` and launches through the
+  compiled kernel's ``launch`` on ``cuda.external_stream(stream)`` (cached per stream handle;
+  ``path == "numba"``), still skipping the dispatcher's per-call type inference.
 - numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): the kernel runs on the CPU, and pointers
   are host addresses (the emulator's host buffers, :mod:`pyplugins.checker.host_buffers`),
   wrapped as NumPy views without copies. The simulator checks every index: a kernel reading or
@@ -35,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -47,6 +52,7 @@ import numpy as np
 
 from pyplugins.errors import LaunchError, require
 from pyplugins.runtime.launch import check_launch_limits, launch_dims
+from pyplugins.runtime.numba_driver import driver_launch
 from pyplugins.runtime.device import usable_device
 
 __all__ = ["ArraySlot", "NumbaKernel", "NumbaLaunch", "numba_cuda", "prefer_simulator",
@@ -54,6 +60,7 @@ __all__ = ["ArraySlot", "NumbaKernel", "NumbaLaunch", "numba_cuda", "prefer_simu
 
 _SIM_ENV = "NUMBA_ENABLE_CUDASIM"
 _lock = threading.Lock()
+logger = logging.getLogger("pyplugins")
 
 
 def prefer_simulator() -> bool:
@@ -218,6 +225,14 @@ class NumbaLaunch:
         device: the device the launch runs on (ignored by the simulator).
         name: for messages; defaults to the kernel's name.
 
+    Attributes:
+        path: how a call launches: ``"driver"`` (numba's compiled kernel through the prepacked
+            ``cuLaunchKernel`` of a :class:`~pyplugins.runtime.launch.Launch`), ``"numba"``
+            (numba's own launch, per-call device arrays: the fallback) or ``"simulator"``.
+        fallback_reason: why the path is ``"numba"`` on a GPU, else None.
+        prepacked: the :class:`~pyplugins.runtime.launch.Launch` a call makes on the
+            ``"driver"`` path, else None.
+
     Raises:
         LaunchError: bad dims or arguments (Python ints/floats are refused: their C type is
             ambiguous, as for ``Launch``).
@@ -225,8 +240,8 @@ class NumbaLaunch:
     """
 
     __slots__ = ("kernel", "grid", "block", "device", "name", "pointer_count", "skips",
-                 "simulated", "spec", "_args", "_slots", "_descs", "_compiled", "_streams", "_view",
-                 "__weakref__")
+                 "simulated", "spec", "path", "fallback_reason", "prepacked", "_args", "_slots",
+                 "_descs", "_compiled", "_streams", "_view", "__weakref__")
 
     def __init__(self, kernel: NumbaKernel, grid: Any, block: Any, args: Sequence[Any] = (), *,
                  device: int = 0, name: Optional[str] = None) -> None:
@@ -254,13 +269,32 @@ class NumbaLaunch:
         # The per-slot interface dicts are built once; a call only stores the pointer in them.
         self._descs = [_interface(args[i]) for i in self._slots]
         self._streams: Dict[int, Any] = {}
+        self.prepacked: Any = None
+        self.fallback_reason: Optional[str] = None
+        self.path = "simulator" if self.simulated else "numba"
+        if not self.simulated and not self.skips:
+            self.prepacked, self.fallback_reason = self._driver_launch()
+            if self.prepacked is not None:
+                self.path = "driver"
+            else:
+                logger.warning("numba kernel %r launches through numba's own launch (several "
+                               "microseconds more per enqueue), not the prepacked driver call: "
+                               "%s", self.name, self.fallback_reason)
+
+    def _driver_launch(self) -> Tuple[Any, Optional[str]]:
+        return driver_launch(numba_cuda(), self._compiled, self.spec, self.grid, self.block,
+                             self.device, self.name)
 
     def __call__(self, stream: int, *pointers: int) -> None:
         """Launch on ``stream`` with device arrays over ``pointers``.
 
         Raises:
-            LaunchError: wrong number of pointers, or numba refused the launch.
+            LaunchError: wrong number of pointers, or numba (or the driver) refused the launch.
         """
+        launch = self.prepacked
+        if launch is not None:  # the prepacked driver call (path "driver")
+            launch(stream, *pointers)
+            return
         if len(pointers) != self.pointer_count:
             msg = (f"numba launch of kernel {self.name!r} takes {self.pointer_count} pointer(s) "
                    f"after the stream (got {len(pointers)}: {pointers!r}).")
@@ -288,7 +322,7 @@ class NumbaLaunch:
                            name=self.name)
 
     def __repr__(self) -> str:
-        where = "simulator" if self.simulated else f"device={self.device}"
+        where = "simulator" if self.simulated else f"device={self.device}, path={self.path}"
         return (f"NumbaLaunch({self.name!r}, grid={self.grid}, block={self.block}, "
                 f"pointers={self.pointer_count}, {where})")
 

@@ -60,15 +60,18 @@ What the base class does for you:
 - **Launch scaffold**: ``configure_plugin`` resets ``self.launch``, skips build-phase ``-1``
   dims, records when no GPU is usable, and otherwise stores what the ``plan`` hook returns;
   ``enqueue`` calls it with the input then the output pointers (:meth:`Plugin.configure_plugin`,
-  :meth:`Plugin.enqueue`). ``get_output_dimensions`` and ``plan`` (or your own ``enqueue``) are
-  yours to write.
+  :meth:`Plugin.enqueue`). While that is one ``Launch``, TensorRT is handed the Launch's own
+  ``enqueue`` (:attr:`Plugin.launch`): the hot path is one Python call. ``get_output_dimensions``
+  and ``plan`` (or your own ``enqueue``) are yours to write.
 - **Errors**: TensorRT swallows a callback's exception into a stderr line without naming the
   plugin. Every protocol method is wrapped (:mod:`pyplugins.runtime.error_reports`) so an exception is
   first reported, with the plugin's name, layer, method and a summary of the arguments, on
   ``logging.getLogger("pyplugins")`` (or TensorRT's ``Logger`` under real TensorRT when logging
   is not configured), then re-raised.
   The wrappers also accept a list of dims from ``get_output_dimensions`` and a NumPy dtype from
-  ``get_output_datatype``. ``enqueue``'s wrapper is a bare try/except.
+  ``get_output_datatype``. ``enqueue``'s wrapper is a bare try/except (the default
+  ``enqueue`` has its own); a Launch handed to TensorRT as ``enqueue`` names the plugin in its
+  errors instead.
 """
 
 from __future__ import annotations
@@ -83,9 +86,10 @@ from pyplugins.runtime import serialize as _serialize
 from pyplugins.runtime import shapes as _shapes
 from pyplugins.runtime.class_checks import PROTOCOL_METHODS, check_class, check_field_names
 from pyplugins.runtime.device import usable_device
-from pyplugins.runtime.error_reports import wrap_methods
+from pyplugins.runtime.error_reports import describe, report, reports_itself, wrap_methods
 from pyplugins.errors import PluginDefinitionError
-from pyplugins.runtime.launch import Unlaunchable
+from pyplugins.runtime.launch import Launch, Unlaunchable
+from pyplugins.runtime.numba_launch import NumbaLaunch
 
 #: The protocol methods a plugin class must define (see missing_methods).
 _REQUIRED = ("get_output_dimensions", "enqueue")
@@ -296,6 +300,37 @@ class Plugin(trt.IPluginV2DynamicExt):
         planned = self.plan(inputs, outputs, device)
         self.launch = tuple(planned) if isinstance(planned, (list, tuple)) else planned
 
+    @property
+    def launch(self) -> Any:
+        """What the default ``enqueue`` runs: what ``plan`` returned (a
+        :class:`~pyplugins.runtime.launch.Launch`, a sequence of them, a ``NumbaLaunch``...),
+        or an :class:`~pyplugins.runtime.launch.Unlaunchable` saying why there is none.
+
+        Setting it to a Launch (or a ``NumbaLaunch`` with a prepacked one) while the class keeps
+        the default ``enqueue`` also stores that Launch's bound ``enqueue`` as this object's
+        ``enqueue`` attribute, which TensorRT's lookup by name finds before the class's
+        (pybind11's ``get_override`` is a ``getattr``, protocol §1, §3 [infer: plain
+        attribute lookup]): the hot path is one Python call, with no frame of the plugin's.
+        Setting anything else removes it. The Launch's errors then name the plugin (its
+        ``label``).
+        """
+        try:
+            return self.__dict__["launch"]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'launch'"
+                                 ) from None
+
+    @launch.setter
+    def launch(self, value: Any) -> None:
+        self.__dict__["launch"] = value
+        fast = value if type(value) is Launch else (
+            value.prepacked if type(value) is NumbaLaunch else None)
+        if fast is not None and type(self).enqueue is _DEFAULT_ENQUEUE:
+            fast.label = f"plugin {describe(self)}"
+            self.__dict__["enqueue"] = fast.enqueue
+        else:
+            self.__dict__.pop("enqueue", None)
+
     def launch_device(self) -> Optional[int]:
         """The device ``plan`` builds launches for, or None when no kernel can run in this
         process (then ``enqueue`` cannot run). Default: :func:`~pyplugins.runtime.device.usable_device`.
@@ -303,6 +338,7 @@ class Plugin(trt.IPluginV2DynamicExt):
         """
         return usable_device()
 
+    @reports_itself  # its own try/except: no wrapper layer on the hot path
     def enqueue(self, input_desc: Any, output_desc: Any, inputs: Sequence[int],
                 outputs: Sequence[int], workspace: int, stream: int) -> None:
         """Run the planned launch(es) on ``stream`` with the pointers: every input in order,
@@ -310,13 +346,25 @@ class Plugin(trt.IPluginV2DynamicExt):
         kernel takes its :data:`~pyplugins.runtime.launch.POINTER` arguments in that order. A plugin
         whose kernel wants another order (or a null pointer for a missing input) writes its
         own ``enqueue``. Capture-safe: no allocation, copy, synchronization or compilation.
+
+        While ``self.launch`` is one :class:`~pyplugins.runtime.launch.Launch` (or a
+        :class:`~pyplugins.runtime.numba_launch.NumbaLaunch` with a prepacked one), TensorRT
+        does not reach this method: the ``launch`` property hands it the Launch's own
+        ``enqueue`` instead, whose errors name the plugin themselves.
         """
-        launch = self.launch
-        if type(launch) is tuple:
-            for each in launch:
-                each(stream, *inputs, *outputs)
-        else:
-            launch(stream, *inputs, *outputs)
+        try:
+            launch = self.launch
+            if type(launch) is Launch:  # reached via super() from a subclass's own enqueue
+                launch.enqueue(input_desc, output_desc, inputs, outputs, workspace, stream)
+            elif type(launch) is tuple:
+                for each in launch:
+                    each(stream, *inputs, *outputs)
+            else:  # NumbaLaunch, Unlaunchable, or another launch object of the plan hook's
+                launch(stream, *inputs, *outputs)
+        except Exception as err:
+            report(self, "enqueue", (input_desc, output_desc, inputs, outputs, workspace, stream),
+                   err)
+            raise
 
     def get_workspace_size(self, input_desc: Any, output_desc: Any) -> int:
         """No scratch memory by default."""
@@ -341,9 +389,13 @@ class Plugin(trt.IPluginV2DynamicExt):
         cls = type(self)
         new = cls(**self.field_values())
         for key, value in self.__dict__.items():
-            if key in cls.__pp_fields__ or key.startswith("__pp_"):
-                continue
-            new.__dict__[key] = _copy_state(cls, key, value)
+            if key in cls.__pp_fields__ or key.startswith("__pp_") or (
+                    key == "enqueue" and "launch" in self.__dict__):
+                continue  # enqueue: the launch's, set again with the clone's own launch
+            if key == "launch":
+                new.launch = _copy_state(cls, key, value)
+            else:
+                new.__dict__[key] = _copy_state(cls, key, value)
         return new
 
 
@@ -421,6 +473,7 @@ _POST = {"get_output_datatype": _datatype_result, "get_output_dimensions": _dims
 
 
 wrap_methods(Plugin, PROTOCOL_METHODS, _POST)
+_DEFAULT_ENQUEUE = Plugin.enqueue
 Plugin.__pp_formats__ = _formats.Formats(dtypes=Plugin.dtypes, same_as=Plugin.same_as)
 
 __all__ = ["Plugin", "missing_methods"]

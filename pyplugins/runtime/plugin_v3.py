@@ -233,6 +233,16 @@ def _make(cls: Any, build: Any) -> type:  # one method per V3 callback
             self.plugin_version = cls.version
             self.plugin_namespace = cls.namespace
             self.num_outputs = n_out
+            self._hand_over_enqueue()
+
+        def _hand_over_enqueue(self) -> None:
+            # The hot path without this adapter's forwarding frame: TensorRT's binding finds
+            # enqueue by name on each call (pybind11's get_override: a getattr on the object,
+            # protocol §1, §3), which finds an instance attribute before the class's method
+            # [infer: plain Python attribute lookup]. So this object's enqueue is the plugin's
+            # own (its Launch's, while it has one: Plugin.launch), taken again whenever the
+            # plugin configures; the class's enqueue below stays for lookups through the class.
+            self.__dict__["enqueue"] = self.plugin.enqueue
 
         def __repr__(self) -> str:
             return f"<IPluginV3 {cls.name!r} over {type(self.plugin).__name__}>"
@@ -267,7 +277,10 @@ def _make(cls: Any, build: Any) -> type:  # one method per V3 callback
             return self.plugin.supports_format_combination(pos, _DescView(in_out), num_inputs)
 
         def configure_plugin(self, inp: Any, out: Any) -> None:
-            self.plugin.configure_plugin(inp, out)
+            try:
+                self.plugin.configure_plugin(inp, out)
+            finally:  # a failed configure leaves an Unlaunchable: its enqueue says why
+                self._hand_over_enqueue()
 
         def get_workspace_size(self, inp: Any, out: Any) -> int:
             return self.plugin.get_workspace_size([MaxDesc(d) for d in inp],
@@ -284,8 +297,11 @@ def _make(cls: Any, build: Any) -> type:  # one method per V3 callback
             self.plugin.tactic = _tactics.tactic_name(cls, tactic)
 
         def on_shape_change(self, inp: Any, out: Any) -> None:
-            self.plugin.configure_plugin([ConcreteDesc(d) for d in inp],
-                                         [ConcreteDesc(d) for d in out])
+            try:
+                self.plugin.configure_plugin([ConcreteDesc(d) for d in inp],
+                                             [ConcreteDesc(d) for d in out])
+            finally:
+                self._hand_over_enqueue()
 
         def enqueue(self, input_desc: Any, output_desc: Any, inputs: Any, outputs: Any,
                     workspace: int, stream: int) -> None:

@@ -120,6 +120,30 @@ def test_enqueue_without_a_configured_launch_says_why():
         p.enqueue([], [], [1], [2], 0, 0)
 
 
+@pytest.mark.parametrize("dtype", [F, H])
+def test_inherited_enqueue_passes_x_positions_y_or_x_y_with_a_packed_null(monkeypatch, dtype):
+    """RoPE has no enqueue of its own: Plugin.enqueue passes the inputs then the output, and
+    without a positions input the plan packs the kernel's positions argument as a null pointer
+    by value (a bare kernel handle and a recording driver call: no GPU)."""
+    from pyplugins.runtime import kernels, tactics
+
+    monkeypatch.setattr(kernels.Kernel, "function", lambda self, ctype, device=None: 0x7000)
+    monkeypatch.setattr(tactics, "resident_blocks", lambda *a, **k: 64)
+    monkeypatch.setattr(RoPE, "launch_device", lambda self: 0)
+    for shapes_, pointers in (([(2, 7, 4, 64)], ([0x100], [0x300])),
+                              ([(2, 7, 4, 64), (2, 7)], ([0x100, 0x200], [0x300]))):
+        p = RoPE()
+        p.configure_plugin(*concrete_io(shapes_, dtype))
+        launch, seen = p.launch, []
+        launch._go = lambda stream, params, extra, launch=launch, seen=seen: seen.append(
+            [launch.param_bytes(i) for i in range(3)])
+        p.enqueue([], [], *pointers, 0, 5)
+        x, y = (v.to_bytes(8, "little") for v in (0x100, 0x300))
+        positions = (0x200 if len(shapes_) == 2 else 0).to_bytes(8, "little")
+        assert launch.pointer_count == len(shapes_) + 1
+        assert seen == [[x, positions, y]]
+
+
 # -- format negotiation ------------------------------------------------------------------------------
 
 def desc(t, fmt=LINEAR, dims=(2, 7, 4, 64)):

@@ -319,7 +319,7 @@ def test_gpu_plugin_launches_the_chosen_kernel(dtype, table):
     x = np.random.default_rng(3).standard_normal((2, 9, 4, 64)).astype(dtype)
     assert_close(run_gpu(x, fields), ref(x, fields), dtype)
     dx, dy = cp.asarray(x), cp.full(x.shape, np.nan, dtype)
-    launch(cp.cuda.get_current_stream().ptr, dx.data.ptr, 0, dy.data.ptr)
+    launch(cp.cuda.get_current_stream().ptr, dx.data.ptr, dy.data.ptr)  # no positions input
     cp.cuda.get_current_stream().synchronize()
     assert_close(cp.asnumpy(dy), ref(x, fields), dtype)
 
