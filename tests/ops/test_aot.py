@@ -20,8 +20,9 @@ from pyplugins.ops import BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, Se
 from pyplugins.runtime import aot, qdp
 from pyplugins.runtime.launch import POINTER
 from pyplugins.runtime.ptx_text import entries, entry_params
+from pyplugins.checker.checks.kernels import kernel_attributes
 
-from tests.qdp_support import REQUEST, Built, create
+from tests.qdp_support import REQUEST, Built, create, dyn
 
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
 
@@ -65,6 +66,24 @@ CASES = {
         RMSNorm, {"eps": 1e-6}, [(-1, -1), (-1,)], [(1, 1), (1,)], [(64, 16384), (16384,)],
         [[(3, d), (d,)] for d in (1, 6, 8, 96, 100, 1000, 2048, 4095, 4096, 8192, 8200, 16384)] +
         [[(0, 64), (64,)], [(64, 3), (3,)]], [F, H]),
+    # 3x3 stride 2 pad 1: pool2d (float), pool2d_b128 (INT8); every dim but C dynamic
+    "pool_max": Case(Pool, {"mode": "max", "kernel": [3, 3], "stride": [2, 2],
+                            "padding": [1, 1], "in_scale": 0.5, "out_scale": 0.25},
+                     [(-1, 3, -1, -1)], [(1, 3, 3, 3)], [(4, 3, 40, 48)],
+                     [[(1, 3, 3, 3)], [(2, 3, 9, 17)], [(4, 3, 40, 48)], [(0, 3, 5, 5)]],
+                     [F, H, I8]),
+    # 5x5 stride 2 pad 2 on whole chunks: pool2d_cols_s4 (float, half), pool2d_cols (INT8)
+    "pool_cols": Case(Pool, {"mode": "avg", "kernel": [5, 5], "padding": [2, 2],
+                             "stride": [2, 2], "in_scale": 0.1, "out_scale": 0.1},
+                      [(-1, 4, -1, 64)], [(1, 4, 1, 64)], [(3, 4, 100, 64)],
+                      [[(1, 4, 1, 64)], [(3, 4, 100, 64)], [(2, 4, 37, 64)]], [F, H, I8]),
+    # 2x2 stride 2 at a unit ratio: pool2d_i8 (INT8), pool2d (float); 3x3 stride 2: pool2d_wide
+    "pool_2x2": Case(Pool, {"mode": "avg", "kernel": [2, 2], "in_scale": 0.5, "out_scale": 0.5},
+                     [(2, -1, 16, 16)], [(2, 1, 16, 16)], [(2, 64, 16, 16)],
+                     [[(2, 1, 16, 16)], [(2, 64, 16, 16)]], [F, I8]),
+    "pool_wide": Case(Pool, {"mode": "max", "kernel": [3, 3], "stride": [2, 2]},
+                      [(1, 2, -1, -1)], [(1, 2, 3, 3)], [(1, 2, 64, 64)],
+                      [[(1, 2, 3, 3)], [(1, 2, 64, 63)]], [F, H]),
 }
 IDS = list(CASES)
 
@@ -77,15 +96,32 @@ class Recorded:
         self.shared_mem = kwargs.get("shared_mem", 0)
 
 
+#: The resident blocks plan's and the AOT launch's wave caps read here (there is no GPU).
+RESIDENT = 48
+
+
+@pytest.fixture(autouse=True)
+def resident(monkeypatch):
+    """Both sides see RESIDENT resident blocks: plan's variant launch and the AOT build's."""
+    monkeypatch.setattr(tactics, "resident_blocks", lambda fn, block, device=None: RESIDENT)
+    monkeypatch.setattr(aot, "build_resident_blocks", lambda row, ctype: RESIDENT)
+
+
 def planned(monkeypatch: Any, case: Case, at: Sequence[Tuple[int, ...]], dtype: Any,
             out_shapes: Sequence[Tuple[int, ...]]) -> Recorded:
-    """What ``plan`` computes for these concrete shapes (kernels and Launch stubbed)."""
+    """What ``plan`` computes for these concrete shapes (kernels and Launch stubbed), after
+    ``check_configure`` where the class has one (Pool's INT8 scales: the fields)."""
     module = __import__(case.cls.__module__, fromlist=["Launch"])
     monkeypatch.setattr(module, "Launch", Recorded)
     monkeypatch.setattr(tactics, "Launch", Recorded)  # ops whose plan reads a variant table
-    monkeypatch.setattr(case.cls.kernel, "function", lambda ctype, device=None: f"fn<{ctype}>")
+    rows = [row.kernel for row in getattr(module, "VARIANTS", ())]
+    for kernel in [*kernel_attributes(case.cls).values(), *rows]:
+        monkeypatch.setattr(kernel, "function",
+                            lambda ctype, device=None, k=kernel: f"{k.expression_for(ctype)}")
     plugin = case.cls(**case.values)
     desc = lambda s: trt.PluginTensorDesc(list(s), dtype, trt.TensorFormat.LINEAR)  # noqa: E731
+    if plugin.check_configure is not None:
+        plugin.check_configure([dyn(s, dtype) for s in at], [dyn(s, dtype) for s in out_shapes])
     return plugin.plan([desc(s) for s in at], [desc(s) for s in out_shapes], 0)
 
 
@@ -97,6 +133,11 @@ def scalars(args: Sequence[Any]) -> List[int]:
             continue
         out.append(aot.float32_bits(float(a)) if np.issubdtype(type(a), np.floating) else int(a))
     return out
+
+
+def scalars_of(op: str, want: Any) -> List[int]:
+    """plan's by-value arguments as the op's AOT entry takes them."""
+    return scalars(want.args)
 
 
 @pytest.fixture
@@ -139,6 +180,9 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
             assert got["shared_mem"] == want.shared_mem, where
             assert got["args"] == scalars(want.args), where
             assert set(got["arg_types"]) <= {"INT32"}
+            # the kernel plan launched, as its AOT entry (a mangled name holds len + name)
+            entry = want.function.split("<")[0] + "_aot"
+            assert f"{len(entry)}{entry}I" in got["name"], (where, got["name"])
         ptx, name = got["ptx"], got["name"]
         assert name in entries(ptx.decode()), (op, name)
         params = entry_params(ptx.decode(), name)
@@ -148,7 +192,7 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
             assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("cls", [CircPad, Pool, RoPE])
+@pytest.mark.parametrize("cls", [CircPad, RoPE])
 def test_ops_without_an_aot_kernel_say_why(cls, aot_defined):
     reason = qdp.aot_support(cls)
     assert reason is not None and cls.name in reason and "no aot_launch" in reason
