@@ -25,6 +25,7 @@ from pyplugins.checker.checks.kernels import kernel_attributes
 from tests.qdp_support import REQUEST, Built, create, dyn
 
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
+I64 = trt.DataType.INT64
 
 
 @dataclass
@@ -42,6 +43,11 @@ class Case:
     #: type name -> the row plan is asked for where the AOT launch, choosing from what the build
     #: knows, takes another than plan's own choice (the op's docs say which and why)
     variant: Dict[str, str] = field(default_factory=dict)
+    tactic: int = 0  #: the tactic TensorRT builds (0: the class's first, or none)
+
+    @property
+    def tactic_id(self) -> int:
+        return self.tactic or (1 if tactics.declared(self.cls) else 0)
 
 
 CASES = {
@@ -101,6 +107,30 @@ CASES = {
                                [(3, 8, 16, 128)], [[(1, 8, 1, 2)], [(3, 8, 16, 128)],
                                                    [(2, 8, 5, 6)]], [F, H],
                                variant={"HALF": "rope_1x"}),
+    # narrow rows of 16n input bytes: circ_pad_warp_narrow (float, half), circ_pad_narrow (INT8)
+    "circ_pad_narrow_rows": Case(CircPad, {"pads": [1, 1, 1, 1]}, [(-1, 3, -1, 8)],
+                                 [(1, 3, 1, 8)], [(2, 3, 40, 8)],
+                                 [[(1, 3, 1, 8)], [(2, 3, 40, 8)], [(2, 3, 7, 8)]], [F, H, I8]),
+    # wider rows of 16n bytes: circ_pad_warp, every size
+    "circ_pad_wide_rows": Case(CircPad, {"pads": [1, 1, 0, 2]}, [(-1, 2, -1, 128)],
+                               [(1, 2, 1, 128)], [(3, 2, 9, 128)],
+                               [[(1, 2, 1, 128)], [(3, 2, 9, 128)], [(2, 2, 4, 128)]],
+                               [F, H, I8, I64]),
+    # rows of 200 bytes: circ_pad_flat (float), circ_pad_narrow (half, INT8)
+    "circ_pad_flat": Case(CircPad, {"pads": [3, 2, 1, 0]}, [(-1, -1, 50)], [(1, 1, 50)],
+                          [(4, 20, 50)], [[(1, 1, 50)], [(4, 20, 50)], [(3, 7, 50)]], [F, H, I8]),
+    # W dynamic: no warp rows (their fit reads W's bytes): circ_pad_flat from the max
+    "circ_pad_dynamic_w": Case(CircPad, {"pads": [2, 3]}, [(2, -1)], [(2, 1)], [(2, 4000)],
+                               [[(2, 1)], [(2, 4000)], [(2, 5)], [(2, 333)]], [F],
+                               variant={"FLOAT": "circ_pad_flat"}),
+    # three padded dims, W dynamic: circ_pad, its strips plan over every group size
+    "circ_pad_rows": Case(CircPad, {"pads": [1, 2, 0, 1, 1, 0]}, [(-1, 3, -1)], [(1, 3, 1)],
+                          [(3, 3, 2000)], [[(1, 3, 2000)], [(3, 3, 700)], [(2, 3, 33)],
+                                           [(1, 3, 5)], [(1, 3, 1)], [(2, 3, 120)], [(1, 3, 25)]], [F, H],
+                          variant={"FLOAT": "circ_pad", "HALF": "circ_pad"}),
+    # the IPluginV3/QDP tactic "strips" (id 2): circ_pad without its staged path
+    "circ_pad_strips": Case(CircPad, {"pads": [2, 2, 1, 1]}, [(-1, 5, 64)], [(1, 5, 64)],
+                            [(6, 5, 64)], [[(1, 5, 64)], [(6, 5, 64)]], [F, I8], tactic=2),
 }
 IDS = list(CASES)
 
@@ -136,6 +166,7 @@ def planned(monkeypatch: Any, case: Case, at: Sequence[Tuple[int, ...]], dtype: 
         monkeypatch.setattr(kernel, "function",
                             lambda ctype, device=None, k=kernel: f"{k.expression_for(ctype)}")
     plugin = case.cls(**case.values)
+    plugin.tactic = tactics.tactic_name(case.cls, case.tactic_id)
     desc = lambda s: trt.PluginTensorDesc(list(s), dtype, trt.TensorFormat.LINEAR)  # noqa: E731
     if plugin.check_configure is not None:
         plugin.check_configure([dyn(s, dtype) for s in at], [dyn(s, dtype) for s in out_shapes])
@@ -144,19 +175,24 @@ def planned(monkeypatch: Any, case: Case, at: Sequence[Tuple[int, ...]], dtype: 
     return plugin.plan(ins, outs, 0, variant=variant) if variant else plugin.plan(ins, outs, 0)
 
 
+#: Fields of CircPad's flat struct that its AOT entries derive instead of taking them.
+DERIVED = {"magic_plane", "shift_plane", "magic_wo", "shift_wo"}
+
+
 def scalars(args: Sequence[Any]) -> List[int]:
-    """plan's by-value arguments as AOT passes them: ints, floats as their float32 bits."""
-    out = []
+    """plan's by-value arguments as AOT passes them: ints, floats as their float32 bits, a
+    struct field by field (CircPad's)."""
+    out: List[int] = []
     for a in args:
         if a is POINTER:
             continue
+        if isinstance(a, np.void):
+            for name in a.dtype.names:
+                if name not in DERIVED:
+                    out += np.atleast_1d(a[name]).astype(int).tolist()
+            continue
         out.append(aot.float32_bits(float(a)) if np.issubdtype(type(a), np.floating) else int(a))
     return out
-
-
-def scalars_of(op: str, want: Any) -> List[int]:
-    """plan's by-value arguments as the op's AOT entry takes them."""
-    return scalars(want.args)
 
 
 @pytest.fixture
@@ -189,7 +225,7 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
     n_in, n_out = len(case.shapes), case.cls.outputs
     for dtype in case.types:
         built = Built(plugin, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        in_out = built.configure([dtype] * (n_in + n_out))
+        in_out = built.configure([dtype] * (n_in + n_out), case.tactic_id)
         for at in case.at:
             got = built.launch(in_out, at)
             want = planned(monkeypatch, case, at, dtype, built.out_shapes(at))
@@ -211,12 +247,25 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
             assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("cls", [CircPad])
-def test_ops_without_an_aot_kernel_say_why(cls, aot_defined):
-    reason = qdp.aot_support(cls)
-    assert reason is not None and cls.name in reason and "no aot_launch" in reason
-    with pytest.raises(AotUnsupportedError, match=cls.name):
-        qdp.require_aot(cls)
+def test_every_shipped_op_is_aot_and_a_class_that_cannot_be_says_why():
+    for cls in (BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, SeqRepeat):
+        assert qdp.aot_support(cls) is None, cls.name
+
+    class NoHook(LeakyReLU):
+        name, namespace, aot_launch = "LReLU_nohook", "qdp_tests", None
+
+    class Scratch(LeakyReLU):
+        name, namespace = "LReLU_scratch", "qdp_tests"
+
+        def get_workspace_size(self, input_desc, output_desc):
+            return 64
+
+    for cls, why in ((NoHook, "defines no aot_launch hook"),
+                     (Scratch, "overrides get_workspace_size")):
+        reason = qdp.aot_support(cls)
+        assert reason is not None and f"plugin {cls.name!r}" in reason and why in reason
+        with pytest.raises(AotUnsupportedError, match=cls.name):
+            qdp.require_aot(cls)
 
 
 def test_an_aot_launch_that_does_not_fit_its_kernel_is_refused(aot_defined):
