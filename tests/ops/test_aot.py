@@ -364,9 +364,9 @@ def test_aot_kernel_through_the_driver_equals_the_jit_impl_bit_for_bit(op, aot_d
         ahead = create(case.cls, case.values, REQUEST.STRICT_AOT)
         types = [dtype] * (n_in + n_out)
         built_jit = Built(jit, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        built_jit.configure(types)
+        built_jit.configure(types, case.tactic_id)
         built_aot = Built(ahead, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        in_out = built_aot.configure(types)
+        in_out = built_aot.configure(types, case.tactic_id)
         np_type = trt.nptype(dtype)
         for at in case.at:
             inputs = [cp.asarray(_random(s, dtype, rng)) for s in at]
