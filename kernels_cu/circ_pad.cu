@@ -178,6 +178,26 @@
 // @instantiate circ_pad_warp<bool>
 // @instantiate circ_pad_warp<int>
 // @instantiate circ_pad_warp<long long>
+// @instantiate circ_pad_aot<signed char>
+// @instantiate circ_pad_aot<__half>
+// @instantiate circ_pad_aot<float>
+// @instantiate circ_pad_aot<long long>
+// @instantiate circ_pad_narrow_aot<signed char>
+// @instantiate circ_pad_narrow_aot<__half>
+// @instantiate circ_pad_narrow_aot<float>
+// @instantiate circ_pad_narrow_aot<long long>
+// @instantiate circ_pad_flat_aot<signed char>
+// @instantiate circ_pad_flat_aot<__half>
+// @instantiate circ_pad_flat_aot<float>
+// @instantiate circ_pad_flat_aot<long long>
+// @instantiate circ_pad_warp_narrow_aot<signed char>
+// @instantiate circ_pad_warp_narrow_aot<__half>
+// @instantiate circ_pad_warp_narrow_aot<float>
+// @instantiate circ_pad_warp_narrow_aot<long long>
+// @instantiate circ_pad_warp_aot<signed char>
+// @instantiate circ_pad_warp_aot<__half>
+// @instantiate circ_pad_warp_aot<float>
+// @instantiate circ_pad_warp_aot<long long>
 #include "common.cuh"
 
 // Constants the host shares: pyplugins.ops.circ_pad.DEFINES passes each as a -D option
@@ -974,8 +994,10 @@ __device__ __forceinline__ void flat_geom(const CircPadFlatParams& p, FlatGeom& 
 
 }  // namespace
 
+// circ_pad's body (its kernel and circ_pad_aot call it).
 template <typename T>
-__global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadParams p) {
+__device__ __forceinline__ void circ_pad_body(const T* __restrict__ x, T* __restrict__ y,
+    const CircPadParams& p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     constexpr int UV = CIRC_PAD_UNROLL;
@@ -1071,11 +1093,23 @@ __global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadPara
 }
 
 template <typename T>
-__global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, CircPadParams p) {
+__global__ void circ_pad(const T* __restrict__ x, T* __restrict__ y, CircPadParams p) {
+    circ_pad_body<T>(x, y, p);
+}
+
+// circ_pad_narrow's body (its kernel and circ_pad_narrow_aot call it).
+template <typename T>
+__device__ __forceinline__ void circ_pad_narrow_body(const T* __restrict__ x, T* __restrict__ y,
+    const CircPadParams& p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     NarrowGeom g;
     narrow_geom<B>(p, g);
     circ_pad_narrow_tiles<B>(reinterpret_cast<const B*>(x), reinterpret_cast<B*>(y), p, g);
+}
+
+template <typename T>
+__global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, CircPadParams p) {
+    circ_pad_narrow_body<T>(x, y, p);
 }
 
 #if CIRC_PAD_FLAT_MINB > 0
@@ -1084,9 +1118,10 @@ __global__ void circ_pad_narrow(const T* __restrict__ x, T* __restrict__ y, Circ
 #define CIRC_PAD_FLAT_BOUNDS
 #endif
 
+// circ_pad_flat's body (its kernel and circ_pad_flat_aot call it).
 template <typename T>
-__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* __restrict__ y,
-                                                   CircPadFlatParams p) {
+__device__ __forceinline__ void circ_pad_flat_body(const T* __restrict__ x, T* __restrict__ y,
+    const CircPadFlatParams& p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     constexpr int U = CIRC_PAD_FLAT_VECS;
@@ -1147,6 +1182,12 @@ __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* _
             }
         }
     }
+}
+
+template <typename T>
+__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat(const T* __restrict__ x, T* __restrict__ y,
+                                                   CircPadFlatParams p) {
+    circ_pad_flat_body<T>(x, y, p);
 }
 
 // ==== circ_pad_warp_narrow: narrow rows, each warp stages its own groups of rows. =============
@@ -1470,9 +1511,10 @@ __device__ __forceinline__ void warp_narrow_groups(const unsigned char* __restri
 #define CIRC_PAD_WN_BOUNDS __launch_bounds__(CIRC_PAD_WN_BLOCK)
 #endif
 
+// circ_pad_warp_narrow's body (its kernel and circ_pad_warp_narrow_aot call it).
 template <typename T>
-__global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
-                                                        T* __restrict__ y, CircPadFlatParams p) {
+__device__ __forceinline__ void circ_pad_warp_narrow_body(const T* __restrict__ x, T* __restrict__ y,
+    const CircPadFlatParams& p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     constexpr unsigned int S = sizeof(T);
     __shared__ __align__(16) unsigned short tab[CIRC_PAD_WN_TABLE];
@@ -1501,6 +1543,12 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
     } else {
         warp_narrow_groups<B, false>(xb, vbase, wbuf, tab, n, wstride, g, lane);
     }
+}
+
+template <typename T>
+__global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
+                                                        T* __restrict__ y, CircPadFlatParams p) {
+    circ_pad_warp_narrow_body<T>(x, y, p);
 }
 
 // ==== The warp path: circ_pad_warp, a warp per output row, rows staged per warp (no barriers) ====
@@ -1667,9 +1715,10 @@ __device__ __forceinline__ void warp_emit(const unsigned char* slot, B* dst, con
 #define CIRC_PAD_WARP_BOUNDS __launch_bounds__(CIRC_PAD_WARP_BLOCK)
 #endif
 
+// circ_pad_warp's body (its kernel and circ_pad_warp_aot call it).
 template <typename T>
-__global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* __restrict__ y,
-                                                   CircPadFlatParams p) {
+__device__ __forceinline__ void circ_pad_warp_body(const T* __restrict__ x, T* __restrict__ y,
+    const CircPadFlatParams& p) {
     typedef typename pp::Bits<sizeof(T)>::type B;
     constexpr unsigned int S = sizeof(B);
     constexpr unsigned int V = 16 / S;
@@ -1749,4 +1798,138 @@ __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* _
         warp_emit<B>(slot, yb + static_cast<pp::index_t>(row) * g.wo, g, lane, lane_col, step);
         cur = cur + 1 == kWarpSlots ? 0 : cur + 1;
     }
+}
+
+template <typename T>
+__global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* __restrict__ y,
+                                                   CircPadFlatParams p) {
+    circ_pad_warp_body<T>(x, y, p);
+}
+
+// ==== Ahead-of-time entries (QDP aot_impl; pyplugins.ops.circ_pad.CircPad.aot_launch) ====
+//
+// In TensorRT's order: the input pointer, 32-bit ints, the output pointer. Each builds its
+// kernel's parameter struct from the ints and calls that kernel's body, with its launch bounds:
+//   circ_pad_aot<T>, circ_pad_narrow_aot<T>(const T* x, int in_dims[8], int out_dims[8],
+//              int shift[8], int in_strides[8], int rows, int strips, int strip_vecs,
+//              int group, T* y): CircPadParams field by field (36 ints)
+//   circ_pad_flat_aot<T>, circ_pad_warp_narrow_aot<T>, circ_pad_warp_aot<T>(const T* x,
+//              int total, int plane_in, int plane_out, int wi, int wo, int hi, int ho, int sw,
+//              int sh, T* y): CircPadFlatParams' first nine fields; thread 0 of each block
+//              derives the magic numbers as circ_pad.flat_magic64 / flat_magic31 do (plane_out
+//              and wo < 2^31) and shares them through shared memory (one barrier).
+// Every value < 2^31: the host refuses a profile whose input or output has 2^31 elements or
+// more. The element type only sets the element size, so the host instantiates one type per
+// size (signed char, __half, float, long long).
+
+#define CIRC_PAD_AOT_ROW_PARAMS \
+    int i0, int i1, int i2, int i3, int i4, int i5, int i6, int i7, int o0, int o1, int o2, \
+    int o3, int o4, int o5, int o6, int o7, int s0, int s1, int s2, int s3, int s4, int s5, \
+    int s6, int s7, int t0, int t1, int t2, int t3, int t4, int t5, int t6, int t7, int rows, \
+    int strips, int strip_vecs, int group
+
+namespace {
+
+__device__ __forceinline__ void circ_pad_put8(pp::Dims8& d, int a0, int a1, int a2, int a3, int a4,
+                                              int a5, int a6, int a7) {
+    d.d[0] = a0; d.d[1] = a1; d.d[2] = a2; d.d[3] = a3;
+    d.d[4] = a4; d.d[5] = a5; d.d[6] = a6; d.d[7] = a7;
+}
+
+// (TensorRT launches an empty output too, which the host skips for the JIT kernels.)
+#define CIRC_PAD_AOT_ROW_STRUCT(p)                                          \
+    if (rows == 0 || o7 == 0) return;                                       \
+    CircPadParams p;                                                        \
+    circ_pad_put8(p.in_dims, i0, i1, i2, i3, i4, i5, i6, i7);               \
+    circ_pad_put8(p.out_dims, o0, o1, o2, o3, o4, o5, o6, o7);              \
+    circ_pad_put8(p.shift, s0, s1, s2, s3, s4, s5, s6, s7);                 \
+    circ_pad_put8(p.in_strides, t0, t1, t2, t3, t4, t5, t6, t7);            \
+    p.rows = rows;                                                          \
+    p.strips = strips;                                                      \
+    p.strip_vecs = strip_vecs;                                              \
+    p.group = group
+
+// The bit length of n (0 for 0).
+__device__ __forceinline__ int circ_pad_bits(unsigned int n) {
+    return n == 0u ? 0 : 32 - __clz(n);
+}
+
+// CircPadFlatParams from the nine ints, the magic numbers made by thread 0 and shared.
+__device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat(int total, int plane_in,
+                                                               int plane_out, int wi, int wo,
+                                                               int hi, int ho, int sw, int sh) {
+    __shared__ unsigned long long magic[4];
+    if (threadIdx.x == 0) {
+        // plane_out: ceil(2^(63 + s) / d), s = bits(d - 1), as 2^(31 + s) * 2^32 in two steps
+        const unsigned long long d = static_cast<unsigned int>(max(plane_out, 1));
+        const int s = circ_pad_bits(static_cast<unsigned int>(d) - 1u);
+        const unsigned long long a = 1ull << (31 + s);
+        const unsigned long long q1 = a / d, r1 = a % d;
+        const unsigned long long r2 = r1 << 32;
+        magic[0] = (q1 << 32) + r2 / d + (r2 % d != 0u ? 1u : 0u);
+        magic[1] = static_cast<unsigned long long>(s);
+        // wo: ceil(2^(31 + s) / wo), shift 31 + s
+        const unsigned long long w = static_cast<unsigned int>(max(wo, 1));
+        const int sw2 = circ_pad_bits(static_cast<unsigned int>(w) - 1u);
+        const unsigned long long b = 1ull << (31 + sw2);
+        magic[2] = b / w + (b % w != 0u ? 1u : 0u);
+        magic[3] = static_cast<unsigned long long>(31 + sw2);
+    }
+    __syncthreads();
+    CircPadFlatParams p;
+    p.total = total;
+    p.plane_in = plane_in;
+    p.plane_out = plane_out;
+    p.wi = wi;
+    p.wo = wo;
+    p.hi = hi;
+    p.ho = ho;
+    p.sw = sw;
+    p.sh = sh;
+    p.magic_plane = magic[0];
+    p.shift_plane = static_cast<long long>(magic[1]);
+    p.magic_wo = static_cast<long long>(magic[2]);
+    p.shift_wo = static_cast<long long>(magic[3]);
+    return p;
+}
+
+}  // namespace
+
+#define CIRC_PAD_AOT_FLAT_PARAMS \
+    int total, int plane_in, int plane_out, int wi, int wo, int hi, int ho, int sw, int sh
+#define CIRC_PAD_AOT_FLAT_ARGS total, plane_in, plane_out, wi, wo, hi, ho, sw, sh
+
+template <typename T>
+__global__ void circ_pad_aot(const T* __restrict__ x, CIRC_PAD_AOT_ROW_PARAMS, T* __restrict__ y) {
+    CIRC_PAD_AOT_ROW_STRUCT(p);
+    circ_pad_body<T>(x, y, p);
+}
+
+template <typename T>
+__global__ void circ_pad_narrow_aot(const T* __restrict__ x, CIRC_PAD_AOT_ROW_PARAMS,
+                                    T* __restrict__ y) {
+    CIRC_PAD_AOT_ROW_STRUCT(p);
+    circ_pad_narrow_body<T>(x, y, p);
+}
+
+template <typename T>
+__global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat_aot(const T* __restrict__ x,
+                                                       CIRC_PAD_AOT_FLAT_PARAMS, T* __restrict__ y) {
+    if (total == 0) return;  // an empty output (every thread: before the barrier)
+    circ_pad_flat_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
+}
+
+template <typename T>
+__global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow_aot(const T* __restrict__ x,
+                                                            CIRC_PAD_AOT_FLAT_PARAMS,
+                                                            T* __restrict__ y) {
+    if (total == 0) return;  // an empty output (every thread: before the barrier)
+    circ_pad_warp_narrow_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
+}
+
+template <typename T>
+__global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp_aot(const T* __restrict__ x,
+                                                       CIRC_PAD_AOT_FLAT_PARAMS, T* __restrict__ y) {
+    if (total == 0) return;  // an empty output (every thread: before the barrier)
+    circ_pad_warp_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
 }

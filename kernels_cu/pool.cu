@@ -72,6 +72,16 @@
 // @instantiate pool2d_cols<float>
 // @instantiate pool2d_cols<__half>
 // @instantiate pool2d_cols<signed char>
+// @instantiate pool2d_aot<float>
+// @instantiate pool2d_aot<__half>
+// @instantiate pool2d_aot<signed char>
+// @instantiate pool2d_wide_aot<float>
+// @instantiate pool2d_wide_aot<__half>
+// @instantiate pool2d_wide_aot<signed char>
+// @instantiate pool2d_i8_aot<signed char>
+// @instantiate pool2d_cols_aot<float>
+// @instantiate pool2d_cols_aot<__half>
+// @instantiate pool2d_cols_aot<signed char>
 //
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
@@ -1145,6 +1155,47 @@ __global__ void pool2d_wide(const T* __restrict__ x, T* __restrict__ y, long lon
                                  out_scale);
 }
 
+namespace pp_pool {
+
+// pool2d_i8's body (its kernel and pool2d_i8_aot call it).
+template <typename T>
+__device__ __forceinline__ void pool_i8_kernel(const T* __restrict__ x, T* __restrict__ y,
+                                               long long nc, int h, int w, int ho, int wo, int kh,
+                                               int kw, int sh, int sw, int ph, int pw, int mode,
+                                               float in_scale, float out_scale) {
+    static_assert(sizeof(T) == 1, "pool2d_i8 is INT8 only");
+    Params p;
+    if (!fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
+    if (mode == 0) pool_i8_entry<false>(x, y, p);
+    else pool_i8_entry<true>(x, y, p);
+}
+
+// pool2d_cols's body (its kernel and pool2d_cols_aot call it).
+template <typename T>
+__device__ __forceinline__ void pool_cols_kernel(const T* __restrict__ x, T* __restrict__ y,
+                                                 long long nc, int h, int w, int ho, int wo,
+                                                 int kh, int kw, int sh, int sw, int ph, int pw,
+                                                 int mode, float in_scale, float out_scale) {
+    Params p;
+    if (!fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
+    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
+    const bool cols = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
+                      wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
+                      ph >= 0 && ph <= 4 && blockDim.x % 32 == 0;
+    if (cols) {
+        if (mode == 0) pool_cols<T, false>(x, y, p);
+        else pool_cols<T, true>(x, y, p);
+    } else if (small) {  // the run-time window loop, called (its registers apart)
+        if (mode == 0) pool_body_call<T, FastDiv, false>(x, y, p);
+        else pool_body_call<T, FastDiv, true>(x, y, p);
+    } else {
+        if (mode == 0) pool_body_call<T, SlowDiv, false>(x, y, p);
+        else pool_body_call<T, SlowDiv, true>(x, y, p);
+    }
+}
+
+}  // namespace pp_pool
+
 // INT8 only (instantiated for signed char): launch it for 2x2 stride 2 padding 0 at in_scale ==
 // out_scale. Any window and ratio is still computed (generic path), but the register cap that
 // keeps the byte-SIMD path at full occupancy (40; it needs 32) makes the generic path spill.
@@ -1152,11 +1203,8 @@ template <typename T>
 __global__ void __launch_bounds__(512, 3) pool2d_i8(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w,
                           int ho, int wo, int kh, int kw, int sh, int sw, int ph, int pw, int mode,
                           float in_scale, float out_scale) {
-    static_assert(sizeof(T) == 1, "pool2d_i8 is INT8 only");
-    pp_pool::Params p;
-    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
-    if (mode == 0) pp_pool::pool_i8_entry<false>(x, y, p);
-    else pp_pool::pool_i8_entry<true>(x, y, p);
+    pp_pool::pool_i8_kernel(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
+                            out_scale);
 }
 
 // 5x5 stride 2, column padding 2, row padding 0..4 (launch it for that window with a block of a
@@ -1167,20 +1215,40 @@ template <typename T>
 __global__ void __launch_bounds__(PP_POOL_COLS_THREADS, PP_POOL_COLS_MINB)
 pool2d_cols(const T* __restrict__ x, T* __restrict__ y, long long nc, int h, int w, int ho, int wo,
             int kh, int kw, int sh, int sw, int ph, int pw, int mode, float in_scale, float out_scale) {
-    pp_pool::Params p;
-    if (!pp_pool::fill_params(p, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, in_scale, out_scale)) return;
-    const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
-    const bool cols = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
-                      wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
-                      ph >= 0 && ph <= 4 && blockDim.x % 32 == 0;
-    if (cols) {
-        if (mode == 0) pp_pool::pool_cols<T, false>(x, y, p);
-        else pp_pool::pool_cols<T, true>(x, y, p);
-    } else if (small) {  // the run-time window loop, called (its registers apart)
-        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::FastDiv, false>(x, y, p);
-        else pp_pool::pool_body_call<T, pp_pool::FastDiv, true>(x, y, p);
-    } else {
-        if (mode == 0) pp_pool::pool_body_call<T, pp_pool::SlowDiv, false>(x, y, p);
-        else pp_pool::pool_body_call<T, pp_pool::SlowDiv, true>(x, y, p);
-    }
+    pp_pool::pool_cols_kernel(x, y, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale,
+                              out_scale);
+}
+
+// Ahead-of-time entries (QDP aot_impl; pyplugins.ops.pool.Pool.aot_launch), in TensorRT's order
+// (the input pointer, 32-bit ints, the output pointer), each with its kernel's launch bounds and
+// calling its kernel's body:
+//     <kernel>_aot<T>(const T* x, int nc, int h, int w, int ho, int wo, int kh, int kw, int sh,
+//                     int sw, int ph, int pw, int mode, int in_scale_bits, int out_scale_bits, T* y)
+// nc = N * C < 2^31; the scales travel as their float32 bits (__int_as_float).
+#define PP_POOL_AOT_PARAMS                                                                         \
+    const T* __restrict__ x, int nc, int h, int w, int ho, int wo, int kh, int kw, int sh, int sw, \
+        int ph, int pw, int mode, int in_scale_bits, int out_scale_bits, T* __restrict__ y
+#define PP_POOL_AOT_ARGS                                                                           \
+    x, y, static_cast<long long>(nc), h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode,                  \
+        __int_as_float(in_scale_bits), __int_as_float(out_scale_bits)
+
+template <typename T>
+__global__ void pool2d_aot(PP_POOL_AOT_PARAMS) {
+    pp_pool::pool_entry<T, false>(PP_POOL_AOT_ARGS);
+}
+
+template <typename T>
+__global__ void pool2d_wide_aot(PP_POOL_AOT_PARAMS) {
+    pp_pool::pool_entry<T, true>(PP_POOL_AOT_ARGS);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(512, 3) pool2d_i8_aot(PP_POOL_AOT_PARAMS) {
+    pp_pool::pool_i8_kernel(PP_POOL_AOT_ARGS);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(PP_POOL_COLS_THREADS, PP_POOL_COLS_MINB)
+pool2d_cols_aot(PP_POOL_AOT_PARAMS) {
+    pp_pool::pool_cols_kernel(PP_POOL_AOT_ARGS);
 }

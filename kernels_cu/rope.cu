@@ -67,6 +67,10 @@
 // @instantiate rope<__half>
 // @instantiate rope_table<float>
 // @instantiate rope_table<__half>
+// @instantiate rope_aot<float>
+// @instantiate rope_aot<__half>
+// @instantiate rope_table_aot<float>
+// @instantiate rope_table_aot<__half>
 
 #include "common.cuh"
 
@@ -525,13 +529,12 @@ __device__ __forceinline__ void table_body(const T* __restrict__ x, const int* _
     }
 }
 
-}  // namespace pp_rope
-
+// rope's body (its kernel and rope_aot call it).
 template <typename T>
-__global__ void rope(const T* __restrict__ x, const int* __restrict__ positions, T* __restrict__ y,
-                     long long tokens, int seq, int heads, int head_dim, int rotary_dim, int layout,
-                     int position_offset, float theta) {
-    using namespace pp_rope;
+__device__ __forceinline__ void rope_main(const T* __restrict__ x, const int* __restrict__ positions,
+                                          T* __restrict__ y, long long tokens, int seq, int heads,
+                                          int head_dim, int rotary_dim, int layout,
+                                          int position_offset, float theta) {
     constexpr int kVec = 16 / sizeof(T);
     if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0) return;
     Shape p;
@@ -544,6 +547,43 @@ __global__ void rope(const T* __restrict__ x, const int* __restrict__ positions,
         if (aligned && (rotary_dim / 2) % kVec == 0) rope_body<T, true, false>(x, positions, y, p);
         else rope_body<T, false, false>(x, positions, y, p);
     }
+}
+
+// rope_table's body after its shared arrays (its kernel and rope_table_aot call it).
+template <typename T>
+__device__ __forceinline__ void rope_table_main(const T* __restrict__ x,
+                                                const int* __restrict__ positions,
+                                                T* __restrict__ y, long long tokens, int seq,
+                                                int heads, int head_dim, int rotary_dim,
+                                                int layout, int position_offset, float theta,
+                                                int tile_tokens, int tile_heads,
+                                                float2 (*table)[PP_ROPE_TABLE_PAIRS],
+                                                double* freqs) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0 || rotary_dim / 2 > PP_ROPE_TABLE_PAIRS) return;
+    Shape p;
+    fill_shape(p, tokens, seq, heads, head_dim, rotary_dim, position_offset, theta);
+    const bool aligned = pp::is_aligned16(x) && pp::is_aligned16(y) && head_dim % kVec == 0;
+    if (layout == 1) {
+        if (aligned && rotary_dim % kVec == 0) table_body<T, true, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        else table_body<T, false, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+    } else {
+        if (aligned && (rotary_dim / 2) % kVec == 0) {
+            table_body<T, true, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        } else {
+            table_body<T, false, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
+        }
+    }
+}
+
+}  // namespace pp_rope
+
+template <typename T>
+__global__ void rope(const T* __restrict__ x, const int* __restrict__ positions, T* __restrict__ y,
+                     long long tokens, int seq, int heads, int head_dim, int rotary_dim, int layout,
+                     int position_offset, float theta) {
+    pp_rope::rope_main(x, positions, y, tokens, seq, heads, head_dim, rotary_dim, layout,
+                       position_offset, theta);
 }
 
 // Before sm_90, at most 4 blocks: sm_75 holds 1024 threads an SM, and sm_80 spills at 5.
@@ -560,22 +600,38 @@ __global__ void PP_ROPE_TABLE_BOUNDS rope_table(const T* __restrict__ x, const i
                                                 T* __restrict__ y, long long tokens, int seq, int heads,
                                                 int head_dim, int rotary_dim, int layout, int position_offset,
                                                 float theta, int tile_tokens, int tile_heads) {
-    using namespace pp_rope;
-    constexpr int kVec = 16 / sizeof(T);
     __shared__ float2 table[2][PP_ROPE_TABLE_PAIRS];
     __shared__ double freqs[PP_ROPE_TABLE_PAIRS];
-    if (tokens <= 0 || seq <= 0 || heads <= 0 || head_dim <= 0 || rotary_dim / 2 > PP_ROPE_TABLE_PAIRS) return;
-    Shape p;
-    fill_shape(p, tokens, seq, heads, head_dim, rotary_dim, position_offset, theta);
-    const bool aligned = pp::is_aligned16(x) && pp::is_aligned16(y) && head_dim % kVec == 0;
-    if (layout == 1) {
-        if (aligned && rotary_dim % kVec == 0) table_body<T, true, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
-        else table_body<T, false, true>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
-    } else {
-        if (aligned && (rotary_dim / 2) % kVec == 0) {
-            table_body<T, true, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
-        } else {
-            table_body<T, false, false>(x, positions, y, p, tile_tokens, tile_heads, table, freqs);
-        }
-    }
+    pp_rope::rope_table_main(x, positions, y, tokens, seq, heads, head_dim, rotary_dim, layout,
+                             position_offset, theta, tile_tokens, tile_heads, table, freqs);
+}
+
+// Ahead-of-time entries (QDP aot_impl; pyplugins.ops.rope.RoPE.aot_launch), in TensorRT's order
+// (the input pointer, 32-bit ints, the output pointer), calling the kernels' bodies without
+// positions (QDP serves the one-input RoPE: token (b, s) at position_offset + s):
+//     rope_aot<T>(const T* x, int tokens, int seq, int heads, int head_dim, int rotary_dim,
+//                 int layout, int position_offset, int theta_bits, T* y)
+//     rope_table_aot<T>(the same ints, int tile_tokens, int tile_heads, T* y), rope_table's bounds
+// tokens = batch * seq < 2^31; theta travels as its float32 bits (__int_as_float).
+template <typename T>
+__global__ void rope_aot(const T* __restrict__ x, int tokens, int seq, int heads, int head_dim,
+                         int rotary_dim, int layout, int position_offset, int theta_bits,
+                         T* __restrict__ y) {
+    pp_rope::rope_main(x, static_cast<const int*>(nullptr), y, static_cast<long long>(tokens), seq,
+                       heads, head_dim, rotary_dim, layout, position_offset,
+                       __int_as_float(theta_bits));
+}
+
+template <typename T>
+__global__ void PP_ROPE_TABLE_BOUNDS rope_table_aot(const T* __restrict__ x, int tokens, int seq,
+                                                    int heads, int head_dim, int rotary_dim,
+                                                    int layout, int position_offset,
+                                                    int theta_bits, int tile_tokens,
+                                                    int tile_heads, T* __restrict__ y) {
+    __shared__ float2 table[2][PP_ROPE_TABLE_PAIRS];
+    __shared__ double freqs[PP_ROPE_TABLE_PAIRS];
+    pp_rope::rope_table_main(x, static_cast<const int*>(nullptr), y,
+                             static_cast<long long>(tokens), seq, heads, head_dim, rotary_dim,
+                             layout, position_offset, __int_as_float(theta_bits), tile_tokens,
+                             tile_heads, table, freqs);
 }

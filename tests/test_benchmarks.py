@@ -741,6 +741,7 @@ def test_the_cpp_floor_launches_every_kernel_circ_pad_can_plan():
 
     source = (REPO / "benchmarks" / "cpp" / "launch_floor.cu").read_text()
     names = {k.expression.split("<")[0] for k in vars(CircPad).values() if isinstance(k, Kernel)}
+    names = {n for n in names if not n.endswith("_aot")}  # AOT entries: TensorRT launches them
     assert names >= {"circ_pad", "circ_pad_flat", "circ_pad_warp", "circ_pad_warp_narrow"}
     for name in names:
         assert f'"{name}"' in source, name  # accepted by name

@@ -291,13 +291,14 @@ def test_pp_register_and_the_interface_knob_pick_qdp():
 
 
 def test_under_the_knob_a_class_qdp_cannot_serve_takes_the_auto_rule(caplog):
-    from pyplugins.ops.circ_pad import CircPad
+    uncounted = type("Uncounted", (Recorder,), {"name": "QdpUncounted", "inputs": None,
+                                                "tactics": ()})
     with override(interface="qdp"):
-        assert creator_mod.default_interface(CircPad) == "v2"
+        assert creator_mod.default_interface(uncounted) == "v2"
         assert creator_mod.default_interface(QLeaky) == "qdp"
     assert "set inputs = N" in caplog.text and "auto rule" in caplog.text
     with pytest.raises(PluginDefinitionError, match="set inputs = N"):
-        qdp.define(CircPad)  # asked for explicitly, it is an error
+        qdp.define(uncounted)  # asked for explicitly, it is an error
 
 
 def test_a_forgotten_plugins_functions_say_so(defined):

@@ -34,6 +34,7 @@ from pyplugins.checker.qdp_run import QDPRun
 from pyplugins.checker.run_setup import labelled_step
 from pyplugins.checker.size_tensors import size_outputs_of
 from pyplugins.emulator import surface
+from pyplugins.runtime import qdp
 from pyplugins.emulator.plugin.creator import QDP_REGISTRY
 from pyplugins.emulator.version import emulated_version
 
@@ -164,6 +165,11 @@ class DriverQDP:
         self._violations: List[Violation] = []
         has_jit = getattr(self.definition, "impl_func", None) is not None
         has_aot = getattr(self.definition, "aot_impl_func", None) is not None
+        #: Why the plugin has no aot_impl, where AOT was asked for (``--qdp aot|both``, aot=1).
+        self.aot_unsupported = None if has_aot or not (
+            implementation in ("aot", "both") or node_aot) else self._no_aot_reason()
+        if self.aot_unsupported:
+            report.warnings.append(f"no AOT build: {self.aot_unsupported}")
         if emulated_version() < (10, 9):
             if implementation in ("aot", "both") or node_aot:
                 msg = ("AOT QDP plugins need TensorRT 10.9 (QuickPluginCreationRequest); the "
@@ -186,6 +192,14 @@ class DriverQDP:
                                        f"{'aot_impl' if has_aot else 'impl'}; checked that")
         self.runs = [QDPRun(self, kind, request) for kind, request in plan]
         self.going = list(self.runs)
+
+    def _no_aot_reason(self) -> str:
+        """Why this plugin cannot be built AOT: a ``pp.Plugin`` class's reason
+        (:func:`pyplugins.runtime.qdp.aot_support`), else that no ``aot_impl`` is registered."""
+        served = qdp.definition(self.plugin_id)
+        reason = qdp.aot_support(served.cls) if served is not None else None
+        return reason or (f"QDP plugin '{self.plugin_id}' registers no @trtp.aot_impl, so "
+                          "TensorRT can only run its impl (JIT) with Python")
 
     def _arch(self) -> str:
         from pyplugins.runtime.kernel_ptx import ARCH  # noqa: PLC0415 - the check's default SM
@@ -332,8 +346,11 @@ class DriverQDP:
 
     def summary(self) -> dict:
         """The report's ``qdp`` section."""
-        return {"plugin_id": self.plugin_id, "runs": [dict(r.info) for r in self.runs],
-                "compared": sum(r.outputs is not None for r in self.runs) > 1}
+        out = {"plugin_id": self.plugin_id, "runs": [dict(r.info) for r in self.runs],
+               "compared": sum(r.outputs is not None for r in self.runs) > 1}
+        if self.aot_unsupported:
+            out["aot_unsupported"] = self.aot_unsupported
+        return out
 
 
 def _compare(jit: Sequence[Any], aot: Sequence[Any]) -> List[Violation]:

@@ -183,4 +183,6 @@ def _qdp_lines(qdp: Dict[str, Any]) -> List[str]:
         if run.get("stopped"):
             text += f"; stopped: {run['stopped']}"
         lines.append(text)
+    if qdp.get("aot_unsupported"):
+        lines.append(f"qdp AOT not possible: {qdp['aot_unsupported']}")
     return lines

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import pyplugins.trt as trt
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.dtypes import ctype_from_trt, itemsize_from_trt
 from pyplugins.errors import ShapeError
@@ -50,7 +50,7 @@ from pyplugins.runtime.launch import POINTER, Launch
 from pyplugins.runtime.tactics import Variant, choose, define_options, find, launch, tactics
 from pyplugins.runtime.plugin import Plugin
 
-__all__ = ["BLOCK", "DEFINES", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
+__all__ = ["AOT_CTYPES", "AOT_KERNELS", "BLOCK", "DEFINES", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
            "NARROW_ROW_BYTES", "PARAMS_DTYPE", "TACTICS", "VARIANTS", "WARP_NARROW_CHUNKS",
            "WARP_NARROW_TABLE", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
            "flat_magic64", "launch_plan", "pad_widths", "warp_narrow_groups"]
@@ -387,6 +387,20 @@ VARIANTS: Tuple[Variant, ...] = (
 )
 #: CircPad's IPluginV3 tactics: "staged" (the table's own choice, as V2) and each tagged row.
 TACTICS = tactics(VARIANTS, "staged")
+#: The AOT entries' ``{T}`` per element size (the kernels move raw bytes: one type per size).
+AOT_CTYPES = {1: "signed char", 2: "__half", 4: "float", 8: "long long"}
+#: Each row's AOT entry (``<kernel>_aot`` in circ_pad.cu), by row name: :meth:`CircPad.aot_launch`.
+AOT_KERNELS = {name: Kernel(k.source, k.expression, options=k.options,
+                            dtypes=("int8", "float16", "float32", "int64"))
+               for name, k in aot.entry_kernels(VARIANTS).items()}
+
+
+def _strip_plan(nvec: Any) -> Tuple[Any, Any, Any]:
+    """``(strips, strip_vecs, group)`` of :func:`launch_plan` for ``nvec`` 16-byte vectors a
+    row, as arithmetic (ints or symbolic dims): group 1, 2, 4, ... 32 past 2, 4, ... 32."""
+    group = 1 + sum(k * aot.less(2 * k, nvec) for k in (1, 2, 4, 8, 16))  # type: ignore[misc]
+    return (shapes.maximum(shapes.cdiv(nvec, 256), 1),
+            shapes.maximum(shapes.minimum(nvec, 256), 1), group)
 
 
 @register
@@ -409,6 +423,7 @@ class CircPad(Plugin):
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.BF16, trt.DataType.INT8,
               trt.DataType.UINT8, trt.DataType.BOOL, trt.DataType.INT32, trt.DataType.INT64)
     same_as = 0
+    inputs = 1
 
     pads = Field.ints(min=0, max=_DIM_LIMIT - 1, max_len=2 * _MAX_RANK, validate=_pairs,
                       doc="(before, after) pairs, the last dim first")
@@ -421,6 +436,10 @@ class CircPad(Plugin):
     flat_kernel = find(VARIANTS, "circ_pad_flat").kernel
     warp_narrow_kernel = find(VARIANTS, "circ_pad_warp_narrow").kernel
     warp_kernel = find(VARIANTS, "circ_pad_warp").kernel
+    #: The AOT entries (:data:`AOT_KERNELS`; circ_pad_strips's is circ_pad's with its option).
+    aot_kernel, narrow_aot_kernel, flat_aot_kernel, warp_narrow_aot_kernel, warp_aot_kernel = (
+        AOT_KERNELS[n] for n in ("circ_pad", "circ_pad_narrow", "circ_pad_flat",
+                                 "circ_pad_warp_narrow", "circ_pad_warp"))
     #: As IPluginV3, TensorRT times both and keeps the faster (``benchmarks/tactics.py``):
     #: "staged" is the table's own choice (as V2), "strips" the row of that tactic.
     tactics = TACTICS
@@ -468,6 +487,58 @@ class CircPad(Plugin):
         facts = self._launch_plan(desc)
         row = choose(VARIANTS, facts, variant=variant, tactic=self.tactic, plugin=self.name)
         return launch(row, facts, ctype_from_trt(desc.type), device)
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of x's shape (QDP ``aot_impl``): the row plan
+        takes at the profile's max shape (the tactic's row under a tactic), the warp rows only
+        where the network fixes the last dim (their fit reads its bytes), and its entry
+        ``<kernel>_aot`` with the row's struct as int32s, in field order (the flat rows' first
+        nine fields; the kernel derives the magic numbers).
+
+        Raises:
+            ShapeError: the input or output has 2**31 elements or more at the profile's max
+                (int32 arguments), or a padded dim is 0 in the profile's min.
+        """
+        x = inputs[0]
+        widths = pad_widths(len(x.dims), self.pads)
+        _check_no_empty_padded_dim(x.min, widths, "the profile's min shape")
+        itemsize = max(itemsize_from_trt(x.type), 1)
+        facts = launch_plan(x.max, self.pads, itemsize)
+        aot.int32_bound(self.name, "the element count of input 0 or output 0", max(
+            math.prod(max(d, 1) for d in x.max), math.prod(max(d, 1) for d in facts.out_shape)),
+            "lower the profile's max")
+        fixed = not x.shape or x.shape[-1] >= 0
+        rows = [r for r in VARIANTS if fixed or r.name not in ("circ_pad_warp_narrow",
+                                                               "circ_pad_warp")]
+        row = choose(rows, facts, tactic=self.tactic, plugin=self.name)
+        lead = [1] * (_MAX_RANK - len(x.dims))
+        in8 = lead + list(x.dims)
+        out8 = lead + [d + (b + a) if b + a else d for d, (b, a) in zip(x.dims, widths)]
+        before8 = [0] * len(lead) + [b for b, _ in widths]
+        shift8 = [0 if not b else shapes.cdiv(b, n) * n - b for b, n in zip(before8, in8)]
+        v, total = 16 // itemsize, aot.volume(out8)
+        if row.args is _row_args:
+            strips, strip_vecs, group = _strip_plan(out8[7] // v)
+            threads = aot.volume(out8[:7]) * strips * group
+            blocks = aot.volume(out8[:6]) if row.name == "circ_pad_narrow" else \
+                shapes.cdiv(threads, row.block)
+            args = (*in8, *out8, *shift8, *(aot.volume(in8[d + 1:]) for d in range(_MAX_RANK)),
+                    aot.volume(out8[:7]), strips, strip_vecs, group)
+        else:
+            f = facts.flat_params
+            wi, wo = int(f["wi"]), int(f["wo"])
+            blocks = shapes.cdiv(shapes.cdiv(total + v - 1, v), row.block)
+            if row.name == "circ_pad_warp":
+                blocks = shapes.cdiv(total // wo, row.block // 32)
+            elif row.name == "circ_pad_warp_narrow":
+                per_group = _warp_narrow_rows(wi, wo, itemsize, v - 1) * wo // v
+                blocks = shapes.cdiv(shapes.cdiv(shapes.cdiv(total + v - 1, v), per_group),
+                                     row.block // 32)
+            args = (total, in8[6] * in8[7], out8[6] * out8[7], in8[7], out8[7], in8[6], out8[6],
+                    shift8[7], shift8[6])
+        ctype = AOT_CTYPES[itemsize]
+        return aot.AotLaunch(AOT_KERNELS[row.name], ctype, block=row.block, args=args,
+                             grid=aot.variant_grid(row, blocks, ctype_from_trt(x.type)))
 
     def _launch_plan(self, desc: Any) -> LaunchPlan:
         in_shape = tuple(int(d) for d in desc.dims)

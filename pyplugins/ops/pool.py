@@ -49,7 +49,7 @@ import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import dtypes
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.errors import FieldError, ShapeError
 from pyplugins.runtime.fields import Field
@@ -59,7 +59,7 @@ from pyplugins.runtime.tactics import Variant, choose, define_options, find, lau
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["COLS_BLOCK", "COLS_MIN_ROWS", "COLS_WINDOW", "DEFINES", "MODES", "OUTPUTS_PER_THREAD",
+__all__ = ["AOT_KERNELS", "COLS_BLOCK", "COLS_MIN_ROWS", "COLS_WINDOW", "DEFINES", "MODES", "OUTPUTS_PER_THREAD",
            "VARIANTS", "WIDE_WINDOWS", "Pool", "PoolFacts", "cols_blocks", "output_size"]
 
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
@@ -196,6 +196,9 @@ VARIANTS: Tuple[Variant, ...] = (
             blocks=_outputs_blocks, block=128, waves=1),
 )
 
+#: Each row's AOT entry (``<kernel>_aot<T>`` in pool.cu), by row name: :meth:`Pool.aot_launch`.
+AOT_KERNELS = aot.entry_kernels(VARIANTS)
+
 
 def output_size(size: int, kernel: int, stride: int, padding: int) -> int:
     """``floor((size + 2 padding - kernel) / stride) + 1``: one output dim (may be <= 0).
@@ -238,6 +241,7 @@ class Pool(Plugin):
     name = "Pool"
     dtypes = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8)
     same_as = 0
+    inputs = 1
 
     mode = Field.enum("max", "avg", doc="'max' or 'avg' (average over in-bounds elements)")
     kernel = Field.ints(len=2, min=1, doc="window [kh, kw]")
@@ -257,6 +261,10 @@ class Pool(Plugin):
     pool2d_cols = find(VARIANTS, "pool2d_cols").kernel
     #: pool2d_cols with segments of 4 output rows.
     pool2d_cols_s4 = find(VARIANTS, "pool2d_cols_s4").kernel
+    #: The AOT entries (:data:`AOT_KERNELS`; pool2d_b128's is pool2d's), for the kernel check.
+    pool2d_aot, pool2d_wide_aot, pool2d_i8_aot, pool2d_cols_aot, pool2d_cols_s4_aot = (
+        AOT_KERNELS[n] for n in ("pool2d", "pool2d_wide", "pool2d_i8", "pool2d_cols",
+                                 "pool2d_cols_s4"))
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""
@@ -410,6 +418,39 @@ class Pool(Plugin):
                           MODES[self.mode], in_scale, out_scale)
         row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
         return launch(row, facts, dtypes.ctype_from_trt(x.type), device)
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of x's shape (QDP ``aot_impl``): the row plan
+        takes at the profile's max shape (W alone can change it between shapes, by pool2d_cols's
+        whole 16-byte chunks; every row computes every window), its grid as plan's, and its
+        entry ``<kernel>_aot<T>(x, nc, h, w, ho, wo, kh, kw, sh, sw, ph, pw, mode, in_scale
+        bits, out_scale bits, y)``. INT8 scales are the fields (QDP gives none).
+
+        Raises:
+            ShapeError: N * C passes 2**31 - 1 at the profile's max (the entry's int32 nc).
+            FieldError: INT8 without ``in_scale``/``out_scale``.
+        """
+        x = inputs[0]
+        window = self.window()
+        kh, kw, sh, sw, ph, pw = window
+        int8 = x.type == trt.DataType.INT8
+        scales = (self._scale(-1.0, "in_scale", "input 0"),
+                  self._scale(-1.0, "out_scale", "output 0")) if int8 else (1.0, 1.0)
+        n, c, h, w = x.max
+        aot.int32_bound(self.name, "N * C", n * c, "lower the profile's max N or C")
+        facts = PoolFacts(window, n * c, h, w, output_size(h, kh, sh, ph),
+                          output_size(w, kw, sw, pw), dtypes.itemsize_from_trt(x.type),
+                          MODES[self.mode], *scales)
+        row = choose(VARIANTS, facts, plugin=self.name)
+        n, c, h, w = x.dims
+        facts = facts._replace(nc=n * c, h=h, w=w, ho=output_size(h, kh, sh, ph),
+                               wo=output_size(w, kw, sw, pw))
+        ctype = dtypes.ctype_from_trt(x.type)
+        return aot.AotLaunch(
+            AOT_KERNELS[row.name], ctype, grid=aot.variant_grid(row, row.blocks(facts, row.block),
+                                                               ctype), block=row.block,
+            args=(facts.nc, h, w, facts.ho, facts.wo, *window, facts.mode,
+                  *(aot.float32_bits(v) for v in scales)))
 
     def _resolve_scales(self, x: Any, y: Any) -> Tuple[float, float]:
         """(in_scale, out_scale): the descriptors' scales when set, else the fields (INT8)."""

@@ -57,7 +57,7 @@ import numpy as np
 
 import pyplugins.trt as trt
 from pyplugins import dtypes
-from pyplugins.runtime import shapes
+from pyplugins.runtime import aot, shapes
 from pyplugins.runtime.creator import register
 from pyplugins.errors import FieldError, ShapeError
 from pyplugins.runtime.fields import Field
@@ -68,7 +68,7 @@ from pyplugins.runtime.tactics import Variant, choose, define_options, find, lau
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "DEFINES", "HEADS_PER_ITEM", "LAYOUTS", "TABLE_PAIRS", "TABLE_UNITS",
+__all__ = ["AOT_KERNELS", "BLOCK", "DEFINES", "HEADS_PER_ITEM", "LAYOUTS", "TABLE_PAIRS", "TABLE_UNITS",
            "TILE_UNITS", "VARIANTS", "RoPE", "RopeFacts", "table_tiles"]
 
 #: Field value of ``layout`` -> the kernel's ``layout`` argument.
@@ -211,6 +211,9 @@ VARIANTS: Tuple[Variant, ...] = (
             blocks=_rope_blocks, args=_args, block=BLOCK, waves=1),
 )
 
+#: Each row's AOT entry (``rope_aot``, ``rope_table_aot``), by row name: :meth:`RoPE.aot_launch`.
+AOT_KERNELS = aot.entry_kernels(VARIANTS)
+
 
 def even(value: int) -> bool:
     """Field check: the value is even (features rotate in pairs)."""
@@ -259,6 +262,8 @@ class RoPE(Plugin):
     """
 
     name = "RoPE"
+    #: As QDP (a fixed input count) it takes x alone: positions are position_offset + s.
+    inputs = 1
 
     rotary_dim = Field.int(default=0, min=0, validate=even,
                            doc="features rotated (even); 0 means head_dim")
@@ -272,6 +277,7 @@ class RoPE(Plugin):
     # table chooses.
     rope = find(VARIANTS, "rope").kernel
     rope_table = find(VARIANTS, "rope_table").kernel
+    rope_aot, rope_table_aot = AOT_KERNELS["rope"], AOT_KERNELS["rope_table"]
 
     def rotary_for(self, head_dim: int) -> int:
         """The rotary width for a given ``head_dim`` (``rotary_dim``, or ``head_dim`` if 0).
@@ -426,3 +432,45 @@ class RoPE(Plugin):
                           dtypes.itemsize_from_trt(x.type), positions=len(inputs) > 1)
         row = choose(VARIANTS, facts, variant=variant, plugin=self.name)
         return launch(row, facts, dtypes.ctype_from_trt(x.type), device)
+
+    def aot_launch(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> aot.AotLaunch:
+        """:meth:`plan`'s launch as expressions of x's shape (QDP ``aot_impl``; x alone): the row
+        plan takes at the profile's max shape, rope_table only where the network fixes heads and
+        head_dim (its tile sizes are then constants; else half takes rope_1x), and its entry
+        ``rope_aot`` / ``rope_table_aot`` ``(x, tokens, seq, heads, head_dim, rotary, layout,
+        offset, theta bits[, tile_tokens, tile_heads], y)``.
+
+        Raises:
+            ShapeError: batch * seq or position_offset + seq - 1 passes 2**31 - 1 at the
+                profile's max (int32 arguments), or rotary_dim does not fit head_dim.
+        """
+        x = inputs[0]
+        (batch, seq, heads, head_dim), lo = x.max, x.min
+        aot.int32_bound(self.name, "batch * seq", batch * seq, "lower the profile's max")
+        aot.int32_bound(self.name, "position_offset + seq - 1", self.position_offset + seq - 1,
+                        "lower the profile's max seq or the offset")
+        self.rotary_for(lo[3])
+        itemsize = dtypes.itemsize_from_trt(x.type)
+        facts = RopeFacts(batch * seq, seq, heads, head_dim, self.rotary_for(head_dim),
+                          LAYOUTS[self.layout], self.position_offset, self.theta, itemsize,
+                          positions=False)  # QDP's RoPE takes x alone
+        fixed = x.shape[2] >= 0 and x.shape[3] >= 0
+        row = choose([r for r in VARIANTS if fixed or r.name != "rope_table"], facts,
+                     plugin=self.name)
+        b, s, h, d = x.dims
+        facts = facts._replace(tokens=b * s, seq=s, heads=h, head_dim=d,
+                               rotary=self.rotary_dim or d)
+        args = (facts.tokens, s, h, d, facts.rotary, facts.layout, facts.offset,
+                aot.float32_bits(self.theta))
+        if row.name == "rope_table":  # heads, head_dim fixed: the tile sizes are constants
+            tt, th, tiles = table_tiles(1, heads, head_dim, self.rotary_for(head_dim), itemsize,
+                                        facts.layout)
+            blocks = shapes.cdiv(facts.tokens, tt) * shapes.cdiv(heads, th) if tiles else 0
+            some = aot.less(0, facts.tokens)  # plan's table_tiles for no tokens: (1, heads)
+            args += (aot.select(some, tt, 1) if tiles else 1,
+                     aot.select(some, th, max(heads, 1)) if tiles else max(heads, 1))
+        else:
+            blocks = row.blocks(facts, row.block)
+        ctype = dtypes.ctype_from_trt(x.type)
+        return aot.AotLaunch(AOT_KERNELS[row.name], ctype, block=row.block, args=args,
+                             grid=aot.variant_grid(row, blocks, ctype))

@@ -52,17 +52,20 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from pyplugins.errors import PluginDefinitionError
+from pyplugins.errors import PluginDefinitionError, ShapeError
 from pyplugins.runtime import shapes
+from pyplugins.runtime.device import resident_blocks, usable_device
 from pyplugins.runtime.kernels import Kernel
+from pyplugins.runtime.launch import MAX_GRID
 from pyplugins.runtime.qdp_shapes import dims_of
+from pyplugins.runtime.tactics import Variant
 
-__all__ = ["INT32_MAX", "AotLaunch", "AotTensor", "at_least_one", "divisible", "float32_bits",
-           "less", "select", "volume"]
+__all__ = ["INT32_MAX", "AotLaunch", "AotTensor", "at_least_one", "build_resident_blocks",
+           "divisible", "entry_kernels", "float32_bits", "int32_bound", "less", "select", "variant_grid", "volume"]
 
 #: The largest value an extra argument (``SymInt32``) can carry.
 INT32_MAX = 2**31 - 1
@@ -110,6 +113,75 @@ def select(condition: Value, if_one: Value, if_zero: Value) -> Value:
 def at_least_one(value: Value) -> Value:
     """``max(value, 1)``: a grid TensorRT can launch when the tensors are empty."""
     return value.max(1) if isinstance(value, shapes.Dim) else max(int(value), 1)
+
+
+def int32_bound(plugin: str, what: str, value: int, fix: str) -> None:
+    """Refuse, at build time, a profile in which ``what`` (an extra argument, computed at the
+    profile's max) passes the int32 an AOT kernel takes it as.
+
+    Raises:
+        ShapeError: ``value > INT32_MAX``, naming the plugin, the quantity and ``fix``.
+
+    Example:
+        >>> int32_bound("Pool", "N * C", 2**31 - 1, "lower the profile's max")
+        >>> int32_bound("Pool", "N * C", 2**31, "lower the profile's max")
+        Traceback (most recent call last):
+        ...
+        pyplugins.errors.ShapeError: plugin 'Pool': N * C is 2147483648 at the profile's max,
+        beyond the AOT kernel's int32 argument (at most 2147483647); lower the profile's max.
+    """
+    if int(value) > INT32_MAX:
+        msg = (f"plugin {plugin!r}: {what} is {int(value)} at the profile's max, beyond the AOT "
+               f"kernel's int32 argument (at most {INT32_MAX}); {fix}.")
+        raise ShapeError(msg)
+
+
+def entry_kernels(table: Sequence[Variant]) -> Dict[str, Kernel]:
+    """Each row's AOT entry, by row name: its kernel ``name<{T}>`` as ``name_aot<{T}>``, in the
+    same file with the same options and types (the ``.cu`` defines the entry beside the kernel).
+
+    Example:
+        >>> from pyplugins.ops.pool import VARIANTS
+        >>> entry_kernels(VARIANTS)["pool2d_i8"]
+        Kernel('pool.cu', 'pool2d_i8_aot<{T}>', options=(...), dtypes=('int8',))
+    """
+    out = {}
+    for row in table:
+        name, sep, rest = row.kernel.expression.partition("<")
+        out[row.name] = Kernel(row.kernel.source, f"{name}_aot{sep}{rest}",
+                               options=row.kernel.options, dtypes=row.kernel.dtypes)
+    return out
+
+
+def build_resident_blocks(row: Variant, ctype: str) -> Optional[int]:
+    """The resident blocks of ``row``'s (JIT) kernel at its block on the GPU the build runs on,
+    what ``plan`` caps the row's grid by; None without a usable GPU (it compiles the kernel)."""
+    device = usable_device()
+    if device is None:
+        return None
+    return int(resident_blocks(row.kernel.function(ctype, device), row.block, device=device))
+
+
+def variant_grid(row: Variant, blocks: Value, ctype: str) -> Value:
+    """``row.grid`` (:class:`~pyplugins.runtime.tactics.Variant`) as an expression, at least
+    one block: ``blocks`` capped at ``row.waves`` waves of the resident blocks of the row's
+    kernel on the build's GPU (:func:`build_resident_blocks`; the engine is built for that GPU),
+    else, for rows without waves and builds without a usable GPU, at CUDA's grid limit (every
+    variant kernel is grid-stride: any grid computes every output).
+
+    Example:
+        >>> from pyplugins.runtime.kernels import Kernel
+        >>> row = Variant("k", Kernel("k.cu", "k<{T}>"), needs="-", fits=bool,
+        ...               blocks=lambda f, b: f, args=lambda f: ())
+        >>> variant_grid(row, 5000, "float"), variant_grid(row, 0, "float")
+        (5000, 1)
+    """
+    cap = MAX_GRID[0]
+    if row.waves is not None:
+        resident = build_resident_blocks(row, ctype)
+        if resident is not None:
+            cap = row.waves * resident
+    return at_least_one(shapes.minimum(blocks, cap))
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from typing import Any, Dict, Optional
 import pyplugins.trt as trt
 from pyplugins.errors import AotUnsupportedError, PluginDefinitionError, RegistrationError
 from pyplugins.runtime import qdp_attrs
+from pyplugins.runtime.plugin import Plugin
 from pyplugins.runtime.qdp_aot import aot_impl_function
 from pyplugins.runtime.qdp_functions import (QdpDefinition, autotune_function, impl_function,
                                              register_function)
@@ -162,6 +163,10 @@ def aot_support(cls: Any) -> Optional[str]:
         return (f"plugin {cls.name!r} ({cls.__name__}) defines no aot_launch hook: its launch is "
                 "built by plan in Python at run time, so TensorRT has no kernel of it to launch "
                 "by itself; it registers with impl (JIT) only")
+    if getattr(cls, "get_workspace_size", None) is not Plugin.get_workspace_size:
+        return (f"plugin {cls.name!r} ({cls.__name__}) overrides get_workspace_size: an AOT "
+                "kernel gets only its tensors and int32 arguments from TensorRT, no workspace; "
+                "it registers with impl (JIT) only")
     if not hasattr(plugin_module(), "aot_impl"):
         return (f"plugin {cls.name!r}: the active TensorRT has no tensorrt.plugin.aot_impl (it "
                 "came in TensorRT 10.9); it registers with impl (JIT) only")

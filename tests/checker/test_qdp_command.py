@@ -88,3 +88,42 @@ def test_qdp_flag_on_a_plugin_that_is_not_qdp_is_a_usage_error(capsys):
     code, _, err = run_main(["check", "pyplugins.ops.leaky_relu", "--plugin", "LReLU_TRT",
                              "--input", "4:float32", "--qdp", "aot"], capsys)
     assert code == 2 and "not a tensorrt.plugin (QDP) plugin" in err
+
+
+NO_AOT = '''
+import pyplugins as pp
+from pyplugins.ops.leaky_relu import LeakyReLU
+
+
+@pp.register(interface="qdp")
+class NoHook(LeakyReLU):
+    name, namespace, aot_launch = "NoHookCheck", "qdp_no_aot", None
+
+
+@pp.register(interface="qdp")
+class Scratch(LeakyReLU):
+    name, namespace = "ScratchCheck", "qdp_no_aot"
+
+    def get_workspace_size(self, input_desc, output_desc):
+        return 0
+'''
+
+
+def test_check_says_why_a_class_cannot_be_aot(trtp, tmp_path, capsys):
+    path = tmp_path / "no_aot.py"
+    path.write_text(NO_AOT)
+    for plugin, why in (("NoHookCheck", "defines no aot_launch hook"),
+                        ("ScratchCheck", "overrides get_workspace_size")):
+        argv = ["check", path, "--plugin", f"qdp_no_aot::{plugin}", "--input", "4x8:float32",
+                "--qdp", "aot", "--device", "cpu"]
+        code, out, err = run_main(argv + ["--json"], capsys)
+        data = json.loads(out)
+        reason = data["qdp"]["aot_unsupported"]
+        assert f"plugin '{plugin}'" in reason and why in reason, reason
+        assert [r["implementation"] for r in data["qdp"]["runs"]] == ["jit"]
+        code, out, err = run_main(argv, capsys)
+        assert f"qdp AOT not possible: plugin '{plugin}'" in out and why in out, out + err
+    code, out, _ = run_main(["check", copy_module(tmp_path, "add_one"), "--plugin",
+                             "qdp_check::add_one", "--input", "4x32:float32", "--qdp", "aot",
+                             "--device", "cpu", "--json"], capsys)
+    assert "aot_unsupported" not in json.loads(out)["qdp"]  # it has an aot_impl

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -18,12 +18,14 @@ from pyplugins.runtime import tactics
 from pyplugins.errors import AotUnsupportedError, PluginDefinitionError
 from pyplugins.ops import BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, SeqRepeat
 from pyplugins.runtime import aot, qdp
+from pyplugins.runtime.kernels import Kernel
 from pyplugins.runtime.launch import POINTER
 from pyplugins.runtime.ptx_text import entries, entry_params
 
-from tests.qdp_support import REQUEST, Built, create
+from tests.qdp_support import REQUEST, Built, create, dyn
 
 F, H, I8, I32 = trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.INT8, trt.DataType.INT32
+I64 = trt.DataType.INT64
 
 
 @dataclass
@@ -38,6 +40,14 @@ class Case:
     hi: List[Tuple[int, ...]]
     at: List[List[Tuple[int, ...]]]
     types: List[Any]
+    #: type name -> the row plan is asked for where the AOT launch, choosing from what the build
+    #: knows, takes another than plan's own choice (the op's docs say which and why)
+    variant: Dict[str, str] = field(default_factory=dict)
+    tactic: int = 0  #: the tactic TensorRT builds (0: the class's first, or none)
+
+    @property
+    def tactic_id(self) -> int:
+        return self.tactic or (1 if tactics.declared(self.cls) else 0)
 
 
 CASES = {
@@ -65,6 +75,62 @@ CASES = {
         RMSNorm, {"eps": 1e-6}, [(-1, -1), (-1,)], [(1, 1), (1,)], [(64, 16384), (16384,)],
         [[(3, d), (d,)] for d in (1, 6, 8, 96, 100, 1000, 2048, 4095, 4096, 8192, 8200, 16384)] +
         [[(0, 64), (64,)], [(64, 3), (3,)]], [F, H]),
+    # 3x3 stride 2 pad 1: pool2d (float), pool2d_b128 (INT8); every dim but C dynamic
+    "pool_max": Case(Pool, {"mode": "max", "kernel": [3, 3], "stride": [2, 2],
+                            "padding": [1, 1], "in_scale": 0.5, "out_scale": 0.25},
+                     [(-1, 3, -1, -1)], [(1, 3, 3, 3)], [(4, 3, 40, 48)],
+                     [[(1, 3, 3, 3)], [(2, 3, 9, 17)], [(4, 3, 40, 48)], [(0, 3, 5, 5)]],
+                     [F, H, I8]),
+    # 5x5 stride 2 pad 2 on whole chunks: pool2d_cols_s4 (float, half), pool2d_cols (INT8)
+    "pool_cols": Case(Pool, {"mode": "avg", "kernel": [5, 5], "padding": [2, 2],
+                             "stride": [2, 2], "in_scale": 0.1, "out_scale": 0.1},
+                      [(-1, 4, -1, 64)], [(1, 4, 1, 64)], [(3, 4, 100, 64)],
+                      [[(1, 4, 1, 64)], [(3, 4, 100, 64)], [(2, 4, 37, 64)]], [F, H, I8]),
+    # 2x2 stride 2 at a unit ratio: pool2d_i8 (INT8), pool2d (float); 3x3 stride 2: pool2d_wide
+    "pool_2x2": Case(Pool, {"mode": "avg", "kernel": [2, 2], "in_scale": 0.5, "out_scale": 0.5},
+                     [(2, -1, 16, 16)], [(2, 1, 16, 16)], [(2, 64, 16, 16)],
+                     [[(2, 1, 16, 16)], [(2, 64, 16, 16)]], [F, I8]),
+    "pool_wide": Case(Pool, {"mode": "max", "kernel": [3, 3], "stride": [2, 2]},
+                      [(1, 2, -1, -1)], [(1, 2, 3, 3)], [(1, 2, 64, 64)],
+                      [[(1, 2, 3, 3)], [(1, 2, 64, 63)]], [F, H]),
+    # batch and seq dynamic: rope (float, 4 waves), rope_table (half), an offset and gptj
+    "rope": Case(RoPE, {"rotary_dim": 32, "layout": "gptj", "position_offset": 5,
+                        "theta": 500.0}, [(-1, -1, 4, 64)], [(1, 1, 4, 64)], [(2, 300, 4, 64)],
+                 [[(1, 1, 4, 64)], [(2, 300, 4, 64)], [(2, 17, 4, 64)], [(0, 5, 4, 64)]],
+                 [F, H]),
+    # rope_table tiles of one token and half its heads
+    "rope_table_heads": Case(RoPE, {}, [(1, -1, 256, 128)], [(1, 1, 256, 128)],
+                             [(1, 3, 256, 128)], [[(1, 1, 256, 128)], [(1, 3, 256, 128)],
+                                                  [(1, 0, 256, 128)]], [H]),
+    # heads and head_dim dynamic: no rope_table tiles at build time, so half takes rope_1x
+    "rope_dynamic_heads": Case(RoPE, {"layout": "neox"}, [(-1, 8, -1, -1)], [(1, 8, 1, 2)],
+                               [(3, 8, 16, 128)], [[(1, 8, 1, 2)], [(3, 8, 16, 128)],
+                                                   [(2, 8, 5, 6)]], [F, H],
+                               variant={"HALF": "rope_1x"}),
+    # narrow rows of 16n input bytes: circ_pad_warp_narrow (float, half), circ_pad_narrow (INT8)
+    "circ_pad_narrow_rows": Case(CircPad, {"pads": [1, 1, 1, 1]}, [(-1, 3, -1, 8)],
+                                 [(1, 3, 1, 8)], [(2, 3, 40, 8)],
+                                 [[(1, 3, 1, 8)], [(2, 3, 40, 8)], [(2, 3, 7, 8)]], [F, H, I8]),
+    # wider rows of 16n bytes: circ_pad_warp, every size
+    "circ_pad_wide_rows": Case(CircPad, {"pads": [1, 1, 0, 2]}, [(-1, 2, -1, 128)],
+                               [(1, 2, 1, 128)], [(3, 2, 9, 128)],
+                               [[(1, 2, 1, 128)], [(3, 2, 9, 128)], [(2, 2, 4, 128)]],
+                               [F, H, I8, I64]),
+    # rows of 200 bytes: circ_pad_flat (float), circ_pad_narrow (half, INT8)
+    "circ_pad_flat": Case(CircPad, {"pads": [3, 2, 1, 0]}, [(-1, -1, 50)], [(1, 1, 50)],
+                          [(4, 20, 50)], [[(1, 1, 50)], [(4, 20, 50)], [(3, 7, 50)]], [F, H, I8]),
+    # W dynamic: no warp rows (their fit reads W's bytes): circ_pad_flat from the max
+    "circ_pad_dynamic_w": Case(CircPad, {"pads": [2, 3]}, [(2, -1)], [(2, 1)], [(2, 4000)],
+                               [[(2, 1)], [(2, 4000)], [(2, 5)], [(2, 333)]], [F],
+                               variant={"FLOAT": "circ_pad_flat"}),
+    # three padded dims, W dynamic: circ_pad, its strips plan over every group size
+    "circ_pad_rows": Case(CircPad, {"pads": [1, 2, 0, 1, 1, 0]}, [(-1, 3, -1)], [(1, 3, 1)],
+                          [(3, 3, 2000)], [[(1, 3, 2000)], [(3, 3, 700)], [(2, 3, 33)],
+                                           [(1, 3, 5)], [(1, 3, 1)], [(2, 3, 120)], [(1, 3, 25)]], [F, H],
+                          variant={"FLOAT": "circ_pad", "HALF": "circ_pad"}),
+    # the IPluginV3/QDP tactic "strips" (id 2): circ_pad without its staged path
+    "circ_pad_strips": Case(CircPad, {"pads": [2, 2, 1, 1]}, [(-1, 5, 64)], [(1, 5, 64)],
+                            [(6, 5, 64)], [[(1, 5, 64)], [(6, 5, 64)]], [F, I8], tactic=2),
 }
 IDS = list(CASES)
 
@@ -77,23 +143,53 @@ class Recorded:
         self.shared_mem = kwargs.get("shared_mem", 0)
 
 
+#: The resident blocks plan's and the AOT launch's wave caps read here (there is no GPU).
+RESIDENT = 48
+
+
+@pytest.fixture(autouse=True)
+def resident(monkeypatch):
+    """Both sides see RESIDENT resident blocks: plan's variant launch and the AOT build's."""
+    monkeypatch.setattr(tactics, "resident_blocks", lambda fn, block, device=None: RESIDENT)
+    monkeypatch.setattr(aot, "build_resident_blocks", lambda row, ctype: RESIDENT)
+
+
 def planned(monkeypatch: Any, case: Case, at: Sequence[Tuple[int, ...]], dtype: Any,
             out_shapes: Sequence[Tuple[int, ...]]) -> Recorded:
-    """What ``plan`` computes for these concrete shapes (kernels and Launch stubbed)."""
+    """What ``plan`` computes for these concrete shapes (kernels and Launch stubbed), after
+    ``check_configure`` where the class has one (Pool's INT8 scales: the fields)."""
     module = __import__(case.cls.__module__, fromlist=["Launch"])
     monkeypatch.setattr(module, "Launch", Recorded)
     monkeypatch.setattr(tactics, "Launch", Recorded)  # ops whose plan reads a variant table
-    monkeypatch.setattr(case.cls.kernel, "function", lambda ctype, device=None: f"fn<{ctype}>")
+    # On the class: patching each Kernel instance would leave, after the undo, an instance
+    # attribute (the bound method) that hides later tests' patches of Kernel.function.
+    monkeypatch.setattr(Kernel, "function",
+                        lambda self, ctype, device=None: f"{self.expression_for(ctype)}")
     plugin = case.cls(**case.values)
+    plugin.tactic = tactics.tactic_name(case.cls, case.tactic_id)
     desc = lambda s: trt.PluginTensorDesc(list(s), dtype, trt.TensorFormat.LINEAR)  # noqa: E731
-    return plugin.plan([desc(s) for s in at], [desc(s) for s in out_shapes], 0)
+    if plugin.check_configure is not None:
+        plugin.check_configure([dyn(s, dtype) for s in at], [dyn(s, dtype) for s in out_shapes])
+    ins, outs = [desc(s) for s in at], [desc(s) for s in out_shapes]
+    variant = case.variant.get(dtype.name)
+    return plugin.plan(ins, outs, 0, variant=variant) if variant else plugin.plan(ins, outs, 0)
+
+
+#: Fields of CircPad's flat struct that its AOT entries derive instead of taking them.
+DERIVED = {"magic_plane", "shift_plane", "magic_wo", "shift_wo"}
 
 
 def scalars(args: Sequence[Any]) -> List[int]:
-    """plan's by-value arguments as AOT passes them: ints, floats as their float32 bits."""
-    out = []
+    """plan's by-value arguments as AOT passes them: ints, floats as their float32 bits, a
+    struct field by field (CircPad's); pointers, packed or by value, are not among them."""
+    out: List[int] = []
     for a in args:
-        if a is POINTER:
+        if a is POINTER or isinstance(a, np.uint64):  # a pointer, or RoPE's null positions
+            continue                                 # pointer by value (QDP's RoPE has none)
+        if isinstance(a, np.void):
+            for name in a.dtype.names:
+                if name not in DERIVED:
+                    out += np.atleast_1d(a[name]).astype(int).tolist()
             continue
         out.append(aot.float32_bits(float(a)) if np.issubdtype(type(a), np.floating) else int(a))
     return out
@@ -129,7 +225,7 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
     n_in, n_out = len(case.shapes), case.cls.outputs
     for dtype in case.types:
         built = Built(plugin, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        in_out = built.configure([dtype] * (n_in + n_out))
+        in_out = built.configure([dtype] * (n_in + n_out), case.tactic_id)
         for at in case.at:
             got = built.launch(in_out, at)
             want = planned(monkeypatch, case, at, dtype, built.out_shapes(at))
@@ -139,6 +235,9 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
             assert got["shared_mem"] == want.shared_mem, where
             assert got["args"] == scalars(want.args), where
             assert set(got["arg_types"]) <= {"INT32"}
+            # the kernel plan launched, as its AOT entry (a mangled name holds len + name)
+            entry = want.function.split("<")[0] + "_aot"
+            assert f"{len(entry)}{entry}I" in got["name"], (where, got["name"])
         ptx, name = got["ptx"], got["name"]
         assert name in entries(ptx.decode()), (op, name)
         params = entry_params(ptx.decode(), name)
@@ -148,12 +247,25 @@ def test_aot_launch_equals_plan_and_the_ptx_is_launchable(op, aot_defined, monke
             assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("cls", [CircPad, Pool, RoPE])
-def test_ops_without_an_aot_kernel_say_why(cls, aot_defined):
-    reason = qdp.aot_support(cls)
-    assert reason is not None and cls.name in reason and "no aot_launch" in reason
-    with pytest.raises(AotUnsupportedError, match=cls.name):
-        qdp.require_aot(cls)
+def test_every_shipped_op_is_aot_and_a_class_that_cannot_be_says_why():
+    for cls in (BarPlugin, CircPad, LeakyReLU, Pool, RMSNorm, RoPE, SeqRepeat):
+        assert qdp.aot_support(cls) is None, cls.name
+
+    class NoHook(LeakyReLU):
+        name, namespace, aot_launch = "LReLU_nohook", "qdp_tests", None
+
+    class Scratch(LeakyReLU):
+        name, namespace = "LReLU_scratch", "qdp_tests"
+
+        def get_workspace_size(self, input_desc, output_desc):
+            return 64
+
+    for cls, why in ((NoHook, "defines no aot_launch hook"),
+                     (Scratch, "overrides get_workspace_size")):
+        reason = qdp.aot_support(cls)
+        assert reason is not None and f"plugin {cls.name!r}" in reason and why in reason
+        with pytest.raises(AotUnsupportedError, match=cls.name):
+            qdp.require_aot(cls)
 
 
 def test_an_aot_launch_that_does_not_fit_its_kernel_is_refused(aot_defined):
@@ -252,9 +364,9 @@ def test_aot_kernel_through_the_driver_equals_the_jit_impl_bit_for_bit(op, aot_d
         ahead = create(case.cls, case.values, REQUEST.STRICT_AOT)
         types = [dtype] * (n_in + n_out)
         built_jit = Built(jit, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        built_jit.configure(types)
+        built_jit.configure(types, case.tactic_id)
         built_aot = Built(ahead, case.shapes, [dtype] * n_in, case.lo, case.hi)
-        in_out = built_aot.configure(types)
+        in_out = built_aot.configure(types, case.tactic_id)
         np_type = trt.nptype(dtype)
         for at in case.at:
             inputs = [cp.asarray(_random(s, dtype, rng)) for s in at]

@@ -1,12 +1,18 @@
-"""Every shipped op passes ``pyplugins check`` registered as IPluginV2DynamicExt and as IPluginV3
-(the same class; ``pp.register(interface=...)``), and the V3-only test plugins pass as V3."""
+"""Every shipped op passes ``pyplugins check`` registered as IPluginV2DynamicExt, as IPluginV3 and
+(``PYPLUGINS_INTERFACE=qdp``) as a tensorrt.plugin plugin with its AOT kernel (the same class;
+``pp.register(interface=...)``), and the V3-only test plugins pass as V3."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
 import pyplugins.trt as trt
+from pyplugins._config import override
+from pyplugins.cli import main
+from pyplugins.runtime import qdp
 from pyplugins.runtime.creator import register
 from pyplugins.checker import lifecycle
 from pyplugins.ops import (BarPlugin, CircPad, LeakyReLU, LeakyReLUNumba, Pool, RMSNorm, RoPE,
@@ -58,6 +64,38 @@ def test_check_passes_with_either_interface(capsys, as_interface, interface, cls
     assert isinstance(creator, expected)
     out = check_cli(capsys, module, plugin, *inputs, attrs=attrs)
     assert f"{plugin if ':' in plugin else plugin + ':1:'}" in out and "OK" in out
+
+
+#: The shipped ops as QDP (a fixed input count: RoPE takes x alone), each with an aot_launch;
+#: QDP attributes have no defaults, so the node carries every field.
+QDP_ATTRS = {Pool: ["in_scale=0", "out_scale=0"], RoPE: ["theta=10000", "position_offset=0"]}
+QDP_CHECKS = [(cls, module, inputs[:1] if cls is RoPE else inputs, attrs + QDP_ATTRS.get(cls, []))
+              for cls, module, _, inputs, attrs in CHECKS if cls is not LeakyReLUNumba]
+
+
+@pytest.mark.parametrize("cls,module,inputs,attrs", QDP_CHECKS,
+                         ids=[c[0].__name__ for c in QDP_CHECKS])
+def test_check_passes_as_qdp_with_the_aot_artifact_built_and_validated(
+        capsys, as_interface, cls, module, inputs, attrs):
+    with override(interface="qdp"):  # as PYPLUGINS_INTERFACE=qdp
+        creator = as_interface(cls, None)
+    assert isinstance(creator, trt.IPluginCreatorV3Quick)
+    argv = ["check", module, "--plugin", f"pyplugins::{cls.name}", "--qdp", "aot",
+            "--device", "cpu", "--json"]
+    for spec in inputs:
+        argv += ["--input", spec]
+    for attr in attrs:
+        argv += ["--attr", attr]
+    try:
+        code = main(argv)
+    finally:
+        qdp.forget(cls)  # the V2 creator comes back after the test; the QDP one goes now
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert code == 0 and data["exit_status"] == 0, out + err
+    (run,) = data["qdp"]["runs"]
+    assert run["implementation"] == "aot" and "aot_unsupported" not in data["qdp"], run
+    assert "_aot" in run["artifact"]["kernel"] and run["run"]["launched"] is False, run
 
 
 def test_v3_check_times_every_tactic_of_circ_pad(as_interface):
