@@ -163,6 +163,8 @@ class DriverQDP:
         self.module_name = getattr(register, "__module__", None)
         self.arch = self._arch()
         self._violations: List[Violation] = []
+        #: How the AOT kernel's outputs agreed with the JIT impl's, where both ran on a GPU.
+        self.agreement: Optional[str] = None
         has_jit = getattr(self.definition, "impl_func", None) is not None
         has_aot = getattr(self.definition, "aot_impl_func", None) is not None
         #: Why the plugin has no aot_impl, where AOT was asked for (``--qdp aot|both``, aot=1).
@@ -295,7 +297,12 @@ class DriverQDP:
             self.report.output_shapes = [o.shape for o in ran[0].outputs]
         kinds = {r.made: r for r in ran if hasattr(r, "made")}
         if "jit" in kinds and "aot" in kinds:
-            self._violations += _compare(kinds["jit"].outputs, kinds["aot"].outputs)
+            found = _compare(kinds["jit"].outputs, kinds["aot"].outputs)
+            self._violations += found
+            self.agreement = "differ" if found else "bit for bit" if all(
+                a.shape == b.shape and a.tobytes() == b.tobytes()
+                for a, b in zip(kinds["jit"].outputs, kinds["aot"].outputs)) else \
+                "within the dtype's tolerance"
         if self.fresh:
             self.report.fresh_process = self._fresh_process()
         for run in self.runs:
@@ -348,6 +355,8 @@ class DriverQDP:
         """The report's ``qdp`` section."""
         out = {"plugin_id": self.plugin_id, "runs": [dict(r.info) for r in self.runs],
                "compared": sum(r.outputs is not None for r in self.runs) > 1}
+        if self.agreement is not None:  # "bit for bit", "within the dtype's tolerance", "differ"
+            out["aot_equals_jit"] = self.agreement
         if self.aot_unsupported:
             out["aot_unsupported"] = self.aot_unsupported
         return out

@@ -185,4 +185,8 @@ def _qdp_lines(qdp: Dict[str, Any]) -> List[str]:
         lines.append(text)
     if qdp.get("aot_unsupported"):
         lines.append(f"qdp AOT not possible: {qdp['aot_unsupported']}")
+    if qdp.get("aot_equals_jit"):
+        agreement = qdp["aot_equals_jit"]
+        lines.append("qdp AOT outputs differ from JIT's" if agreement == "differ" else
+                     f"qdp AOT outputs equal JIT's ({agreement})")
     return lines

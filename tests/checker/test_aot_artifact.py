@@ -3,6 +3,8 @@ its run in a child process that never imports the plugin."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,27 @@ def test_a_kernel_with_too_few_parameters_is_not_launched():
     art = artifact(image=short)
     with pytest.raises(AOTArtifactError, match=r"takes 2 parameter\(s\) and TensorRT passes 3"):
         launch_arguments(art, art.launch_plan({0: (2, 8)}), [1], [2])
+
+
+def test_ptx_for_a_later_target_is_assembled_for_that_target_with_a_warning():
+    """PTX whose .target is sm_90 (what a pp.Plugin compiles on an H100 while the check runs with
+    device='cpu') is assembled for sm_90, not the check's default sm_80, which ptxas refuses."""
+    from pyplugins.checker.checks import aot as aot_checks
+
+    text = (MODULES / "add_one.ptx").read_text()
+    later = re.sub(r"\.target\s+sm_\d+", ".target sm_90",
+                   re.sub(r"\.version\s+[\d.]+", ".version 7.8", text)).encode()
+    seen = []
+    real = aot_checks.assemble
+
+    def recording(image, arch, on_device=False):
+        seen.append(arch)
+        return real(image, arch, on_device)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(aot_checks, "assemble", recording)
+        found, warnings = aot_checks.artifact_violations(artifact(image=later),
+                                                         {"opt": {0: (2, 8)}}, "80", "tactic 0")
+    assert seen == ["90"]
+    assert [v.check for v in found if v.check == "aot_ptx_compile"] == []
+    assert any("targets sm_90" in w and "9.0 or later" in w for w in warnings)

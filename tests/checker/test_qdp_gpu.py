@@ -34,6 +34,8 @@ def test_jit_and_aot_run_and_agree(trtp):
     assert not any(runs["aot"]["run"]["modules"].values())
     assert len(runs["aot"]["timings_ms"]) == 2 and len(runs["jit"]["timings_ms"]) == 2
     np.testing.assert_array_equal(report.outputs[0], expected())
+    assert report.qdp["aot_equals_jit"] == "bit for bit"
+    assert "qdp AOT outputs equal JIT's (bit for bit)" in report.format()
 
 
 @pytest.mark.parametrize("plugin, fragment", [("write_past", "past the end of output 0"),
@@ -68,3 +70,4 @@ def test_aot_outputs_that_differ_from_the_jit_impl(trtp):
     report = check("aot_differs", SPEC, device="gpu", qdp="both")
     (found,) = [v for v in report.violations if v.check == "aot_jit_mismatch"]
     assert "output 0" in found.message
+    assert report.qdp["aot_equals_jit"] == "differ"

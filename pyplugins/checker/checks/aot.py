@@ -257,12 +257,22 @@ def artifact_violations(art: AOTArtifact, profiles: Mapping[str, Mapping[Any, Se
                 found.append(Violation(
                     "aot_signature", f"{who}: kernel {art.kernel_name!r} does not match what "
                     f"TensorRT launches it with: {'; '.join(problems)}", "get_launch_params"))
-        ok, log, tool = assemble(art.image, arch, on_device)
+        target = _ptx_target(text)
+        if not on_device and target is not None and target > int(arch):
+            # PTX is assembled for its own .target or later; sm_<arch> below it is no test. The
+            # build GPU chose it (aot_impl runs on TensorRT's build GPU), and on a GPU the
+            # driver decides (on_device). Here: assemble for the target, and say where it runs.
+            asm_arch = f"{target}"
+            warnings.append(f"{who}: its PTX targets sm_{target}, so the engine runs only on "
+                            f"GPUs of compute capability {target // 10}.{target % 10} or later")
+        else:
+            asm_arch = arch
+        ok, log, tool = assemble(art.image, asm_arch, on_device)
         if ok is None:
             warnings.append(f"{who}: the PTX was not assembled ({log})")
         elif not ok:
             found.append(Violation(
-                "aot_ptx_compile", f"{who}: the PTX does not assemble for sm_{arch} ({tool}): "
+                "aot_ptx_compile", f"{who}: the PTX does not assemble for sm_{asm_arch} ({tool}): "
                 f"{_first_lines(log)}", "get_kernel"))
     bad = []
     for name, shapes in profiles.items():
@@ -275,6 +285,12 @@ def artifact_violations(art: AOTArtifact, profiles: Mapping[str, Mapping[Any, Se
         found.append(Violation("aot_launch_params", f"{who}: launch parameters no launch accepts:"
                                f" {'; '.join(bad)}", "get_launch_params"))
     return found, warnings
+
+
+def _ptx_target(text: str) -> Optional[int]:
+    """The SM number of the PTX's ``.target sm_XX`` directive (None without one)."""
+    match = re.search(r"^\s*\.target\s+sm_(\d+)", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
 
 
 def _first_lines(log: str, n: int = 6) -> str:
