@@ -36,7 +36,7 @@ from pyplugins.checker.command import (EXIT_OK, EXIT_VIOLATION, EnvironmentFailu
                                        write)
 from pyplugins.checker.report_output import json_text, report_json, report_text
 
-__all__ = ["ABANDONED", "OWN_WORK_LIMIT_S", "plugin_frames", "run_check"]
+__all__ = ["ABANDONED", "OWN_WORK_LIMIT_S", "plugin_frames", "run_check", "start_child"]
 
 
 #: Set when an in-process step ran past --timeout and its thread was left running
@@ -91,9 +91,31 @@ def _isolated(args: argparse.Namespace, timeout: float) -> int:
     if request["args"]["trace_html"]:  # the child writes the page; its path must not depend on cwd
         request["args"]["trace_html"] = os.path.abspath(request["args"]["trace_html"])
     own_limit = max(timeout, OWN_WORK_LIMIT_S)
+    outcome, result = start_child("pyplugins.checker.check_child", request, timeout)
+    if "report" in result:
+        data = result["report"]
+        status = EXIT_OK if data.get("ok") else EXIT_VIOLATION
+        write(sys.stdout, json_text(data) if args.json else result["text"])
+        return status
+    report = _stopped_report(args, outcome, timeout, own_limit)
+    return _print(report, args)
+
+
+def start_child(module: str, request: Dict[str, Any], timeout: float
+                ) -> "tuple[isolate.ChildOutcome, Dict[str, Any]]":
+    """Run a check's child (``python -m module``, :func:`pyplugins.checker.isolate.run_child`)
+    under the emulator, replay on stderr what it printed that is not already in its answer,
+    and return ``(outcome, answer)``; the answer has ``report`` and ``text`` when the check
+    finished, and nothing when the child ended before it answered.
+
+    Raises:
+        UsageError: the child found the command line wrong (exit 2).
+        EnvironmentFailure: the child could not start, or the check cannot run (exit 2).
+    """
+    own_limit = max(timeout, OWN_WORK_LIMIT_S)
     try:
-        outcome = isolate.run_child("pyplugins.checker.check_child", request, timeout=timeout,
-                                    own_limit=own_limit, env={"PYPLUGINS_TRT": "emulator"})
+        outcome = isolate.run_child(module, request, timeout=timeout, own_limit=own_limit,
+                                    env={"PYPLUGINS_TRT": "emulator"})
     except OSError as err:  # no temporary directory, no process to start
         msg = f"could not start the check's child process: {err} (--in-process runs without one)"
         raise EnvironmentFailure(msg) from err
@@ -106,13 +128,7 @@ def _isolated(args: argparse.Namespace, timeout: float) -> int:
         raise UsageError(result["usage"])
     if "environment" in result:
         raise EnvironmentFailure(result["environment"])
-    if "report" in result:
-        data = result["report"]
-        status = EXIT_OK if data.get("ok") else EXIT_VIOLATION
-        write(sys.stdout, json_text(data) if args.json else result["text"])
-        return status
-    report = _stopped_report(args, outcome, timeout, own_limit)
-    return _print(report, args)
+    return outcome, result
 
 
 def _stopped_report(args: argparse.Namespace, outcome: isolate.ChildOutcome, timeout: float,

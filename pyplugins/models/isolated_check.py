@@ -25,8 +25,8 @@ import sys
 from typing import Any, List
 
 from pyplugins.checker import isolate, verdicts
-from pyplugins.checker.check_runner import OWN_WORK_LIMIT_S, plugin_frames
-from pyplugins.checker.command import EnvironmentFailure, UsageError, write
+from pyplugins.checker.check_runner import OWN_WORK_LIMIT_S, plugin_frames, start_child
+from pyplugins.checker.command import EnvironmentFailure, write
 from pyplugins.checker.report_output import json_text
 from pyplugins.models.check_report import ModelCheckReport, NodeCheck, RenderedNode
 
@@ -46,21 +46,7 @@ def run_isolated(args: Any, timeout: float) -> int:
                         "qdp": getattr(args, "qdp", None)},
                "parent": os.getpid()}
     own_limit = max(timeout, OWN_WORK_LIMIT_S)
-    try:
-        outcome = isolate.run_child("pyplugins.models.check_child", request, timeout=timeout,
-                                    own_limit=own_limit, env={"PYPLUGINS_TRT": "emulator"})
-    except OSError as err:  # no temporary directory, no process to start
-        msg = f"could not start the check's child process: {err} (--in-process runs without one)"
-        raise EnvironmentFailure(msg) from err
-    result = outcome.result or {}
-    replay = isolate.without(outcome.output, result.get("printed", []))
-    if replay.strip():
-        sys.stderr.write(replay if replay.endswith("\n") else replay + "\n")
-        sys.stderr.flush()
-    if "usage" in result:
-        raise UsageError(result["usage"])
-    if "environment" in result:
-        raise EnvironmentFailure(result["environment"])
+    outcome, result = start_child("pyplugins.models.check_child", request, timeout)
     if "report" in result:
         data = result["report"]
         write(sys.stdout, json_text(data) if args.json else result["text"])

@@ -52,9 +52,8 @@ from pyplugins.emulator.bases_quick import (IPluginV3QuickAOTBuild, ISymExprs, K
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, expr_tree
 from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorFormat, TensorRTPhase
-from pyplugins.emulator.specs import host_dtype
 from pyplugins.errors import AOTArtifactError, ExecutionError
-from pyplugins.runtime.plugin_setup import CallFailures, ConstantBuilder
+from pyplugins.runtime.plugin_setup import CallFailures, ConstantBuilder, output_dtypes
 
 __all__ = ["QDPReady", "QDPSetup"]
 
@@ -174,7 +173,7 @@ class QDPSetup:
         self._check(failures, out_exprs is None, "get_output_shapes",
                     f"did not give {n_out} DimsExprs")
         out_shapes = self._out_shapes(out_exprs)
-        out_dtypes = self._out_dtypes(out_types)
+        out_dtypes = output_dtypes(out_types, self.error)
         types = list(in_types) + list(out_types)
         plain = [PluginTensorDesc(s, t, TensorFormat.LINEAR, -1.0)
                  for s, t in zip(shapes + out_shapes, types)]
@@ -213,16 +212,6 @@ class QDPSetup:
                 dims.append(value)
             result.append(tuple(dims))
         return result
-
-    def _out_dtypes(self, out_types: Sequence[DataType]) -> List[np.dtype]:
-        found = []
-        for j, t in enumerate(out_types):
-            dt = host_dtype(t)
-            if dt is None:
-                raise self.error(None, f"output {j} is {t.name}, which NumPy and CuPy cannot "
-                                 "hold, so the execution path cannot give it back")
-            found.append(dt)
-        return found
 
     def _combination(self, build: Any, dyn: List[Any], n_in: int, types: List[DataType],
                      failures: CallFailures) -> None:

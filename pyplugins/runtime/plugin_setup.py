@@ -42,12 +42,32 @@ from pyplugins.emulator.plugin_field import PluginFieldCollection_
 from pyplugins.emulator.specs import host_dtype
 from pyplugins.errors import ExecutionError
 
-__all__ = ["CallFailures", "ConstantBuilder", "PluginSetup", "Ready"]
+__all__ = ["CallFailures", "ConstantBuilder", "PluginSetup", "Ready", "output_dtypes"]
 
 _LOG = logging.getLogger("pyplugins")
 
 #: Types TensorRT never gives an IPluginV2DynamicExt (NvInferRuntimePlugin.h, PluginTensorDesc).
 _V2_REFUSED = (DataType.BOOL, DataType.UINT8)
+
+
+def output_dtypes(out_types: Sequence[DataType], error: Callable[[Any, str], Exception]
+                  ) -> List[np.dtype]:
+    """The NumPy dtype of each output type, or ``error(None, message)`` raised for a type that
+    NumPy and CuPy cannot hold (the execution path could not give that output back).
+
+    Example:
+        >>> from pyplugins import trt
+        >>> output_dtypes([trt.DataType.HALF], lambda method, msg: ValueError(msg))
+        [dtype('float16')]
+    """
+    found = []
+    for j, t in enumerate(out_types):
+        dt = host_dtype(t)
+        if dt is None:
+            raise error(None, f"output {j} is {t.name}, which NumPy and CuPy cannot hold, so "
+                        "the execution path cannot give it back")
+        found.append(dt)
+    return found
 
 
 class CallFailures:
@@ -202,16 +222,6 @@ class PluginSetup:
             result.append(tuple(dims))
         return result
 
-    def _out_dtypes(self, out_types: Sequence[DataType]) -> List[np.dtype]:
-        found = []
-        for j, t in enumerate(out_types):
-            dt = host_dtype(t)
-            if dt is None:
-                raise self.error(None, f"output {j} is {t.name}, which NumPy and CuPy cannot "
-                                 "hold, so the execution path cannot give it back")
-            found.append(dt)
-        return found
-
     def _formats(self, ask: Callable[..., bool], obj: Any, in_out: List[Any], n_in: int,
                  types: Sequence[DataType], failures: CallFailures) -> None:
         """Offer the one combination, position by position, as the builder's search does (§2.1)."""
@@ -274,7 +284,7 @@ class PluginSetup:
             in_desc, out_desc = plain[:n_in], plain[n_in:]
             workspace = trampoline.get_workspace_size(plugin, in_desc, out_desc)
             self.check(failures)
-            out_dtypes = self._out_dtypes(out_types)
+            out_dtypes = output_dtypes(out_types, self.error)
         except BaseException:
             teardown()
             raise
@@ -330,7 +340,7 @@ class PluginSetup:
             self.check(failures, status != 0, "on_shape_change", "failed")
             workspace = tv3.get_workspace_size(build, dyn[:n_in], dyn[n_in:])
             self.check(failures)
-            out_dtypes = self._out_dtypes(out_types)
+            out_dtypes = output_dtypes(out_types, self.error)
         except BaseException:
             tv3.destroy(plugin)
             raise
