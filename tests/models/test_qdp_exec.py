@@ -260,3 +260,42 @@ def test_a_pp_plugins_qdp_node_runs_its_kernel_as_its_reference_says(lrelu_qdp, 
         x = _x(4, seed)
         np.testing.assert_allclose(runner.infer({"x": x})["y"], _lrelu(x), rtol=1e-6)
     assert counted == [[(4, 8)]]
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu
+@pytest.mark.parametrize("flag", ["jit", "aot"])
+def test_two_runners_on_two_gpus_at_once_run_a_qdp_node(monkeypatch, flag):
+    """Two execution contexts on two devices at once: one runner per GPU ('gpu:0', 'gpu:1'), each
+    in its own thread, JIT (impl) or AOT (the artifact's kernel, loaded on that GPU); every
+    inference of both equals the known result, and each set-up ran with its GPU current."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cupy
+
+    set_up_on = []
+    configure = qdp_setup.QDPSetup.configure
+
+    def recording(self, *args, **kw):
+        set_up_on.append(cupy.cuda.runtime.getDevice())
+        return configure(self, *args, **kw)
+
+    monkeypatch.setattr(qdp_setup.QDPSetup, "configure", recording)
+
+    runners = [ModelRunner(_add_k(k=3), plugins=[MODULE], device=f"gpu:{g}", qdp=flag)
+               for g in (0, 1)]
+
+    def work(g):
+        wrong = []
+        for seed in range(25):
+            x = _x(3 + seed % 4, seed + 100 * g)
+            y = runners[g].infer({"x": x})["y"]
+            if not np.array_equal(np.asarray(y), x + 3):
+                wrong.append(seed)
+        return wrong, cupy.cuda.runtime.getDevice()
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(work, (0, 1)))
+    assert [r[0] for r in results] == [[], []], results
+    assert [r.node_runs[0].how for r in runners] == ["kernel", "kernel"]
+    assert sorted(set(set_up_on)) == [0, 1], set_up_on
