@@ -44,9 +44,24 @@ def _aot_ops(result: Dict[str, Any]) -> Dict[str, Any]:
             if "paths" in v}
 
 
-def _kernel_ratio(rec: Dict[str, Any]) -> Optional[float]:
-    kt = rec.get("kernel_time") or {}
+def _kernel_ratio(rec: Dict[str, Any], key: str = "kernel_time") -> Optional[float]:
+    kt = rec.get(key) or {}
     return ratio(med(kt, "aot_us"), med(kt, "jit_us"))
+
+
+def round_spread(rows: Dict[str, Any], path: str, base: str, metric: str) -> Optional[str]:
+    """``"lo-hi (n rounds)"``: the range of the per-round ratios of ``path`` to ``base``.
+
+    Example:
+        >>> rows = {"a": {"host_us": {"rounds": [3.0, 3.0]}}, "b": {"host_us": {"rounds": [3.3, 3.0]}}}
+        >>> round_spread(rows, "b", "a", "host_us")
+        '1.00-1.10x (2 rounds)'
+    """
+    vals = [a / b for a, b in zip(rounds_of(rows.get(path), metric),
+                                  rounds_of(rows.get(base), metric)) if b]
+    if not vals:
+        return None
+    return f"{num(min(vals))}-{num(max(vals))}x ({len(vals)} rounds)"
 
 
 def _aot_targets(result: Dict[str, Any]) -> List[Target]:
@@ -71,8 +86,8 @@ def _aot_targets(result: Dict[str, Any]) -> List[Target]:
                         str(kt["check"]), False))
         elif k is not None:
             out.append((f"{op}: AOT kernel time = JIT kernel time (within {limit:.0%}, "
-                        f"{(result.get('aot') or {}).get('kernel_bytes')})", f"{num(k, 3)}x",
-                        abs(k - 1) <= limit))
+                        f"{(result.get('aot') or {}).get('kernel_bytes')}, static-shape engine)",
+                        f"{num(k, 3)}x", abs(k - 1) <= limit))
     return out
 
 
@@ -140,15 +155,24 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
     ops = aot.get("ops") or {}
     if not ops:
         return ["_Not measured in this run._"]
+    n_rounds = aot.get("host_rounds", aot.get("rounds"))
     lines = [f"Each op's AOT artifact, built through the emulator's QDP AOT path, launched by "
-             "`benchmarks/cpp/aot_launch.cu` (driver API, no Python) on a tiny float32 problem: "
-             f"{aot.get('batch')} launches per timed batch, {aot.get('calls')} per path and "
-             f"round, {aot.get('rounds')} rounds, the paths taking turns; graph: "
-             f"{aot.get('graph_kernels')} launches captured, {aot.get('graph_replays')} replays. "
-             "Medians over rounds; the targets take the worst round. Every path's output is "
-             "compared bit for bit with the JIT `enqueue`'s; a wrong one is refused. Kernel "
-             f"time: the AOT kernel and the JIT `enqueue` at {aot.get('kernel_bytes')}, CUDA "
-             "graphs replayed in turns.", ""]
+             "`benchmarks/cpp/aot_launch.cu` (driver API, no Python; expressions compiled once "
+             "at load into a flat program, run at every launch) on a tiny float32 problem. A "
+             f"round: {aot.get('calls')} launches per path in batches of {aot.get('batch')}, "
+             "the three paths interleaved batch by batch in an order that rotates from batch "
+             "to batch; each batch timed alone (host) and with its synchronize; a path's round "
+             "figure is the median of its batches, the same rule for every path; then a graph "
+             f"of {aot.get('graph_kernels')} launches per path, replayed "
+             f"{aot.get('graph_replays')} times, paths in turns. {n_rounds} rounds. Tables show "
+             "medians over rounds; the targets take the worst round, and each op's spread line "
+             "gives the range of the per-round host ratios and the quartiles of every batch. "
+             "Every path's output is compared bit for bit with the JIT `enqueue`'s; a wrong one "
+             "is refused. Kernel time: the AOT kernel and the JIT `enqueue` at "
+             f"{aot.get('kernel_bytes')}, CUDA graphs replayed in turns, the artifact built for "
+             "that shape alone (a static-shape engine: the target); the dynamic-profile "
+             "artifact's figure (its row chosen at the profile's max, docs/aot.md) is "
+             "informational.", ""]
     for op, rec in ops.items():
         if "paths" not in rec:
             lines += [f"**{op}**: {rec.get('skipped', 'not measured')}", ""]
@@ -164,23 +188,37 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
             table.append([AOT_LABELS.get(key, key), num(h), _x(ratio(h, med(floor, "host_us"))),
                           num(s), _x(ratio(s, med(floor, "sync_us"))), num(g),
                           _x(ratio(g, med(floor, "graph_us"))), "ok"])
-        kt = rec.get("kernel_time") or {}
         plan = rec.get("plan") or {}
         facts = [f"`{rec.get('entry')}`", f"inputs {rec.get('in_shapes')}"]
         facts += [f"{what} {value}" for what, value in (
             ("network", rec.get("net_shapes")), ("grid", plan.get("grid")),
             ("block", plan.get("block")), ("extra arguments", plan.get("extra"))) if value]
         if med(rec, "eval_us") is not None:
-            facts.append(f"evaluating every expression alone {num(med(rec, 'eval_us'), 3)} us")
+            facts.append(f"evaluating every expression alone {num(med(rec, 'eval_us'), 3)} us"
+                         + (f" ({rec['eval_instructions']} instructions)"
+                            if "eval_instructions" in rec else ""))
         lines += [f"**{op}** ({', '.join(facts)})", ""]
         lines += _table(["path", "host us/launch", "x C++", "loop+sync us", "x C++",
                          "graph us/kernel", "x C++", "output"], table)
-        if kt.get("check") == "ok":
-            lines += ["", f"Kernel time at {kt.get('in_shapes', KERNEL_SIZE)}: AOT "
-                      f"{num(med(kt, 'aot_us'), 2)} us, JIT {num(med(kt, 'jit_us'), 2)} us, "
-                      f"ratio {num(_kernel_ratio(rec), 3)}."]
-        elif kt:
-            lines += ["", f"Kernel time: {kt.get('check')}."]
+        spread = round_spread(rows, "aot_launch", "cpp_floor", "host_us")
+        if spread:
+            quart = "; ".join(f"{k} {num(row['host_us']['q25'])}-{num(row['host_us']['q75'])}"
+                              for k, row in rows.items()
+                              if "q25" in (row.get("host_us") or {}))
+            lines += ["", f"Spread: AOT launch / C++ host per round {spread}"
+                      + (f"; host us per launch, quartiles of every batch: {quart}" if quart
+                         else "") + "."]
+        for key, what in (("kernel_time", "static-shape engine"),
+                          ("kernel_time_dynamic", "dynamic profile, informational")):
+            kt = rec.get(key) or {}
+            entry = f" `{kt['entry']}`" if kt.get("entry") else ""
+            if kt.get("check") == "ok":
+                lines += ["", f"Kernel time at {kt.get('in_shapes', KERNEL_SIZE)} ({what}"
+                          f"{entry}): AOT {num(med(kt, 'aot_us'), 2)} us, JIT "
+                          f"{num(med(kt, 'jit_us'), 2)} us, ratio "
+                          f"{num(_kernel_ratio(rec, key), 3)}."]
+            elif kt:
+                lines += ["", f"Kernel time ({what}): {kt.get('check')}."]
         lines.append("")
     return lines[:-1]
 

@@ -55,7 +55,9 @@ def fixture() -> dict:
                                   "aot_launch": {"check": "output differs from the JIT "
                                                           "enqueue at byte 4 of 16384"}},
                         "kernel_time": {"check": "ok", "jit_us": _m(20.0, 20.0, 20.0),
-                                        "aot_us": _m(24.0, 24.0, 24.0)}},
+                                        "aot_us": _m(24.0, 24.0, 24.0)},
+                        "kernel_time_dynamic": {"check": "ok", "jit_us": _m(20.0, 20.0, 20.0),
+                                                "aot_us": _m(20.0, 20.0, 20.0)}},
                     "SeqRepeat": {"skipped": "AOT build failed: KernelCompileError: x"}}},
         "threads": {"case": "LeakyReLU", "problem": "float32 [1024]", "seconds": 0.5,
                     "rounds": 3, "note": threads.gil_note(), "configs": {
@@ -83,8 +85,9 @@ def test_aot_targets_take_the_worst_round_and_refuse_a_wrong_output():
     assert (m, ok) == ("1.02x", True)
     m, ok = v["RMSNorm: AOT launch <= 1.05x C++ `<<<>>>` (host, worst round)"]
     assert ok is False and "refused: aot_launch: output differs" in m
-    assert v["LeakyReLU: AOT kernel time = JIT kernel time (within 3%, 16M)"] == ("1.010x", True)
-    assert v["RMSNorm: AOT kernel time = JIT kernel time (within 3%, 16M)"] == ("1.200x", False)
+    kt = "AOT kernel time = JIT kernel time (within 3%, 16M, static-shape engine)"
+    assert v[f"LeakyReLU: {kt}"] == ("1.010x", True)
+    assert v[f"RMSNorm: {kt}"] == ("1.200x", False)  # the dynamic profile's 1.00x is no excuse
     assert not any(w.startswith("SeqRepeat") for w in v)  # skipped: no verdict, a note
 
 
@@ -110,7 +113,11 @@ def test_report_renders_the_aot_and_threads_tables():
     assert "| **AOT launch as TensorRT runs it** (expressions evaluated, packed, " \
            "`cuLaunchKernel`, every launch) | refused |" in md
     assert "**SeqRepeat**: AOT build failed" in md
-    assert "Kernel time at [[4096, 1024]]: AOT 10.10 us, JIT 10.00 us, ratio 1.010." in md
+    assert ("Kernel time at [[4096, 1024]] (static-shape engine): AOT 10.10 us, JIT 10.00 us, "
+            "ratio 1.010.") in md
+    assert ("Kernel time at the kernel-sized problem (dynamic profile, informational): AOT "
+            "20.00 us, JIT 20.00 us, ratio 1.000.") in md
+    assert "Spread: AOT launch / C++ host per round 1.01-1.07x (3 rounds)" in md
     assert "| 2 | 101000 | 1.01x | 800000 | 500000 | 0.20x |" in md
     assert "| 8 | 105000 | 1.05x | n/a | n/a | n/a |" in md
     assert ("The aggregate peaks at 2 thread(s), 1.01x the 1-thread rate; the empty `enqueue` "
