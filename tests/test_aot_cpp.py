@@ -51,7 +51,11 @@ EVERY_OP = AOTArtifact(
                                                                        _in(0, 1))}},
      # divisions by a power of two (compiled to shifts) of negative operands
      {"dtype": "INT32", "expr": _op("FLOOR_DIV", _op("SUB", _c(1), _in(0, 0)), _c(4))},
-     {"dtype": "INT32", "expr": _op("CEIL_DIV", _op("SUB", _c(1), _in(0, 1)), _c(8))}],
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _op("SUB", _c(1), _in(0, 1)), _c(8))},
+     # non-negative operands (the 32-bit path), divisor not a power of two
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _in(0, 0), _c(3))},
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _c(1), _op("SUM", _in(0, 1), _c(1)))},
+     {"dtype": "INT32", "expr": _op("FLOOR_DIV", _in(0, 0), _op("SUM", _in(0, 1), _c(2)))}],
     [[_in(0, 0), _op("SUM", _in(0, 1), _in(1, 0))], [_op("PROD", _in(1, 0), _c(2))]],
     ["FLOAT", "HALF"], ["FLOAT", "INT32"], ["LINEAR"] * 4, 0, "ns::every_op")
 SHAPES = [[(1, 1), (1,)], [(7, 100), (9,)], [(4096, 3), (0,)], [(999, 4), (13,)],

@@ -37,13 +37,8 @@ namespace ppaot {
 // What Program::run found: kOk, a missing input dimension, or a division by zero.
 enum Status : int32_t { kOk = 0, kMissingDim = 1, kDivByZero = 2 };
 
-// FLOOR_DIV as Python's //; b must not be 0. Non-negative operands below 2^31 (every size a
-// launch divides) take the 32-bit divide, several times cheaper than the 64-bit one on x86.
+// FLOOR_DIV as Python's //; b must not be 0.
 inline int64_t floor_div(int64_t a, int64_t b) {
-    if (static_cast<uint64_t>(a) < (uint64_t{1} << 31) &&
-        static_cast<uint64_t>(b) - 1 < (uint64_t{1} << 31) - 1) {
-        return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-    }
     int64_t q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
