@@ -148,7 +148,9 @@ def summary(result: Dict[str, Any]) -> List[List[str]]:
                      f"{num(ratio(med(rs[top], 'enqueue_per_s'), med(rs.get('1'), 'enqueue_per_s')))}x "
                      "1 thread",
                      f"{num(ratio(med(rs[top], 'enqueue_per_s'), med(rs[top], 'cpp_per_s')))}x "
-                     "C++ threads"])
+                     "C++ threads; AOT kernel from C++ threads "
+                     f"{num(ratio(med(rs[top], 'aot_per_s'), med(rs.get('1'), 'aot_per_s')))}x "
+                     "1 thread"])
     return rows
 
 

@@ -136,8 +136,9 @@ def test_report_renders_the_aot_and_threads_tables():
     assert ("The aggregate peaks at 2 thread(s), 1.01x the 1-thread rate; the empty `enqueue` "
             "alone, which holds the GIL for its whole Python part, peaks at 900000 calls/s") in md
     assert "with the GIL" in md or "free-threaded" in md
-    rows = [r[0] for r in claims.summary(fixture())]
+    rows = {r[0]: r for r in claims.summary(fixture())}
     assert "LeakyReLU AOT launch" in rows and "threads (2 GPUs)" in rows
+    assert rows["threads (1 GPU)"][3].endswith("AOT kernel from C++ threads 1.80x 1 thread")
     # a result without the sections renders as before: no new headings
     bare = {k: v for k, v in fixture().items() if k not in ("aot", "threads")}
     assert "AOT launch as TensorRT" not in report.render(bare)
