@@ -17,7 +17,14 @@ For every case whose plugin class has an ``aot_launch`` (so ops join as they gai
    (configured through the trampoline, ``enqueue`` on the same inputs): a path whose output is
    wrong keeps only its ``check`` message, no timing;
 4. at the kernel-sized problem the AOT kernel (launched through the driver in Python) and the JIT
-   ``enqueue`` are captured in CUDA graphs and replayed in turns: device time per kernel.
+   ``enqueue`` are captured in CUDA graphs and replayed in turns: device time per kernel. The
+   target's figure (``kernel_time``) uses an artifact built for that shape alone (a static-shape
+   engine: profile min = opt = max), so both plans see the same shape; the dynamic artifact's
+   kernel time is kept beside it as ``kernel_time_dynamic``, for information only (its variant is
+   the one chosen at the profile's max, docs/aot.md "choosing at build time").
+
+The launcher runs :func:`host_rounds` rounds (more than the run's ``rounds``: one costs tens of
+milliseconds, and a 3 us launch is noisy).
 
 Example::
 
@@ -50,6 +57,16 @@ TINY_BYTES = ("4K", "16K", "64K", "1M")
 KERNEL_BYTES = "16M"
 PATHS = ("cpp_floor", "aot_preevaluated", "aot_launch")
 DTYPE = "float32"
+
+
+def host_rounds(rounds: int) -> int:
+    """Rounds of the C++ launcher's host and graph timing for a run of ``rounds`` rounds.
+
+    Example:
+        >>> host_rounds(3), host_rounds(1)
+        (9, 9)
+    """
+    return max(9, 3 * rounds)
 
 
 def aot_cases(cases: Sequence[Case], notes: List[str]) -> List[Tuple[Case, Any]]:
@@ -141,7 +158,8 @@ def build_launcher(launcher: Path, floor: str, defines: Sequence[str], arch: str
     return exe, None
 
 
-def _tiny(case: Case) -> Optional[Problem]:
+def tiny_problem(case: Case) -> Optional[Problem]:
+    """The case's first float32 problem of :data:`TINY_BYTES` its shape rule accepts, or None."""
     for text in TINY_BYTES:
         prob = case.problem(parse_bytes(text), DTYPE)
         if prob is not None:
@@ -267,7 +285,7 @@ def run_case(case: Case, cls: Any, arch: str, launcher: Path, workdir: Path, *, 
     """One op's record (see the module docstring)."""
     import cupy as cp
 
-    tiny, big = _tiny(case), case.problem(parse_bytes(KERNEL_BYTES), DTYPE)
+    tiny, big = tiny_problem(case), case.problem(parse_bytes(KERNEL_BYTES), DTYPE)
     if tiny is None or big is None:
         return {"skipped": f"no {DTYPE} problem of {TINY_BYTES} or {KERNEL_BYTES} fits the case"}
     if [len(s) for s in tiny.in_shapes] != [len(s) for s in big.in_shapes]:
@@ -296,13 +314,28 @@ def run_case(case: Case, cls: Any, arch: str, launcher: Path, workdir: Path, *, 
         record["skipped"] = why
         return record
     record.update(_launcher_run(exe, built, tiny, inputs, [cp.asnumpy(o).tobytes() for o in ref],
-                                workdir, (calls, batch, graph_kernels, graph_replays, rounds)))
-    try:
-        record["kernel_time"] = _kernel_times(cls, case, built, big, rounds, graph_kernels,
-                                              graph_replays)
-    except Exception as err:  # noqa: BLE001 - a failed comparison is reported in the op's row
-        record["kernel_time"] = {"check": f"not measured: {type(err).__name__}: {err}"}
+                                workdir, (calls, batch, graph_kernels, graph_replays,
+                                          host_rounds(rounds))))
+    record["kernel_time"] = _kernel_record(cls, case, big, rounds, graph_kernels, graph_replays)
+    record["kernel_time_dynamic"] = _kernel_record(cls, case, big, rounds, graph_kernels,
+                                                   graph_replays, built=built)
     return record
+
+
+def _kernel_record(cls: Any, case: Case, big: Problem, rounds: int, kernels: int, replays: int,
+                   built: Any = None) -> Dict[str, Any]:
+    """:func:`_kernel_times` of ``built``, or of an artifact built for ``big`` alone (static
+    shapes) when ``built`` is None; a failure is the record's ``check``."""
+    try:
+        if built is None:
+            built = aot_build.build(cls, case.fields, lo=big.in_shapes, hi=big.in_shapes,
+                                    dtypes=list(big.in_dtypes))
+        out = _kernel_times(cls, case, built, big, rounds, kernels, replays)
+        out["entry"] = built.launch.kernel.expression_for(built.launch.ctype)
+        out["net_shapes"] = [list(s) for s in built.net_shapes]
+        return out
+    except Exception as err:  # noqa: BLE001 - a failed comparison is reported in the op's row
+        return {"check": f"not measured: {type(err).__name__}: {err}"}
 
 
 def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, rounds: int,
@@ -314,6 +347,7 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
 
     arch = f"sm_{cp.cuda.Device().compute_capability}"
     result: Dict[str, Any] = {"ops": {}, "calls": calls, "batch": batch, "rounds": rounds,
+                              "host_rounds": host_rounds(rounds),
                               "graph_kernels": graph_kernels, "graph_replays": graph_replays,
                               "kernel_bytes": KERNEL_BYTES, "dtype": DTYPE}
     with tempfile.TemporaryDirectory(prefix="pp-aot-") as tmp:

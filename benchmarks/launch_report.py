@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from benchmarks.claims import TARGETS, Target, med, num, ratio, rounds_of
 
@@ -44,9 +44,24 @@ def _aot_ops(result: Dict[str, Any]) -> Dict[str, Any]:
             if "paths" in v}
 
 
-def _kernel_ratio(rec: Dict[str, Any]) -> Optional[float]:
-    kt = rec.get("kernel_time") or {}
+def _kernel_ratio(rec: Dict[str, Any], key: str = "kernel_time") -> Optional[float]:
+    kt = rec.get(key) or {}
     return ratio(med(kt, "aot_us"), med(kt, "jit_us"))
+
+
+def round_spread(rows: Dict[str, Any], path: str, base: str, metric: str) -> Optional[str]:
+    """``"lo-hi (n rounds)"``: the range of the per-round ratios of ``path`` to ``base``.
+
+    Example:
+        >>> rows = {"a": {"host_us": {"rounds": [3.0, 3.0]}}, "b": {"host_us": {"rounds": [3.3, 3.0]}}}
+        >>> round_spread(rows, "b", "a", "host_us")
+        '1.00-1.10x (2 rounds)'
+    """
+    vals = [a / b for a, b in zip(rounds_of(rows.get(path), metric),
+                                  rounds_of(rows.get(base), metric)) if b]
+    if not vals:
+        return None
+    return f"{num(min(vals))}-{num(max(vals))}x ({len(vals)} rounds)"
 
 
 def _aot_targets(result: Dict[str, Any]) -> List[Target]:
@@ -71,8 +86,8 @@ def _aot_targets(result: Dict[str, Any]) -> List[Target]:
                         str(kt["check"]), False))
         elif k is not None:
             out.append((f"{op}: AOT kernel time = JIT kernel time (within {limit:.0%}, "
-                        f"{(result.get('aot') or {}).get('kernel_bytes')})", f"{num(k, 3)}x",
-                        abs(k - 1) <= limit))
+                        f"{(result.get('aot') or {}).get('kernel_bytes')}, static-shape engine)",
+                        f"{num(k, 3)}x", abs(k - 1) <= limit))
     return out
 
 
@@ -80,20 +95,33 @@ def _thread_configs(result: Dict[str, Any]) -> Dict[str, Any]:
     return ((result.get("threads") or {}).get("configs") or {})
 
 
+#: The row families of the threads section the target applies to: (metric, what, label).
+THREAD_ROWS = (("enqueue_per_s", "enqueue", ""),
+               ("aot_per_s", "launch", ", AOT kernel launched by C++ threads"),
+               ("cpp_per_s", "launch", ", C++ `<<<>>>` threads"))
+
+
+def _worst_vs_one(rows: Dict[str, Any], metric: str) -> Optional[Tuple[float, str]]:
+    """(lowest per-round ratio of a thread count's ``metric`` to 1 thread's, that count)."""
+    one = rounds_of(rows.get("1"), metric)
+    vals = [(b / a, t) for t, row in rows.items() if t != "1"
+            for a, b in zip(one, rounds_of(row, metric)) if a]
+    return min(vals) if vals else None
+
+
 def _thread_targets(result: Dict[str, Any]) -> List[Target]:
     out: List[Target] = []
     limit = TARGETS["threads_vs_one"]
     for name, cfg in _thread_configs(result).items():
         rows = cfg.get("rows") or {}
-        one = rounds_of(rows.get("1"), "enqueue_per_s")
-        vals = [(b / a, t) for t, row in rows.items() if t != "1"
-                for a, b in zip(one, rounds_of(row, "enqueue_per_s")) if a]
-        if not vals:
-            continue
-        worst, at = min(vals)
-        out.append((f"threads, {name}: aggregate enqueue rate >= {limit}x the 1-thread rate "
-                    "(every thread count, worst round)", f"{num(worst)}x (at {at} threads)",
-                    worst >= limit))
+        for metric, what, label in THREAD_ROWS:
+            got = _worst_vs_one(rows, metric)
+            if got is None:
+                continue
+            worst, at = got
+            out.append((f"threads, {name}{label}: aggregate {what} rate >= {limit}x the "
+                        "1-thread rate (every thread count, worst round)",
+                        f"{num(worst)}x (at {at} threads)", worst >= limit))
     return out
 
 
@@ -120,7 +148,9 @@ def summary(result: Dict[str, Any]) -> List[List[str]]:
                      f"{num(ratio(med(rs[top], 'enqueue_per_s'), med(rs.get('1'), 'enqueue_per_s')))}x "
                      "1 thread",
                      f"{num(ratio(med(rs[top], 'enqueue_per_s'), med(rs[top], 'cpp_per_s')))}x "
-                     "C++ threads"])
+                     "C++ threads; AOT kernel from C++ threads "
+                     f"{num(ratio(med(rs[top], 'aot_per_s'), med(rs.get('1'), 'aot_per_s')))}x "
+                     "1 thread"])
     return rows
 
 
@@ -140,15 +170,24 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
     ops = aot.get("ops") or {}
     if not ops:
         return ["_Not measured in this run._"]
+    n_rounds = aot.get("host_rounds", aot.get("rounds"))
     lines = [f"Each op's AOT artifact, built through the emulator's QDP AOT path, launched by "
-             "`benchmarks/cpp/aot_launch.cu` (driver API, no Python) on a tiny float32 problem: "
-             f"{aot.get('batch')} launches per timed batch, {aot.get('calls')} per path and "
-             f"round, {aot.get('rounds')} rounds, the paths taking turns; graph: "
-             f"{aot.get('graph_kernels')} launches captured, {aot.get('graph_replays')} replays. "
-             "Medians over rounds; the targets take the worst round. Every path's output is "
-             "compared bit for bit with the JIT `enqueue`'s; a wrong one is refused. Kernel "
-             f"time: the AOT kernel and the JIT `enqueue` at {aot.get('kernel_bytes')}, CUDA "
-             "graphs replayed in turns.", ""]
+             "`benchmarks/cpp/aot_launch.cu` (driver API, no Python; expressions compiled once "
+             "at load into a flat program, run at every launch) on a tiny float32 problem. A "
+             f"round: {aot.get('calls')} launches per path in batches of {aot.get('batch')}, "
+             "the three paths interleaved batch by batch in an order that rotates from batch "
+             "to batch; each batch timed alone (host) and with its synchronize; a path's round "
+             "figure is the median of its batches, the same rule for every path; then a graph "
+             f"of {aot.get('graph_kernels')} launches per path, replayed "
+             f"{aot.get('graph_replays')} times, paths in turns. {n_rounds} rounds. Tables show "
+             "medians over rounds; the targets take the worst round, and each op's spread line "
+             "gives the range of the per-round host ratios and the quartiles of every batch. "
+             "Every path's output is compared bit for bit with the JIT `enqueue`'s; a wrong one "
+             "is refused. Kernel time: the AOT kernel and the JIT `enqueue` at "
+             f"{aot.get('kernel_bytes')}, CUDA graphs replayed in turns, the artifact built for "
+             "that shape alone (a static-shape engine: the target); the dynamic-profile "
+             "artifact's figure (its row chosen at the profile's max, docs/aot.md) is "
+             "informational.", ""]
     for op, rec in ops.items():
         if "paths" not in rec:
             lines += [f"**{op}**: {rec.get('skipped', 'not measured')}", ""]
@@ -164,23 +203,37 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
             table.append([AOT_LABELS.get(key, key), num(h), _x(ratio(h, med(floor, "host_us"))),
                           num(s), _x(ratio(s, med(floor, "sync_us"))), num(g),
                           _x(ratio(g, med(floor, "graph_us"))), "ok"])
-        kt = rec.get("kernel_time") or {}
         plan = rec.get("plan") or {}
         facts = [f"`{rec.get('entry')}`", f"inputs {rec.get('in_shapes')}"]
         facts += [f"{what} {value}" for what, value in (
             ("network", rec.get("net_shapes")), ("grid", plan.get("grid")),
             ("block", plan.get("block")), ("extra arguments", plan.get("extra"))) if value]
         if med(rec, "eval_us") is not None:
-            facts.append(f"evaluating every expression alone {num(med(rec, 'eval_us'), 3)} us")
+            facts.append(f"evaluating every expression alone {num(med(rec, 'eval_us'), 3)} us"
+                         + (f" ({rec['eval_instructions']} instructions)"
+                            if "eval_instructions" in rec else ""))
         lines += [f"**{op}** ({', '.join(facts)})", ""]
         lines += _table(["path", "host us/launch", "x C++", "loop+sync us", "x C++",
                          "graph us/kernel", "x C++", "output"], table)
-        if kt.get("check") == "ok":
-            lines += ["", f"Kernel time at {kt.get('in_shapes', KERNEL_SIZE)}: AOT "
-                      f"{num(med(kt, 'aot_us'), 2)} us, JIT {num(med(kt, 'jit_us'), 2)} us, "
-                      f"ratio {num(_kernel_ratio(rec), 3)}."]
-        elif kt:
-            lines += ["", f"Kernel time: {kt.get('check')}."]
+        spread = round_spread(rows, "aot_launch", "cpp_floor", "host_us")
+        if spread:
+            quart = "; ".join(f"{k} {num(row['host_us']['q25'])}-{num(row['host_us']['q75'])}"
+                              for k, row in rows.items()
+                              if "q25" in (row.get("host_us") or {}))
+            lines += ["", f"Spread: AOT launch / C++ host per round {spread}"
+                      + (f"; host us per launch, quartiles of every batch: {quart}" if quart
+                         else "") + "."]
+        for key, what in (("kernel_time", "static-shape engine"),
+                          ("kernel_time_dynamic", "dynamic profile, informational")):
+            kt = rec.get(key) or {}
+            entry = f" `{kt['entry']}`" if kt.get("entry") else ""
+            if kt.get("check") == "ok":
+                lines += ["", f"Kernel time at {kt.get('in_shapes', KERNEL_SIZE)} ({what}"
+                          f"{entry}): AOT {num(med(kt, 'aot_us'), 2)} us, JIT "
+                          f"{num(med(kt, 'jit_us'), 2)} us, ratio "
+                          f"{num(_kernel_ratio(rec, key), 3)}."]
+            elif kt:
+                lines += ["", f"Kernel time ({what}): {kt.get('check')}."]
         lines.append("")
     return lines[:-1]
 
@@ -199,7 +252,28 @@ def _gil_cap(rows: Dict[str, Any]) -> str:
     if noop:
         text += (f"; the empty `enqueue` alone, which holds the GIL for its whole Python part, "
                  f"peaks at {num(noop, 0)} calls/s, the ceiling any thread count can reach")
-    return text + "."
+    return text + "." + _gil_verdict(rows)
+
+
+def _gil_verdict(rows: Dict[str, Any]) -> str:
+    """Why the JIT rows cannot meet the threads target under a GIL, with the empty
+    ``enqueue``'s numbers, and what the AOT row reaches instead ("" without the figures)."""
+    counts = sorted((t for t in rows if med(rows[t], "noop_per_s")), key=int)
+    if len(counts) < 2 or counts[0] != "1":
+        return ""
+    top = counts[-1]
+    one, many = med(rows["1"], "noop_per_s"), med(rows[top], "noop_per_s")
+    text = (f" Under a GIL the JIT rows cannot meet the threads target: TensorRT's binding takes "
+            "the GIL for every `enqueue` (docs/trt-protocol.md §3, §9), which pyplugins cannot "
+            "change, and handing it from thread to thread costs more than the call, so even "
+            f"the empty `enqueue` falls from {num(one, 0)} calls/s at 1 thread to "
+            f"{num(many, 0)} at {top} ({_x(ratio(many, one))}).")
+    a1, an = med(rows["1"], "aot_per_s"), med(rows[top], "aot_per_s")
+    if a1 and an:
+        text += (" pyplugins' answer is the AOT kernel (QDP `aot_impl`), which runs no Python "
+                 f"at enqueue: launched by C++ threads it goes from {num(a1, 0)} launches/s at "
+                 f"1 thread to {num(an, 0)} at {top} ({_x(ratio(an, a1))}).")
+    return text
 
 
 def threads_table(result: Dict[str, Any]) -> List[str]:
@@ -214,20 +288,25 @@ def threads_table(result: Dict[str, Any]) -> List[str]:
              "through `benchmarks/cpp/trt_call.cpp`'s trampoline (GIL taken per call, as "
              f"TensorRT's binding does) for {th.get('seconds')} s per round, {th.get('rounds')} "
              "rounds; beside C++ threads launching the same kernel with `<<<>>>` on their own "
-             "streams, and the empty Python `enqueue` through the same trampoline (the GIL-bound "
+             "streams, C++ threads launching the op's AOT artifact as TensorRT does (expressions "
+             "evaluated per launch, `cuLaunchKernel`, no Python: `benchmarks/cpp/aot_threads.cu`)"
+             ", and the empty Python `enqueue` through the same trampoline (the GIL-bound "
              "part alone). Aggregate calls per second, medians over rounds. " + str(
                  th.get("note", "")), ""]
     for name, cfg in configs.items():
         rows = cfg.get("rows") or {}
         one = med(rows.get("1"), "enqueue_per_s")
+        aot_one = med(rows.get("1"), "aot_per_s")
         table = [[t, f"{num(med(r, 'enqueue_per_s'), 0)}",
                   _x(ratio(med(r, "enqueue_per_s"), one)),
                   f"{num(med(r, 'noop_per_s'), 0)}", f"{num(med(r, 'cpp_per_s'), 0)}",
-                  _x(ratio(med(r, "enqueue_per_s"), med(r, "cpp_per_s")))]
+                  _x(ratio(med(r, "enqueue_per_s"), med(r, "cpp_per_s"))),
+                  f"{num(med(r, 'aot_per_s'), 0)}", _x(ratio(med(r, "aot_per_s"), aot_one))]
                  for t, r in sorted(rows.items(), key=lambda kv: int(kv[0]))]
         lines += [f"**{name}** (devices {cfg.get('devices')})", ""]
         lines += _table(["threads", "plugin enqueue calls/s", "x 1 thread",
-                         "empty enqueue calls/s", "C++ `<<<>>>` launches/s", "enqueue / C++"],
+                         "empty enqueue calls/s", "C++ `<<<>>>` launches/s", "enqueue / C++",
+                         "AOT kernel, C++ threads, launches/s", "AOT x 1 thread"],
                         table) + [""]
         cap = _gil_cap(rows)
         if cap:

@@ -7,8 +7,14 @@ LeakyReLU plugin object configured on its device (thread i on device i mod the G
 own buffers and its own non-blocking stream, and makes enqueues as TensorRT does for a fixed wall
 time: the aggregate calls per second. Beside it, in the same round: the empty Python
 ``enqueue`` through the same trampoline (the GIL-bound part alone) and C++ threads launching
-the same kernel with ``<<<>>>`` (``benchmarks/cpp/threads_floor.cu``). On one GPU, and on two
-when there are two. Each thread's output is checked after the last round.
+the same kernel with ``<<<>>>`` (``benchmarks/cpp/threads_floor.cu``), and C++ threads launching
+the op's AOT artifact as TensorRT does, no Python (:mod:`benchmarks.threads_aot`). On one GPU,
+and on two when there are two. Each thread's output is checked after the last round.
+
+The target (aggregate >= the 1-thread rate) is checked for every row family. The JIT rows
+cannot meet it under a GIL: TensorRT's binding takes the GIL for every ``enqueue`` (protocol
+§3, §9), which pyplugins cannot change, so even the empty ``enqueue`` falls as threads are added;
+the AOT row is what removes the cap.
 
 Free-threaded CPython: where the interpreter runs without a GIL (``sys._is_gil_enabled()`` is
 False) the rows are that interpreter's; the result's ``note`` says which it was.
@@ -33,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks import driver, overhead
+from benchmarks import driver, overhead, threads_aot
 from benchmarks.cases import select
 
 CPP_SOURCE = Path(__file__).resolve().parent / "cpp" / "threads_floor.cu"
@@ -50,9 +56,14 @@ def gil_note() -> str:
                 "threads run their Python in parallel.")
     return (f"Python {version} with the GIL: the Python part of every enqueue holds it, so the "
             "aggregate rate is capped near the single-thread rate of that part (the empty "
-            "`enqueue` column) however many threads call; C++ threads are not. No free-threaded "
-            "row: the GPU machine has CPython 3.12 (no free-threaded build) and no network to "
-            "bring a 3.13t interpreter and a CuPy built for it.")
+            "`enqueue` column) however many threads call; C++ threads, and the AOT row, are "
+            "not. No free-threaded row: the GPU machine has CPython 3.12 with a GIL and no "
+            "network. Checked (2026-11-26) what PyPI could carry there: CuPy is not the "
+            "obstacle (the package mirror has cupy-cuda12x 14.2.0 as a cp314t wheel, none for "
+            "cp313t), the interpreter is: CPython itself is not on PyPI, and portable-python "
+            "2.1.0, the one package there that names portable interpreters, is a 45 KB build "
+            "tool that fetches CPython's sources from python.org when it runs. A free-threaded "
+            "row needs a machine image with a 3.14t interpreter (then this note reports it).")
 
 
 class Lane:
@@ -139,15 +150,19 @@ def stats(per_round: List[float]) -> Dict[str, Any]:
 
 
 def measure_config(module: Any, lanes: List[Lane], floor: Optional[Path], counts: Sequence[int],
-                   seconds: float, rounds: int) -> Dict[str, Any]:
-    """Rows per thread count for these lanes (see the module docstring)."""
+                   seconds: float, rounds: int,
+                   aot: Optional[Tuple[Path, Path]] = None) -> Dict[str, Any]:
+    """Rows per thread count for these lanes (see the module docstring); ``aot``: the
+    ``aot_threads`` binary and the artifact :func:`benchmarks.threads_aot.prepare` wrote."""
     plugins = [lane.cfg.plugin for lane in lanes]
     noops = [_Noop() for _ in lanes]
     per: Dict[int, Dict[str, List[float]]] = {t: {"enqueue_per_s": [], "noop_per_s": []}
                                               for t in counts}
     enqueue_rate(module, lanes, plugins, seconds / 4)  # warm-up, every lane
     cpp_rounds: List[Dict[str, float]] = []
-    floor_error = None
+    aot_rounds: List[Dict[str, float]] = []
+    floor_error = aot_error = None
+    devices = sorted({lane.device for lane in lanes})
     for _ in range(rounds):
         for t in counts:
             per[t]["enqueue_per_s"].append(enqueue_rate(module, lanes[:t], plugins[:t], seconds))
@@ -163,15 +178,40 @@ def measure_config(module: Any, lanes: List[Lane], floor: Optional[Path], counts
                 floor_error = f"threads_floor failed: {done.stderr.strip()[-1000:]}"
             else:
                 cpp_rounds.append(json.loads(done.stdout)["rounds"][0])
+        if aot is not None and aot_error is None:
+            got, aot_error = threads_aot.measure(aot[0], aot[1], counts, seconds, devices)
+            if got is not None:
+                aot_rounds.append(got)
     rows: Dict[str, Any] = {}
     for t in counts:
         row = {k: stats(v) for k, v in per[t].items()}
         if cpp_rounds:
             row["cpp_per_s"] = stats([r[str(t)] for r in cpp_rounds])
+        if aot_rounds and not aot_error:
+            row["aot_per_s"] = stats([r[str(t)] for r in aot_rounds])
         rows[str(t)] = row
     bad = [b for lane in lanes if (b := lane.check())]
-    return {"devices": sorted({lane.device for lane in lanes}), "rows": rows,
-            "check": "; ".join(bad) or "ok", **({"cpp_error": floor_error} if floor_error else {})}
+    return {"devices": devices, "rows": rows, "check": "; ".join(bad) or "ok",
+            **({"cpp_error": floor_error} if floor_error else {}),
+            **({"aot_error": aot_error} if aot_error else {})}
+
+
+def _aot_setup(cls: Any, fields: Dict[str, Any], arch: str, workdir: Path,
+               notes: List[str]) -> Optional[Tuple[Path, Path]]:
+    """The ``aot_threads`` binary and the op's artifact (input and JIT output of a lane on
+    device 0), or None with a note saying why not."""
+    import cupy as cp
+
+    exe, why = threads_aot.build(arch, workdir)
+    flat = None
+    if exe is not None:
+        lane = Lane(cls, fields, 0)
+        flat, why = threads_aot.prepare(cls, fields, SHAPE, cp.asnumpy(lane.x).tobytes(),
+                                        cp.asnumpy(lane.expected).tobytes(), workdir)
+    if exe is None or flat is None:
+        notes.append(f"threads: no AOT row: {why}")
+        return None
+    return exe, flat
 
 
 def run(*, counts: Sequence[int], seconds: float, rounds: int, deadline: Optional[float],
@@ -189,11 +229,13 @@ def run(*, counts: Sequence[int], seconds: float, rounds: int, deadline: Optiona
             result["skipped"] = why
             notes.append(f"threads: {why}")
             return result
-        floor, why = build_floor(f"sm_{cp.cuda.Device().compute_capability}", Path(tmp))
+        arch = f"sm_{cp.cuda.Device().compute_capability}"
+        floor, why = build_floor(arch, Path(tmp))
         if why:
             notes.append(f"threads: {why}")
         case = select([CASE])[0]
         cls = case.plugin_class()
+        aot = _aot_setup(cls, case.fields, arch, Path(tmp), notes)
         ndev = cp.cuda.runtime.getDeviceCount()
         configs = {"1 GPU": [0]} if ndev < 2 else {"1 GPU": [0], "2 GPUs": [0, 1]}
         for name, devices in configs.items():
@@ -201,12 +243,13 @@ def run(*, counts: Sequence[int], seconds: float, rounds: int, deadline: Optiona
                 notes.append(f"threads: {name} not measured, the run's budget was spent")
                 continue
             lanes = [Lane(cls, case.fields, devices[i % len(devices)]) for i in range(max(counts))]
-            cfg = measure_config(module, lanes, floor, counts, seconds, rounds)
+            cfg = measure_config(module, lanes, floor, counts, seconds, rounds, aot)
             if cfg["check"] != "ok":
                 notes.append(f"threads, {name}: {cfg['check']}; its rows are refused")
                 cfg["rows"] = {}
-            if "cpp_error" in cfg:
-                notes.append(f"threads, {name}: {cfg['cpp_error']}")
+            for key in ("cpp_error", "aot_error"):
+                if key in cfg:
+                    notes.append(f"threads, {name}: {cfg[key]}")
             result["configs"][name] = cfg
             print(f"[threads] {name} done", flush=True)
     return result

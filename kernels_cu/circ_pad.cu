@@ -1815,9 +1815,17 @@ __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* _
 //              int group, T* y): CircPadParams field by field (36 ints)
 //   circ_pad_flat_aot<T>, circ_pad_warp_narrow_aot<T>, circ_pad_warp_aot<T>(const T* x,
 //              int total, int plane_in, int plane_out, int wi, int wo, int hi, int ho, int sw,
-//              int sh, T* y): CircPadFlatParams' first nine fields; thread 0 of each block
-//              derives the magic numbers as circ_pad.flat_magic64 / flat_magic31 do (plane_out
-//              and wo < 2^31) and shares them through shared memory (one barrier).
+//              int sh, T* y): CircPadFlatParams' first nine fields, then per kernel only what
+//              its body reads, made by every thread (no shared memory, no barrier):
+//                flat_aot: the magic numbers as circ_pad.flat_magic64 / flat_magic31 make
+//                  them (plane_out and wo < 2^31);
+//                warp_narrow_aot: none (its body reads no magic number);
+//                warp_aot: its body reads total only as flat_div64(total, magic_plane,
+//                  shift_plane), the plane count; the entry passes that count as total with
+//                  shift_plane 0 (flat_div64's n / 1), one 32-bit division (total < 2^31).
+//              (Until 2026-11: thread 0 derived both magic numbers and shared them behind a
+//              barrier; circ_pad_warp_aot then spilled at its 40-register bound where
+//              circ_pad_warp does not; docs/ops/circ_pad.md "AOT entries".)
 // Every value < 2^31: the host refuses a profile whose input or output has 2^31 elements or
 // more. The element type only sets the element size, so the host instantiates one type per
 // size (signed char, __half, float, long long).
@@ -1854,28 +1862,11 @@ __device__ __forceinline__ int circ_pad_bits(unsigned int n) {
     return n == 0u ? 0 : 32 - __clz(n);
 }
 
-// CircPadFlatParams from the nine ints, the magic numbers made by thread 0 and shared.
-__device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat(int total, int plane_in,
-                                                               int plane_out, int wi, int wo,
-                                                               int hi, int ho, int sw, int sh) {
-    __shared__ unsigned long long magic[4];
-    if (threadIdx.x == 0) {
-        // plane_out: ceil(2^(63 + s) / d), s = bits(d - 1), as 2^(31 + s) * 2^32 in two steps
-        const unsigned long long d = static_cast<unsigned int>(max(plane_out, 1));
-        const int s = circ_pad_bits(static_cast<unsigned int>(d) - 1u);
-        const unsigned long long a = 1ull << (31 + s);
-        const unsigned long long q1 = a / d, r1 = a % d;
-        const unsigned long long r2 = r1 << 32;
-        magic[0] = (q1 << 32) + r2 / d + (r2 % d != 0u ? 1u : 0u);
-        magic[1] = static_cast<unsigned long long>(s);
-        // wo: ceil(2^(31 + s) / wo), shift 31 + s
-        const unsigned long long w = static_cast<unsigned int>(max(wo, 1));
-        const int sw2 = circ_pad_bits(static_cast<unsigned int>(w) - 1u);
-        const unsigned long long b = 1ull << (31 + sw2);
-        magic[2] = b / w + (b % w != 0u ? 1u : 0u);
-        magic[3] = static_cast<unsigned long long>(31 + sw2);
-    }
-    __syncthreads();
+// CircPadFlatParams' first nine fields from the ints; the magic numbers zero.
+__device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat_plain(int total, int plane_in,
+                                                                     int plane_out, int wi,
+                                                                     int wo, int hi, int ho,
+                                                                     int sw, int sh) {
     CircPadFlatParams p;
     p.total = total;
     p.plane_in = plane_in;
@@ -1886,11 +1877,45 @@ __device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat(int total, int pl
     p.ho = ho;
     p.sw = sw;
     p.sh = sh;
-    p.magic_plane = magic[0];
-    p.shift_plane = static_cast<long long>(magic[1]);
-    p.magic_wo = static_cast<long long>(magic[2]);
-    p.shift_wo = static_cast<long long>(magic[3]);
+    p.magic_plane = 0;
+    p.shift_plane = 0;
+    p.magic_wo = 0;
+    p.shift_wo = 0;
     return p;
+}
+
+// CircPadFlatParams from the nine ints with both magic numbers, made by each thread.
+__device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat(int total, int plane_in,
+                                                               int plane_out, int wi, int wo,
+                                                               int hi, int ho, int sw, int sh) {
+    CircPadFlatParams p = circ_pad_aot_flat_plain(total, plane_in, plane_out, wi, wo, hi, ho,
+                                                  sw, sh);
+    // plane_out: ceil(2^(63 + s) / d), s = bits(d - 1), as 2^(31 + s) * 2^32 in two steps
+    const unsigned long long d = static_cast<unsigned int>(max(plane_out, 1));
+    const int s = circ_pad_bits(static_cast<unsigned int>(d) - 1u);
+    const unsigned long long a = 1ull << (31 + s);
+    const unsigned long long q1 = a / d, r1 = a % d;
+    const unsigned long long r2 = r1 << 32;
+    p.magic_plane = (q1 << 32) + r2 / d + (r2 % d != 0u ? 1u : 0u);
+    p.shift_plane = s;
+    // wo: ceil(2^(31 + s) / wo), shift 31 + s
+    const unsigned long long w = static_cast<unsigned int>(max(wo, 1));
+    const int sw2 = circ_pad_bits(static_cast<unsigned int>(w) - 1u);
+    const unsigned long long b = 1ull << (31 + sw2);
+    p.magic_wo = static_cast<long long>(b / w + (b % w != 0u ? 1u : 0u));
+    p.shift_wo = 31 + sw2;
+    return p;
+}
+
+// circ_pad_warp_body's parameters: it reads total only through flat_div64(total, magic_plane,
+// shift_plane) (the plane count), so total is that count and shift_plane 0 (n / 1).
+__device__ __forceinline__ CircPadFlatParams circ_pad_aot_warp(int total, int plane_in,
+                                                               int plane_out, int wi, int wo,
+                                                               int hi, int ho, int sw, int sh) {
+    const unsigned int planes =
+        static_cast<unsigned int>(total) / static_cast<unsigned int>(max(plane_out, 1));
+    return circ_pad_aot_flat_plain(static_cast<int>(planes), plane_in, plane_out, wi, wo, hi,
+                                   ho, sw, sh);
 }
 
 }  // namespace
@@ -1915,7 +1940,7 @@ __global__ void circ_pad_narrow_aot(const T* __restrict__ x, CIRC_PAD_AOT_ROW_PA
 template <typename T>
 __global__ void CIRC_PAD_FLAT_BOUNDS circ_pad_flat_aot(const T* __restrict__ x,
                                                        CIRC_PAD_AOT_FLAT_PARAMS, T* __restrict__ y) {
-    if (total == 0) return;  // an empty output (every thread: before the barrier)
+    if (total == 0) return;  // an empty output
     circ_pad_flat_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
 }
 
@@ -1923,13 +1948,13 @@ template <typename T>
 __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow_aot(const T* __restrict__ x,
                                                             CIRC_PAD_AOT_FLAT_PARAMS,
                                                             T* __restrict__ y) {
-    if (total == 0) return;  // an empty output (every thread: before the barrier)
-    circ_pad_warp_narrow_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
+    if (total == 0) return;  // an empty output
+    circ_pad_warp_narrow_body<T>(x, y, circ_pad_aot_flat_plain(CIRC_PAD_AOT_FLAT_ARGS));
 }
 
 template <typename T>
 __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp_aot(const T* __restrict__ x,
                                                        CIRC_PAD_AOT_FLAT_PARAMS, T* __restrict__ y) {
-    if (total == 0) return;  // an empty output (every thread: before the barrier)
-    circ_pad_warp_body<T>(x, y, circ_pad_aot_flat(CIRC_PAD_AOT_FLAT_ARGS));
+    if (total == 0) return;  // an empty output
+    circ_pad_warp_body<T>(x, y, circ_pad_aot_warp(CIRC_PAD_AOT_FLAT_ARGS));
 }

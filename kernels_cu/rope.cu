@@ -609,17 +609,27 @@ __global__ void PP_ROPE_TABLE_BOUNDS rope_table(const T* __restrict__ x, const i
 // Ahead-of-time entries (QDP aot_impl; pyplugins.ops.rope.RoPE.aot_launch), in TensorRT's order
 // (the input pointer, 32-bit ints, the output pointer), calling the kernels' bodies without
 // positions (QDP serves the one-input RoPE: token (b, s) at position_offset + s):
-//     rope_aot<T>(const T* x, int tokens, int seq, int heads, int head_dim, int rotary_dim,
-//                 int layout, int position_offset, int theta_bits, T* y)
-//     rope_table_aot<T>(the same ints, int tile_tokens, int tile_heads, T* y), rope_table's bounds
+//     rope_aot<T>(const T* x, int tokens, int tokens_hi, int seq, int heads, int head_dim,
+//                 int rotary_dim, int layout, int position_offset, int theta_bits, T* y)
+//     rope_table_aot<T>(x, int tokens, int seq, heads, head_dim, rotary_dim, layout,
+//                 position_offset, theta_bits, int tile_tokens, int tile_heads, T* y), with
+//                 rope_table's bounds
 // tokens = batch * seq < 2^31; theta travels as its float32 bits (__int_as_float).
+// rope_aot takes tokens as two words, tokens_hi (0 under that bound) the high one, so that the
+// body sees a 64-bit count it cannot bound, as rope's long long: from a sign-extended int,
+// ptxas narrowed the float body's index math to 80 registers where rope<float> takes 96, which
+// changed the blocks per SM (3, not 2, at 256 threads) and made the AOT kernel 13% slower at
+// [1, 4096, 8, 128] on an H100 (docs/ops/rope.md "AOT entries"). rope_table_aot and half
+// compile to rope_table's and rope's register counts as they are.
 template <typename T>
-__global__ void rope_aot(const T* __restrict__ x, int tokens, int seq, int heads, int head_dim,
-                         int rotary_dim, int layout, int position_offset, int theta_bits,
-                         T* __restrict__ y) {
-    pp_rope::rope_main(x, static_cast<const int*>(nullptr), y, static_cast<long long>(tokens), seq,
-                       heads, head_dim, rotary_dim, layout, position_offset,
-                       __int_as_float(theta_bits));
+__global__ void rope_aot(const T* __restrict__ x, int tokens, int tokens_hi, int seq, int heads,
+                         int head_dim, int rotary_dim, int layout, int position_offset,
+                         int theta_bits, T* __restrict__ y) {
+    const long long count = static_cast<long long>(
+        (static_cast<unsigned long long>(static_cast<unsigned int>(tokens_hi)) << 32) |
+        static_cast<unsigned int>(tokens));
+    pp_rope::rope_main(x, static_cast<const int*>(nullptr), y, count, seq, heads, head_dim,
+                       rotary_dim, layout, position_offset, __int_as_float(theta_bits));
 }
 
 template <typename T>

@@ -36,7 +36,8 @@ def _c(v: int) -> Dict[str, Any]:
     return {"const": v}
 
 
-#: Every operation, with operands that go negative (FLOOR_DIV and CEIL_DIV round as Python's).
+#: Every operation, with operands that go negative (FLOOR_DIV and CEIL_DIV round as Python's,
+#: by a power of two too, which the C++ program shifts).
 EVERY_OP = AOTArtifact(
     "k", b"\x00PTX bytes\nwith a newline", "ptx",
     {"grid_x": _op("CEIL_DIV", _op("SUB", _in(0, 0), _c(700)), _c(256)),
@@ -47,7 +48,14 @@ EVERY_OP = AOTArtifact(
     [{"dtype": "INT32", "expr": _op("FLOOR_DIV", _op("SUB", _c(1), _in(0, 0)), _c(3))},
      {"dtype": "INT32", "expr": _op("CEIL_DIV", _op("SUB", _c(1), _in(1, 0)), _c(-2))},
      {"dtype": "INT32", "expr": {"size": 1, "opt": _c(5), "upper": _op("PROD", _in(0, 0),
-                                                                       _in(0, 1))}}],
+                                                                       _in(0, 1))}},
+     # divisions by a power of two (compiled to shifts) of negative operands
+     {"dtype": "INT32", "expr": _op("FLOOR_DIV", _op("SUB", _c(1), _in(0, 0)), _c(4))},
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _op("SUB", _c(1), _in(0, 1)), _c(8))},
+     # non-negative operands (the 32-bit path), divisor not a power of two
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _in(0, 0), _c(3))},
+     {"dtype": "INT32", "expr": _op("CEIL_DIV", _c(1), _op("SUM", _in(0, 1), _c(1)))},
+     {"dtype": "INT32", "expr": _op("FLOOR_DIV", _in(0, 0), _op("SUM", _in(0, 1), _c(2)))}],
     [[_in(0, 0), _op("SUM", _in(0, 1), _in(1, 0))], [_op("PROD", _in(1, 0), _c(2))]],
     ["FLOAT", "HALF"], ["FLOAT", "INT32"], ["LINEAR"] * 4, 0, "ns::every_op")
 SHAPES = [[(1, 1), (1,)], [(7, 100), (9,)], [(4096, 3), (0,)], [(999, 4), (13,)],
@@ -124,22 +132,48 @@ def test_an_expression_without_a_flat_form_is_refused_in_python():
         aot_export.flat_bytes(AOTArtifact("a kernel", b"", "ptx", {}, [], [], [], [], [], 0))
 
 
-@pytest.mark.slow
-def test_an_op_built_through_the_emulator_evaluates_the_same_in_cpp(aot_plan, tmp_path):
-    """LeakyReLU and RMSNorm built as TensorRT builds an AOT plugin (benchmarks/aot_build.py),
-    rows dynamic: the launcher's plan equals Python's at every row count tried."""
-    from benchmarks import aot_build
-    from pyplugins.ops import LeakyReLU, RMSNorm
+def test_constants_are_folded_and_shared_subexpressions_computed_once(aot_plan, tmp_path):
+    """What runs per launch: a grid of constants only costs nothing; one input dimension read
+    by several fields is loaded once; a shared sum is computed once."""
+    shared = _op("SUM", _in(0, 0), _c(2))
+    art = AOTArtifact(
+        "k", b"x", "ptx",
+        {"grid_x": _op("PROD", _op("SUM", _c(2), _c(3)), _c(4)), "grid_y": shared,
+         "block_x": _op("PROD", _c(1), _op("SUM", _c(2), _in(0, 0)))},
+        [{"dtype": "INT32", "expr": shared}, {"dtype": "INT32", "expr": _op("SUB", _in(0, 0),
+                                                                            _c(0))}],
+        [[_in(0, 0)]], ["FLOAT"], ["FLOAT"], ["LINEAR"] * 2, 0)
+    path = tmp_path / "fold.flat"
+    path.write_bytes(aot_export.flat_bytes(art))
+    done = subprocess.run([str(aot_plan), "--count", str(path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["instructions", "2"], done.stdout + done.stderr
+    done = _run(aot_plan, aot_export.flat_bytes(art), [[(5,)], [(-9,)]], tmp_path)
+    assert done.stdout.splitlines() == [_python(art, [(5,)]), _python(art, [(-9,)])]
 
-    for cls, fields, lo, hi in ((LeakyReLU, {"neg_slope": 0.01}, [(1, 1024)], [(64, 1024)]),
-                                (RMSNorm, {"eps": 1e-6}, [(1, 512), (512,)],
-                                 [(64, 512), (512,)])):
-        built = aot_build.build(cls, fields, lo=lo, hi=hi, dtypes=["float32"] * len(lo))
-        assert built.net_shapes[0] == (-1, hi[0][1])
-        assert built.launch.kernel.expression_for(built.launch.ctype).startswith(
-            cls.aot_kernel.expression_for("float").split("<")[0])
-        shapes = [[(rows,) + tuple(lo[0][1:])] + [tuple(s) for s in lo[1:]]
-                  for rows in (1, 3, 64, 1000)]
+
+@pytest.mark.slow
+def test_every_aot_op_built_through_the_emulator_evaluates_the_same_in_cpp(aot_plan, tmp_path):
+    """Every shipped op with an AOT kernel, built as TensorRT builds an AOT plugin
+    (benchmarks/aot_build.py) with the dimensions that differ between the benchmark's tiny and
+    kernel-sized problems dynamic: the compiled C++ program's plan equals Python's at the
+    profile's bounds and between them."""
+    from benchmarks import aot_build, aot_rows
+    from benchmarks.cases import parse_bytes, select
+
+    cases = aot_rows.aot_cases(select(), [])
+    assert {c.name for c, _ in cases} >= {"LeakyReLU", "CircPad", "Pool-max", "RoPE"}
+    for case, cls in cases:
+        tiny = aot_rows.tiny_problem(case)
+        big = case.problem(parse_bytes("16M"), aot_rows.DTYPE)
+        lo = [tuple(map(min, s, t)) for s, t in zip(tiny.in_shapes, big.in_shapes)]
+        hi = [tuple(map(max, s, t)) for s, t in zip(tiny.in_shapes, big.in_shapes)]
+        built = aot_build.build(cls, case.fields, lo=lo, hi=hi, dtypes=list(tiny.in_dtypes))
+        assert -1 in built.net_shapes[0], case.name
+        mid = [tuple(a if a == b else (a + b) // 2 + 1 for a, b in zip(s, t))
+               for s, t in zip(lo, hi)]
+        shapes = [lo, hi, mid]
         done = _run(aot_plan, aot_export.flat_bytes(built.artifact), shapes, tmp_path)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.splitlines() == [_python(built.artifact, s) for s in shapes]
+        assert done.stdout.splitlines() == [_python(built.artifact, s) for s in shapes], (
+            case.name)

@@ -614,12 +614,18 @@ def test_every_section_runs_tiny_on_a_gpu(tmp_path):
     aot = result["aot"]["ops"]["LeakyReLU"]  # the C++ AOT launcher: every path's output right
     assert {p: r["check"] for p, r in aot["paths"].items()} == dict.fromkeys(
         ("cpp_floor", "aot_preevaluated", "aot_launch"), "ok"), aot
-    assert len(aot["paths"]["aot_launch"]["host_us"]["rounds"]) == 2
+    assert len(aot["paths"]["aot_launch"]["host_us"]["rounds"]) == 9  # aot_rows.host_rounds(2)
     assert aot["kernel_time"]["check"] == "ok" and aot["kernel_time"]["aot_us"]["median"] > 0
+    assert aot["kernel_time"]["net_shapes"] == aot["kernel_time"]["in_shapes"]  # static shapes
+    assert aot["kernel_time_dynamic"]["check"] == "ok" and -1 in sum(
+        aot["kernel_time_dynamic"]["net_shapes"], [])
     threads = result["threads"]  # measured, or skipped where trt_call.cpp cannot be built
     assert "skipped" in threads or (threads["configs"]["1 GPU"]["check"] == "ok" and
                                     threads["configs"]["1 GPU"]["rows"]["2"]["enqueue_per_s"][
                                         "median"] > 0)
+    if "skipped" not in threads:  # the AOT row: C++ threads, every output checked
+        assert "aot_error" not in threads["configs"]["1 GPU"], threads["configs"]["1 GPU"]
+        assert threads["configs"]["1 GPU"]["rows"]["2"]["aot_per_s"]["median"] > 0
 
 
 def _toy_plugin_class(fail_configure: bool = False):

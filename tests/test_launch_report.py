@@ -55,17 +55,22 @@ def fixture() -> dict:
                                   "aot_launch": {"check": "output differs from the JIT "
                                                           "enqueue at byte 4 of 16384"}},
                         "kernel_time": {"check": "ok", "jit_us": _m(20.0, 20.0, 20.0),
-                                        "aot_us": _m(24.0, 24.0, 24.0)}},
+                                        "aot_us": _m(24.0, 24.0, 24.0)},
+                        "kernel_time_dynamic": {"check": "ok", "jit_us": _m(20.0, 20.0, 20.0),
+                                                "aot_us": _m(20.0, 20.0, 20.0)}},
                     "SeqRepeat": {"skipped": "AOT build failed: KernelCompileError: x"}}},
         "threads": {"case": "LeakyReLU", "problem": "float32 [1024]", "seconds": 0.5,
                     "rounds": 3, "note": threads.gil_note(), "configs": {
                         "1 GPU": {"devices": [0], "check": "ok", "rows": {
                             "1": {"enqueue_per_s": _m(100e3, 101e3, 99e3),
                                   "noop_per_s": _m(900e3, 900e3, 900e3),
-                                  "cpp_per_s": _m(300e3, 300e3, 300e3)},
+                                  "cpp_per_s": _m(300e3, 300e3, 300e3),
+                                  "aot_per_s": _m(250e3, 250e3, 250e3)},
                             "2": {"enqueue_per_s": _m(100e3, 102e3, 101e3),
                                   "noop_per_s": _m(800e3, 800e3, 800e3),
-                                  "cpp_per_s": _m(500e3, 500e3, 500e3)}}},
+                                  "cpp_per_s": _m(500e3, 500e3, 500e3),
+                                  # one round below the 1-thread rate: the AOT target fails
+                                  "aot_per_s": _m(450e3, 240e3, 460e3)}}},
                         "2 GPUs": {"devices": [0, 1], "check": "ok", "rows": {
                             "1": {"enqueue_per_s": _m(100e3, 100e3, 100e3)},
                             # a convoy: round 2 falls below the 1-thread rate
@@ -83,8 +88,9 @@ def test_aot_targets_take_the_worst_round_and_refuse_a_wrong_output():
     assert (m, ok) == ("1.02x", True)
     m, ok = v["RMSNorm: AOT launch <= 1.05x C++ `<<<>>>` (host, worst round)"]
     assert ok is False and "refused: aot_launch: output differs" in m
-    assert v["LeakyReLU: AOT kernel time = JIT kernel time (within 3%, 16M)"] == ("1.010x", True)
-    assert v["RMSNorm: AOT kernel time = JIT kernel time (within 3%, 16M)"] == ("1.200x", False)
+    kt = "AOT kernel time = JIT kernel time (within 3%, 16M, static-shape engine)"
+    assert v[f"LeakyReLU: {kt}"] == ("1.010x", True)
+    assert v[f"RMSNorm: {kt}"] == ("1.200x", False)  # the dynamic profile's 1.00x is no excuse
     assert not any(w.startswith("SeqRepeat") for w in v)  # skipped: no verdict, a note
 
 
@@ -99,6 +105,13 @@ def test_thread_targets_catch_a_round_below_the_single_thread_rate():
     result = fixture()
     result["threads"]["configs"]["2 GPUs"]["rows"]["8"]["enqueue_per_s"] = _m(101e3, 100e3, 120e3)
     assert _verdicts(result)[one.replace("1 GPU", "2 GPUs")][1] is True
+    # every row family gets the target: the AOT row and the C++ threads too
+    aot = ("threads, 1 GPU, AOT kernel launched by C++ threads: aggregate launch rate >= 1.0x "
+           "the 1-thread rate (every thread count, worst round)")
+    assert v[aot] == ("0.96x (at 2 threads)", False)
+    cpp = aot.replace("AOT kernel launched by C++ threads", "C++ `<<<>>>` threads")
+    assert v[cpp] == ("1.67x (at 2 threads)", True)
+    assert not any("2 GPUs, AOT" in w for w in v)  # no AOT figures there: no verdict
 
 
 def test_report_renders_the_aot_and_threads_tables():
@@ -110,14 +123,22 @@ def test_report_renders_the_aot_and_threads_tables():
     assert "| **AOT launch as TensorRT runs it** (expressions evaluated, packed, " \
            "`cuLaunchKernel`, every launch) | refused |" in md
     assert "**SeqRepeat**: AOT build failed" in md
-    assert "Kernel time at [[4096, 1024]]: AOT 10.10 us, JIT 10.00 us, ratio 1.010." in md
-    assert "| 2 | 101000 | 1.01x | 800000 | 500000 | 0.20x |" in md
+    assert ("Kernel time at [[4096, 1024]] (static-shape engine): AOT 10.10 us, JIT 10.00 us, "
+            "ratio 1.010.") in md
+    assert ("Kernel time at the kernel-sized problem (dynamic profile, informational): AOT "
+            "20.00 us, JIT 20.00 us, ratio 1.000.") in md
+    assert "Spread: AOT launch / C++ host per round 1.01-1.07x (3 rounds)" in md
+    assert "| 2 | 101000 | 1.01x | 800000 | 500000 | 0.20x | 450000 | 1.80x |" in md
+    assert ("even the empty `enqueue` falls from 900000 calls/s at 1 thread to 800000 at 2 "
+            "(0.89x)") in md
+    assert "launched by C++ threads it goes from 250000 launches/s at 1 thread to 450000" in md
     assert "| 8 | 105000 | 1.05x | n/a | n/a | n/a |" in md
     assert ("The aggregate peaks at 2 thread(s), 1.01x the 1-thread rate; the empty `enqueue` "
             "alone, which holds the GIL for its whole Python part, peaks at 900000 calls/s") in md
     assert "with the GIL" in md or "free-threaded" in md
-    rows = [r[0] for r in claims.summary(fixture())]
+    rows = {r[0]: r for r in claims.summary(fixture())}
     assert "LeakyReLU AOT launch" in rows and "threads (2 GPUs)" in rows
+    assert rows["threads (1 GPU)"][3].endswith("AOT kernel from C++ threads 1.80x 1 thread")
     # a result without the sections renders as before: no new headings
     bare = {k: v for k, v in fixture().items() if k not in ("aot", "threads")}
     assert "AOT launch as TensorRT" not in report.render(bare)
@@ -174,6 +195,27 @@ def test_the_generated_floor_compiles_with_the_launcher_and_a_wrong_one_does_not
     exe, why = aot_rows.build_launcher(obj, aot_rows.floor_source(launch, 1, 1, 1), [], "sm_90",
                                        bad)
     assert exe is None and "nvcc failed" in why
+
+
+@pytest.mark.slow
+def test_the_aot_threads_program_compiles_and_its_inputs_are_written(tmp_path):
+    """aot_threads.cu builds with nvcc (no GPU needed); prepare writes LeakyReLU's artifact,
+    first dimension dynamic (so every launch evaluates), with the shape and both byte files."""
+    from benchmarks import threads_aot
+    from pyplugins.ops import LeakyReLU
+
+    if shutil.which("nvcc") is not None:
+        exe, why = threads_aot.build("sm_90", tmp_path)
+        assert why is None and exe.is_file(), why
+    flat, why = threads_aot.prepare(LeakyReLU, {"neg_slope": 0.01}, (1024,), b"x" * 4096,
+                                    b"y" * 4096, tmp_path)
+    assert why is None, why
+    text = flat.read_bytes().split(b"\nimage ")[0].decode()
+    assert "kernel _Z14leaky_relu_aot" in text and " i 0 0" in text, text
+    assert (tmp_path / "shapes.txt").read_text() == "1 1024\n"
+    assert (tmp_path / "want0.bin").read_bytes() == b"y" * 4096
+    flat, why = threads_aot.prepare(LeakyReLU, {"neg_slope": "x"}, (1024,), b"", b"", tmp_path)
+    assert flat is None and "not built" in why
 
 
 def test_fixture_is_not_mutated_by_rendering():

@@ -1,9 +1,9 @@
 // aot_flat.h -- a stored pyplugins AOT artifact as a C++ launcher reads it: the flat export that
 // benchmarks/aot_export.py writes from pyplugins.checker.aot_artifact.AOTArtifact, parsed once
-// (as TensorRT deserializes an engine), and its symbolic expressions evaluated for concrete input
-// shapes (as TensorRT must at every enqueue, since shapes may change between runs). Host code
-// only: no CUDA header, so a plain g++ build checks it on a machine without a GPU
-// (benchmarks/cpp/aot_plan.cpp; tests/test_aot_cpp.py).
+// (as TensorRT deserializes an engine) into expression node arrays, which aot_program.h compiles
+// into the program a launcher runs per launch. Host code only: no CUDA header, so a plain g++
+// build checks it on a machine without a GPU (benchmarks/cpp/aot_plan.cpp;
+// tests/test_aot_cpp.py).
 //
 // The flat export (text lines, tokens separated by single spaces, then the raw kernel image):
 //     PPAOTFLAT 1
@@ -82,50 +82,6 @@ class Error : public std::runtime_error {
    public:
     using std::runtime_error::runtime_error;
 };
-
-inline int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
-}
-
-// The value of node `at` of `e` for the input shapes `in` (TensorRT's evaluation at run time).
-inline int64_t eval_node(const Expr& e, int32_t at, const Dims* in, int32_t nb_inputs) {
-    const Node& n = e.nodes[at];
-    switch (n.kind) {
-        case kConst:
-            return n.value;
-        case kInput:
-            if (n.value < 0 || n.value >= nb_inputs || n.a < 0 || n.a >= in[n.value].nbDims) {
-                throw Error("an expression reads dimension " + std::to_string(n.a) +
-                            " of input " + std::to_string(n.value) + ", which the shapes lack");
-            }
-            return in[n.value].d[n.a];
-        default:
-            break;
-    }
-    const int64_t a = eval_node(e, n.a, in, nb_inputs);
-    const int64_t b = eval_node(e, n.b, in, nb_inputs);
-    switch (n.kind) {
-        case kSum: return a + b;
-        case kProd: return a * b;
-        case kMax: return a > b ? a : b;
-        case kMin: return a < b ? a : b;
-        case kSub: return a - b;
-        case kEqual: return a == b;
-        case kLess: return a < b;
-        case kFloorDiv:
-        case kCeilDiv:
-            if (b == 0) throw Error("an expression divides by zero");
-            return n.kind == kFloorDiv ? floor_div(a, b) : -floor_div(-a, b);
-        default:
-            throw Error("corrupt expression node");
-    }
-}
-
-inline int64_t eval(const Expr& e, const Dims* in, int32_t nb_inputs) {
-    return eval_node(e, static_cast<int32_t>(e.nodes.size()) - 1, in, nb_inputs);
-}
 
 namespace detail {
 

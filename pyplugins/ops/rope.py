@@ -437,8 +437,9 @@ class RoPE(Plugin):
         """:meth:`plan`'s launch as expressions of x's shape (QDP ``aot_impl``; x alone): the row
         plan takes at the profile's max shape, rope_table only where the network fixes heads and
         head_dim (its tile sizes are then constants; else half takes rope_1x), and its entry
-        ``rope_aot`` / ``rope_table_aot`` ``(x, tokens, seq, heads, head_dim, rotary, layout,
-        offset, theta bits[, tile_tokens, tile_heads], y)``.
+        ``rope_aot`` ``(x, tokens, 0, seq, heads, head_dim, rotary, layout, offset, theta bits,
+        y)`` (0: the token count's high word) or ``rope_table_aot`` ``(x, tokens, seq, heads,
+        head_dim, rotary, layout, offset, theta bits, tile_tokens, tile_heads, y)``.
 
         Raises:
             ShapeError: batch * seq or position_offset + seq - 1 passes 2**31 - 1 at the
@@ -471,6 +472,9 @@ class RoPE(Plugin):
                      aot.select(some, th, max(heads, 1)) if tiles else max(heads, 1))
         else:
             blocks = row.blocks(facts, row.block)
+            # rope_aot's tokens_hi, the count's high word (0 under the int32 bound): the body
+            # then compiles as rope's, to its registers (kernels_cu/rope.cu's AOT entries)
+            args = args[:1] + (0,) + args[1:]
         ctype = dtypes.ctype_from_trt(x.type)
         return aot.AotLaunch(AOT_KERNELS[row.name], ctype, block=row.block, args=args,
                              grid=aot.variant_grid(row, blocks, ctype))

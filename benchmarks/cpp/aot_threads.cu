@@ -1,0 +1,206 @@
+// aot_threads.cu -- the AOT row of the many-threads benchmark (docs/benchmarks.md item 8): T
+// std::threads, each on its own device (thread i on devices[i % count]) and its own non-blocking
+// stream, launching a stored pyplugins AOT artifact as TensorRT launches it (per launch: the
+// compiled expressions run for the input shape, the shape-dependent slots are rewritten,
+// cuLaunchKernel; aot_driver.h) back to back for a fixed wall time. No Python anywhere: the
+// aggregate rate that an engine whose plugin is an AOT kernel reaches from many threads.
+//
+// Build (benchmarks/threads.py does this at run time):
+//     nvcc -O2 -std=c++17 -arch=sm_90 -I benchmarks/cpp benchmarks/cpp/aot_threads.cu -o aot_threads
+// Run:
+//     aot_threads ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES
+// ARTIFACT.flat: benchmarks/aot_export.py's flat export of a one-input, one-output artifact. DIR
+// holds shapes.txt (the input's rank, then its dimensions), in0.bin (the input's bytes) and
+// want0.bin (the output the JIT plugin wrote for it). COUNTS and DEVICES are comma lists
+// ("1,2,4,8", "0,1"). Per round and thread count the threads start together, launch until
+// SECONDS have passed and synchronize their streams; every thread's output is then compared
+// with want0.bin (exit status 1 when one differs). Prints one JSON object:
+// {"device": ..., "instructions": per-launch program length, "rounds": [{"T": launches per
+// second, ...}, ...]}. Every CUDA call is checked.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aot_driver.h"
+
+namespace {
+
+std::vector<int> int_list(const char* text) {
+    std::vector<int> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+    return out;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        std::fprintf(stderr, "cannot read %s\n", path.c_str());
+        std::exit(2);
+    }
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// One thread's device, stream, buffers and launcher (its own registers and parameter buffer).
+struct Lane {
+    int device;
+    cudaStream_t stream;
+    void *x, *y;
+    std::unique_ptr<ppaot::Launcher> launcher;
+};
+
+// `threads` lanes launching until `seconds` pass; aggregate launches per second.
+double rate(std::vector<Lane>& lanes, int threads, double seconds) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false}, stop{false};
+    std::vector<long long> counts(threads, 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            Lane& lane = lanes[t];
+            CHECK(cudaSetDevice(lane.device));
+            CHECK(cudaFree(nullptr));  // the device's primary context, current for the driver
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+            long long calls = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+                CHECK_CU(lane.launcher->launch());
+                ++calls;
+            }
+            CHECK(cudaStreamSynchronize(lane.stream));
+            counts[t] = calls;
+        });
+    }
+    while (ready.load() < threads) std::this_thread::yield();
+    const auto start = std::chrono::steady_clock::now();
+    go.store(true, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop.store(true);
+    for (auto& th : pool) th.join();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    long long total = 0;
+    for (long long c : counts) total += c;
+    return total / elapsed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 7) {
+        std::fprintf(stderr, "usage: %s ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES\n",
+                     argv[0]);
+        return 2;
+    }
+    const std::string dir(argv[2]);
+    const std::vector<int> counts = int_list(argv[3]), devices = int_list(argv[6]);
+    const double seconds = std::atof(argv[4]);
+    const int rounds = std::atoi(argv[5]);
+    int most = 0;
+    for (int c : counts) most = c > most ? c : most;
+    if (devices.empty() || most < 1 || rounds < 1) {
+        std::fprintf(stderr, "COUNTS, DEVICES and ROUNDS must be non-empty and positive\n");
+        return 2;
+    }
+    ppaot::Artifact art;
+    ppaot::Program prog;
+    try {
+        art = ppaot::parse(read_file(argv[1]));
+        prog = ppaot::launch_program(art);
+    } catch (const ppaot::Error& e) {
+        std::fprintf(stderr, "%s: %s\n", argv[1], e.what());
+        return 2;
+    }
+    if (art.input_types.size() != 1 || art.output_types.size() != 1) {
+        std::fprintf(stderr, "%s: aot_threads takes a one-input, one-output artifact\n",
+                     argv[1]);
+        return 2;
+    }
+    ppaot::Dims dims[1];
+    std::istringstream shape(read_file(dir + "/shapes.txt"));
+    shape >> dims[0].nbDims;
+    for (int d = 0; d < dims[0].nbDims && d < ppaot::kMaxDims; ++d) shape >> dims[0].d[d];
+    const std::string in = read_file(dir + "/in0.bin"), want = read_file(dir + "/want0.bin");
+
+    // Per device: its context current, the driver's functions, the kernel loaded once.
+    std::vector<CUmodule> modules(devices.size());
+    std::vector<CUfunction> functions(devices.size());
+    int64_t shared_mem = 0;
+    {
+        std::vector<int64_t> r = prog.registers();
+        const ppaot::Status st = prog.run(dims, 1, r.data());
+        if (st != ppaot::kOk) {
+            std::fprintf(stderr, "cannot evaluate the launch: %s\n",
+                         prog.why(st, dims, 1).c_str());
+            return 2;
+        }
+        shared_mem = r[prog.root(6)];
+    }
+    for (size_t i = 0; i < devices.size(); ++i) {
+        CHECK(cudaSetDevice(devices[i]));
+        CHECK(cudaFree(nullptr));
+        if (i == 0) ppaot::load_driver();
+        functions[i] = ppaot::load_kernel(art, shared_mem, &modules[i]);
+    }
+    std::vector<Lane> lanes;
+    for (int t = 0; t < most; ++t) {
+        const size_t at = static_cast<size_t>(t) % devices.size();
+        Lane lane{devices[at], nullptr, nullptr, nullptr, nullptr};
+        CHECK(cudaSetDevice(lane.device));
+        CHECK(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+        CHECK(cudaMalloc(&lane.x, in.size()));
+        CHECK(cudaMalloc(&lane.y, want.size()));
+        CHECK(cudaMemcpy(lane.x, in.data(), in.size(), cudaMemcpyHostToDevice));
+        CHECK(cudaMemset(lane.y, 0xFF, want.size()));
+        lane.launcher = std::make_unique<ppaot::Launcher>(
+            prog, functions[at], reinterpret_cast<CUstream>(lane.stream), dims, 1);
+        if (lane.launcher->evaluate() != ppaot::kOk) return 2;
+        lane.launcher->set_buffers({reinterpret_cast<CUdeviceptr>(lane.x),
+                                    reinterpret_cast<CUdeviceptr>(lane.y)});
+        lanes.push_back(std::move(lane));
+    }
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, devices[0]));
+    rate(lanes, most, seconds / 4);  // warm-up
+    std::string out = std::string("{\"device\": \"") + prop.name +
+                      "\", \"instructions\": " + std::to_string(prog.instructions()) +
+                      ", \"rounds\": [";
+    for (int r = 0; r < rounds; ++r) {
+        out += r ? ", {" : "{";
+        for (size_t i = 0; i < counts.size(); ++i) {
+            const double per_s = rate(lanes, counts[i], seconds);
+            out += (i ? ", \"" : "\"") + std::to_string(counts[i]) + "\": " +
+                   std::to_string(per_s);
+        }
+        out += "}";
+    }
+    int bad = 0;
+    for (Lane& lane : lanes) {
+        std::string got(want.size(), '\0');
+        CHECK(cudaSetDevice(lane.device));
+        CHECK(cudaMemcpy(&got[0], lane.y, got.size(), cudaMemcpyDeviceToHost));
+        if (got != want) {
+            std::fprintf(stderr, "the AOT kernel's output on device %d differs from the JIT "
+                         "plugin's\n", lane.device);
+            bad = 1;
+        }
+        CHECK(cudaFree(lane.x));
+        CHECK(cudaFree(lane.y));
+        CHECK(cudaStreamDestroy(lane.stream));
+    }
+    for (size_t i = 0; i < devices.size(); ++i) {
+        CHECK(cudaSetDevice(devices[i]));
+        CHECK_CU(ppaot::cu.ModuleUnload(modules[i]));
+    }
+    if (bad) return 1;
+    std::printf("%s]}\n", out.c_str());
+    return 0;
+}
