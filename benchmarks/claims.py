@@ -8,61 +8,18 @@ moving those bytes), never a kernel beating memory.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from benchmarks import launch_report
 from benchmarks.cases import format_bytes
+from benchmarks.figures import TARGETS, Target, med, num, ratio, rounds_of
 
 TARGET_MIN_BYTES = 64 << 20
 MAX_FRACTION = 1.02
-TARGETS = {
-    # pyplugins' own host cost per enqueue (as TensorRT calls it, minus the empty enqueue through
-    # the same trampoline, minus the prepacked Cython launch of the op's kernel), every shipped
-    # op, V2 and V3, worst round (issue 23; it replaced the ratio targets enqueue <= 1.2x C++
-    # <<<>>> and <= 1.15x the Cython floor, which no Python enqueue could meet: those ratios
-    # stay reported figures).
-    "own_enqueue_us": 0.5,
-    "vendor_vs_enqueue": 2.5,    # the vendor sample's pattern >= 2.5x slower than the plugin
-    "numba_host": 2.0,           # NumbaLaunch's host cost <= 2x Launch's (same op)
-    "numba_kernel": 1.2,         # numba LeakyReLU kernel <= 1.2x the CUDA C++ one at >= 16 MiB
-    "copy_fraction": 0.85,       # >= 0.85 of the best copy baseline at >= 64 MiB
-    "vs_torch": 1.0,             # at least as fast as every torch equivalent at >= 64 MiB
-    "vs_torch_composed": 1.5,    # RoPE and RMSNorm >= 1.5x torch composed
-    "model_ms": 5.0,             # model runner, CPU references: <= 5 ms per inference ...
-    "model_node_ms": 0.5,        # ... and <= 0.5 ms per plugin node (worst round)
-    "aot_vs_cpp_host": 1.05,     # AOT artifact launched from C++ as TensorRT does <= 1.05x <<<>>>
-    "aot_vs_cpp_graph": 1.05,    # ... and its graph replay <= 1.05x the <<<>>> graph's
-    "aot_kernel_vs_jit": 0.03,   # AOT kernel time within 3 % of the JIT kernel's
-    "threads_vs_one": 1.0,       # aggregate enqueue rate of T threads >= the 1-thread rate
-}
 CYTHON = ("driver_cupy", "driver_cuda_bindings")
 #: The interfaces of the own-cost rows: label -> the row of the enqueue as TensorRT calls it.
 OWN_ENQUEUES = {"V2": "plugin_enqueue", "V3": "plugin_enqueue_v3"}
 NUMBA_KERNEL_MIN_BYTES = 16 << 20
-Target = Tuple[str, str, Optional[bool]]
-
-
-def num(x: Optional[float], digits: int = 2) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:.{digits}f}"
-
-
-def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return a / b if a is not None and b not in (None, 0) else None
-
-
-def med(d: Optional[Dict[str, Any]], key: str) -> Optional[float]:
-    v = (d or {}).get(key)
-    return v.get("median") if isinstance(v, dict) else None
-
-
-def rounds_of(d: Optional[Dict[str, Any]], key: str) -> List[float]:
-    """Per-round medians of ``d[key]`` (one-run results: the median alone)."""
-    v = (d or {}).get(key)
-    if not isinstance(v, dict):
-        return []
-    return list(v.get("rounds") or ([v["median"]] if "median" in v else []))
 
 
 def by_case(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
@@ -350,7 +307,6 @@ def targets(result: Dict[str, Any]) -> List[Target]:
     prof = profile_target(result)
     if prof:
         out.append(prof)
-    from benchmarks import launch_report  # imports this module: imported when first needed
 
     return out + model_targets(result) + launch_report.targets(result)
 
@@ -417,7 +373,6 @@ def summary(result: Dict[str, Any]) -> List[List[str]]:
         mine, theirs = rec.get("runner_ms") or {}, rec.get("onnxruntime_ms") or {}
         rows.append(["model runner", device, f"{num(mine.get('median'), 3)} ms per inference",
                      f"{num(ratio(mine.get('median'), theirs.get('median')), 1)}x onnxruntime"])
-    from benchmarks import launch_report
 
     return rows + launch_report.summary(result)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from benchmarks.claims import TARGETS, Target, med, num, ratio, rounds_of
+from benchmarks.figures import TARGETS, Target, med, num, ratio, rounds_of
 
 KERNEL_SIZE = "the kernel-sized problem"
 __all__ = ["AOT_LABELS", "aot_table", "summary", "targets", "threads_table", "worst_ratio"]

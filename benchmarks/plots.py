@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-from benchmarks import claims, report
+from benchmarks import claims, figures, report
 from benchmarks.cases import format_bytes
 
 
@@ -56,7 +56,7 @@ def _overhead(ax: Any, result: Dict[str, Any]) -> bool:
     paths = [p for p in report.PATH_LABELS if any(p in host[k] for k in kernels)]
     width = 0.8 / max(len(kernels), 1)
     for i, k in enumerate(kernels):
-        vals = [claims.med(host[k].get(p), "host_us") or 0 for p in paths]
+        vals = [figures.med(host[k].get(p), "host_us") or 0 for p in paths]
         ax.barh([j + i * width for j in range(len(paths))], vals, height=width, label=k)
     ax.set_yticks([j + width * (len(kernels) - 1) / 2 for j in range(len(paths))])
     ax.set_yticklabels([p.replace("_", " ") for p in paths], fontsize=8)
@@ -77,7 +77,7 @@ def _graph(ax: Any, result: Dict[str, Any]) -> bool:
     width = 0.8 / len(labels)
     for i, (label, key) in enumerate(zip(labels, keys)):
         ax.bar([j + i * width for j in range(len(graph))],
-               [claims.med(g, key) or 0 for g in graph.values()], width=width, label=label)
+               [figures.med(g, key) or 0 for g in graph.values()], width=width, label=label)
     ax.set_xticks([j + width for j in range(len(graph))])
     ax.set_xticklabels(list(graph))
     ax.set_ylabel("microseconds per kernel (median)")
@@ -100,7 +100,7 @@ def _bandwidth(ax: Any, result: Dict[str, Any]) -> bool:
             drawn = True
     if not drawn:
         return False
-    ax.axhline(claims.TARGETS["copy_fraction"], color="gray", ls="--", lw=1)
+    ax.axhline(figures.TARGETS["copy_fraction"], color="gray", ls="--", lw=1)
     ax.set_xscale("log", base=2)
     sizes = sorted({r["in_bytes"] for recs in groups.values() for r in recs})
     ax.set_xticks(sizes)

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # benchmarks/ is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO))
 
-from benchmarks import aot_rows, claims, launch_report, report, threads
+from benchmarks import aot_rows, claims, figures, launch_report, report, threads
 from benchmarks.run import SECTIONS, main
 
 
@@ -96,7 +96,7 @@ def test_aot_targets_take_the_worst_round_and_refuse_a_wrong_output():
 
 def test_thread_targets_catch_a_round_below_the_single_thread_rate():
     v = _verdicts(fixture())
-    limit = claims.TARGETS["threads_vs_one"]
+    limit = figures.TARGETS["threads_vs_one"]
     one = "threads, 1 GPU: aggregate enqueue rate >= 1.0x the 1-thread rate (every thread " \
           "count, worst round)"
     assert limit == 1.0 and v[one] == ("1.00x (at 2 threads)", True)
