@@ -8,7 +8,10 @@
 # plots; copy them to benchmarks/results/ and run `python -m benchmarks report`. The harness
 # stops starting new kernel records after 420 s so that the whole run ends inside ~8 minutes;
 # it exits 3 (after writing) when a fraction of copy bandwidth exceeds 1.02. The short summary
-# table is printed last.
+# table is printed last. A run longer than one device command splits in two on the same device
+# and commit: `device_run.sh COMMIT --sections overhead,graph,aot,threads,numba,coldstart,model`,
+# then `device_run.sh COMMIT --sections bandwidth,torch --resume FIRST.json` (the first run's
+# JSON, carried back to the machine), which measures into a copy of it.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 commit="${1:?usage: device_run.sh COMMIT [harness options]}"

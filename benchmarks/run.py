@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output directory (default: benchmarks/results, "
                    "or a temporary directory with --quick)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--resume", default=None, metavar="JSON",
+                   help="continue a result of this device and commit: its sections are kept, the "
+                        "ones asked for are measured into it (a run split over two commands)")
     return p
 
 
@@ -248,6 +251,13 @@ def run_main(args: argparse.Namespace) -> int:
         "env": envinfo.collect(gpu=not args.quick and _gpu() is None, commit=args.commit),
         "args": vars(args),
         "notes": notes, "section_seconds": {}}
+    if args.resume:
+        try:
+            result = resumed(result, json.loads(Path(args.resume).read_text()), sections)
+        except (OSError, ValueError) as err:
+            print(f"--resume {args.resume}: {err}", file=sys.stderr)
+            return 2
+        notes = result["notes"]
     out_dir = Path(args.out) if args.out else (
         Path(tempfile.mkdtemp(prefix="pp-bench-quick-")) if args.quick else RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -281,6 +291,37 @@ def run_main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return MEASUREMENT_ERROR
     return 0
+
+
+def resumed(fresh: Dict[str, Any], earlier: Dict[str, Any], sections: Sequence[str]
+            ) -> Dict[str, Any]:
+    """``earlier`` (a result of this device and commit) continued by a run of ``sections``:
+    its measurements and notes kept, the run's arguments added under ``resumed_args``.
+
+    Raises:
+        ValueError: another device or commit, or a section measured twice.
+
+    Example:
+        >>> env = {"device": "H100", "git_commit": "abc"}
+        >>> fresh = {"env": env, "args": {"sections": "torch"}, "notes": [], "section_seconds": {}}
+        >>> out = resumed(fresh, {"env": env, "notes": ["n"], "section_seconds": {"aot": 9}}, ["torch"])
+        >>> out["notes"], out["resumed_args"]
+        (['n'], [{'sections': 'torch'}])
+    """
+    for key in ("device", "git_commit"):
+        if earlier.get("env", {}).get(key) != fresh["env"].get(key):
+            msg = (f"it was measured with {key} {earlier.get('env', {}).get(key)!r}, this run "
+                   f"has {fresh['env'].get(key)!r}; a result continues on the same of both")
+            raise ValueError(msg)
+    again = [s for s in sections if s in earlier.get("section_seconds", {})]
+    if again:
+        msg = f"section(s) {', '.join(again)} already measured there"
+        raise ValueError(msg)
+    out = dict(earlier)
+    out["resumed_args"] = list(earlier.get("resumed_args", [])) + [fresh["args"]]
+    out.setdefault("notes", [])
+    out.setdefault("section_seconds", {})
+    return out
 
 
 def quick_cases(cases: Sequence[Case], sizes: List[int], dtypes: List[str],

@@ -752,3 +752,22 @@ def test_the_cpp_floor_launches_every_kernel_circ_pad_can_plan():
     for name in names:
         assert f'"{name}"' in source, name  # accepted by name
         assert f"{name}<float><<<" in source, name
+
+
+def test_a_resumed_run_keeps_the_first_half_and_refuses_another_device_commit_or_section():
+    from benchmarks.run import resumed
+
+    env = {"device": "NVIDIA H100 80GB HBM3", "git_commit": "abc1234"}
+    first = {"env": env, "aot": {"ops": ["kept"]}, "notes": ["first"],
+             "section_seconds": {"aot": 12.0}}
+    fresh = {"env": dict(env), "args": {"sections": "bandwidth,torch"}, "notes": [],
+             "section_seconds": {}}
+    out = resumed(fresh, first, ["bandwidth", "torch"])
+    assert out["aot"] == {"ops": ["kept"]} and out["notes"] == ["first"]
+    assert out["resumed_args"] == [{"sections": "bandwidth,torch"}]
+    with pytest.raises(ValueError, match="git_commit 'abc1234'.*'def5678'"):
+        resumed({**fresh, "env": {**env, "git_commit": "def5678"}}, first, ["torch"])
+    with pytest.raises(ValueError, match="device"):
+        resumed({**fresh, "env": {**env, "device": "NVIDIA H200"}}, first, ["torch"])
+    with pytest.raises(ValueError, match="aot already measured"):
+        resumed(fresh, first, ["aot"])
