@@ -56,7 +56,7 @@ _CTYPES = {"ptr": ctypes.c_uint64, "INT32": ctypes.c_int32, "INT16": ctypes.c_in
 WATCHED = ("tensorrt", "tensorrt.plugin", "pyplugins.emulator", "pyplugins.emulator.plugin")
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _SHARED_DEFAULT = 48 * 1024
-_functions: Dict[Tuple[bytes, str], Any] = {}
+_functions: Dict[Tuple[int, bytes, str], Any] = {}
 
 
 def kernel_params(values: Sequence[int], kinds: Sequence[str]) -> Tuple[Any, List[int]]:
@@ -70,11 +70,18 @@ def kernel_params(values: Sequence[int], kinds: Sequence[str]) -> Tuple[Any, Lis
 
 
 def load_function(art: AOTArtifact) -> Any:
-    """The kernel as a ``CUfunction`` (``cuModuleLoadData`` + ``cuModuleGetFunction``), cached
-    per image and name in this process."""
-    from cupy_backends.cuda.api import driver  # noqa: PLC0415 - GPU only
+    """The kernel as a ``CUfunction`` (``cuModuleLoadData`` + ``cuModuleGetFunction``) on the
+    calling thread's current device, cached per device, image and name in this process (a
+    function belongs to one device's context)."""
+    from cupy_backends.cuda.api import driver, runtime  # noqa: PLC0415 - GPU only
 
-    key = (art.image, art.kernel_name)
+    device = runtime.getDevice()
+    # A thread that has made no runtime call yet has no driver context current, even with its
+    # device chosen (CuPy skips cudaSetDevice for the device it already reports): setDevice binds
+    # the device's primary context, which the driver calls below need (CUDA_ERROR_INVALID_CONTEXT
+    # otherwise, seen in a runner's second thread on a two-GPU machine).
+    runtime.setDevice(device)
+    key = (device, art.image, art.kernel_name)
     if key not in _functions:
         image = art.image if art.image_kind == "cubin" else art.image.rstrip(b"\0") + b"\0"
         module = driver.moduleLoadData(image)

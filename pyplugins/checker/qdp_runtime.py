@@ -117,9 +117,12 @@ def artifact_run_violations(result: Dict[str, Any], plugin_id: str) -> List[Viol
     ``tensorrt``, ``tensorrt.plugin``, the emulator or the plugin's module was imported there."""
     found = []
     if result.get("error"):
+        frames = [line.strip() for line in str(result.get("traceback") or "").splitlines()
+                  if line.strip().startswith("File ")]
+        where = f" ({frames[-1]})" if frames else ""  # where the child raised
         found.append(Violation("aot_artifact", f"the engine's AOT kernel of QDP plugin "
                                f"'{plugin_id}' did not run in a process without the plugin's "
-                               f"Python: {result['error']}", "get_launch_params"))
+                               f"Python: {result['error']}{where}", "get_launch_params"))
     imported = sorted(name for name, seen in (result.get("modules") or {}).items() if seen)
     if imported:
         found.append(Violation("aot_artifact", f"running the AOT artifact of QDP plugin "
