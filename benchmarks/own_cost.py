@@ -117,6 +117,9 @@ def build(name: str, cp: Any, stream: Any, trt_call: Any, notes: List[str]) -> O
     rng = cp.random.default_rng(7)
     ins = [driver.random_array(s, d, rng) for s, d in zip(prob.in_shapes, prob.in_dtypes)]
     outs = [cp.empty(s, dtype=d) for s, d in zip(cfg.out_shapes, cfg.out_dtypes)]
+    # The inputs were made on CuPy's current (legacy) stream and the measurement's stream does
+    # not wait for it (non-blocking): without this, the first enqueue could read them unwritten.
+    cp.cuda.runtime.deviceSynchronize()
     sp = int(stream.ptr)
     args = (cfg.in_desc, cfg.out_desc, [int(a.data.ptr) for a in ins],
             [int(o.data.ptr) for o in outs], 0, sp)

@@ -188,8 +188,15 @@ int main(int argc, char** argv) {
         CHECK(cudaSetDevice(lane.device));
         CHECK(cudaMemcpy(&got[0], lane.y, got.size(), cudaMemcpyDeviceToHost));
         if (got != want) {
+            size_t first = 0, differ = 0;
+            for (size_t b = 0; b < got.size(); ++b) {
+                if (got[b] != want[b] && differ++ == 0) first = b;
+            }
             std::fprintf(stderr, "the AOT kernel's output on device %d differs from the JIT "
-                         "plugin's\n", lane.device);
+                         "plugin's: %zu of %zu bytes, the first at byte %zu (got 0x%02x, want "
+                         "0x%02x)\n", lane.device, differ, got.size(), first,
+                         static_cast<unsigned char>(got[first]),
+                         static_cast<unsigned char>(want[first]));
             bad = 1;
         }
         CHECK(cudaFree(lane.x));
