@@ -160,6 +160,9 @@ int main(int argc, char** argv) {
         CHECK(cudaMalloc(&lane.y, want.size()));
         CHECK(cudaMemcpy(lane.x, in.data(), in.size(), cudaMemcpyHostToDevice));
         CHECK(cudaMemset(lane.y, 0xFF, want.size()));
+        // cudaMemset runs on the legacy stream, which the lane's non-blocking stream does not
+        // wait for: finish it here, or it can land after the kernels and leave 0xFF behind.
+        CHECK(cudaDeviceSynchronize());
         lane.launcher = std::make_unique<ppaot::Launcher>(
             prog, functions[at], reinterpret_cast<CUstream>(lane.stream), dims, 1);
         if (lane.launcher->evaluate() != ppaot::kOk) return 2;
