@@ -21,15 +21,7 @@
 #include "aot_flat.h"
 #include "aot_program.h"
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        cudaError_t err_ = (call);                                                           \
-        if (err_ != cudaSuccess) {                                                           \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-                         cudaGetErrorString(err_));                                          \
-            std::exit(1);                                                                    \
-        }                                                                                    \
-    } while (0)
+#include "check.h"
 
 #define CHECK_CU(call)                                                                       \
     do {                                                                                     \

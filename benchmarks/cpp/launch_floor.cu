@@ -36,15 +36,7 @@
 #include "leaky_relu.cu"
 #include "circ_pad.cu"
 
-#define CHECK(call)                                                                     \
-    do {                                                                                \
-        cudaError_t err_ = (call);                                                      \
-        if (err_ != cudaSuccess) {                                                      \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                         cudaGetErrorString(err_));                                     \
-            std::exit(1);                                                               \
-        }                                                                               \
-    } while (0)
+#include "check.h"
 
 namespace {
 
