@@ -67,7 +67,7 @@ def test_other_shapes_keep_other_kernels(shape, pads, itemsize, why, unfit):
 def test_narrow_grid_is_one_wave_of_resident_blocks_at_most(monkeypatch, resident, grid):
     """circ_pad_narrow's row launches min(planes, its waves (1) * resident blocks) blocks."""
     monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
-    monkeypatch.setattr(CircPad.narrow_kernel, "function", lambda ctype, device=None: 1234)
+    monkeypatch.setitem(vars(CircPad.narrow_kernel), "function", lambda ctype, device=None: 1234)
     desc = trt.PluginTensorDesc((1, 64, 512, 7), trt.DataType.HALF, trt.TensorFormat.LINEAR)
     launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)  # 18-byte rows: the table's choice
     assert launch.name == "circ_pad_narrow<__half>" and launch.grid == (grid, 1, 1)

@@ -68,7 +68,7 @@ def _fake_device(monkeypatch, resident=10):
     monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
     for k in ("warp_kernel", "warp_narrow_kernel", "flat_kernel", "kernel", "strips_kernel",
               "narrow_kernel"):
-        monkeypatch.setattr(getattr(CircPad, k), "function", lambda ctype, device=None: 1234)
+        monkeypatch.setitem(vars(getattr(CircPad, k)), "function", lambda ctype, device=None: 1234)
 
 
 @pytest.mark.parametrize("shape, data_type, name", [

@@ -75,7 +75,7 @@ def _plan_launch(monkeypatch, shape, data_type, tactic=None, resident=10):
     monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: resident)
     for kernel in (CircPad.warp_narrow_kernel, CircPad.narrow_kernel, CircPad.flat_kernel,
                    CircPad.kernel, CircPad.strips_kernel):
-        monkeypatch.setattr(kernel, "function", lambda ctype, device=None: 1234)
+        monkeypatch.setitem(vars(kernel), "function", lambda ctype, device=None: 1234)
     desc = trt.PluginTensorDesc(shape, data_type, trt.TensorFormat.LINEAR)
     plugin = CircPad(pads=[1, 1, 1, 1])
     plugin.tactic = tactic

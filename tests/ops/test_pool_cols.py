@@ -193,8 +193,8 @@ def test_plan_takes_the_segment_rows_of_its_element_size(trt_type, itemsize, mon
     from pyplugins.ops.pool import Pool
 
     monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: 10)
-    monkeypatch.setattr(Pool.pool2d_cols, "function", lambda ctype, device=None: 1111)
-    monkeypatch.setattr(Pool.pool2d_cols_s4, "function", lambda ctype, device=None: 4444)
+    monkeypatch.setitem(vars(Pool.pool2d_cols), "function", lambda ctype, device=None: 1111)
+    monkeypatch.setitem(vars(Pool.pool2d_cols_s4), "function", lambda ctype, device=None: 4444)
     assert "-DPP_POOL_COLS_S=4" in Pool.pool2d_cols_s4.options
     dt = getattr(trt.DataType, trt_type)
     desc = trt.PluginTensorDesc((1, 64, 512, 512), dt, trt.TensorFormat.LINEAR)

@@ -14,6 +14,7 @@ recorded without the shared constants each op now passes as ``-D`` options first
 from __future__ import annotations
 
 import functools
+import importlib
 import hashlib
 import sys
 from pathlib import Path
@@ -167,12 +168,15 @@ def plan_choice(case: Tuple[str, Tuple[int, ...], Tuple[int, ...], str], fakes: 
 
 
 def _patched(monkeypatch: Any, fakes: _Fakes) -> None:
+    import pyplugins.ops  # noqa: F401 - every op module imported, so the scan below sees its kernels
     def function(kernel: Kernel, ctype: str, device: Any = None) -> int:
         return fakes.function(kernel, ctype, device)
 
     monkeypatch.setattr(Kernel, "function", function)
-    # Kernel objects other tests patched keep a bound method of their own (monkeypatch's undo
-    # sets the attribute back): patch each one the ops hold too.
+    # Kernel objects that hold their own "function" (a per-instance patch elsewhere) are
+    # patched too, in their __dict__: setitem's undo deletes the key it added, where setattr's
+    # would leave behind the bound method it read, which is this class-level fake (it leaked
+    # fake handles into later GPU tests: a segfault in resident_blocks).
     for module in list(sys.modules.values()):
         if not getattr(module, "__name__", "").startswith("pyplugins.ops."):
             continue
@@ -181,11 +185,11 @@ def _patched(monkeypatch: Any, fakes: _Fakes) -> None:
                 [getattr(r, "kernel", None) for r in value] if isinstance(value, tuple) else [])
             for kernel in held:
                 if isinstance(kernel, Kernel):
-                    monkeypatch.setattr(kernel, "function", functools.partial(function, kernel))
+                    monkeypatch.setitem(vars(kernel), "function", functools.partial(function, kernel))
     for name in ("pyplugins.ops.circ_pad", "pyplugins.ops.pool", "pyplugins.ops.rope",
                  "pyplugins.ops.rmsnorm", "pyplugins.runtime.tactics"):
-        module = sys.modules.get(name)
-        if module is not None and hasattr(module, "resident_blocks"):
+        module = importlib.import_module(name)  # imported now: the file alone imports none yet
+        if hasattr(module, "resident_blocks"):
             monkeypatch.setattr(module, "resident_blocks", fakes.resident_blocks)
 
 
@@ -264,3 +268,33 @@ def _record() -> None:
 
 if __name__ == "__main__":
     _record()
+
+
+def test_the_patches_leave_no_fake_function_on_any_kernel_after_their_undo():
+    """After the class-level and per-kernel patches are undone, every Kernel the ops hold
+    answers with the real Kernel.function again (a per-kernel setattr's undo used to leave the
+    class-level fake bound on each kernel, and later GPU tests launched fake handles)."""
+    import pyplugins.ops  # noqa: F401 - every op module, so each holds its kernels
+
+    def held_kernels() -> List[Kernel]:
+        found = []
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("pyplugins.ops."):
+                for value in list(vars(module).values()):
+                    held = list(vars(value).values()) if isinstance(value, type) else (
+                        [getattr(r, "kernel", None) for r in value]
+                        if isinstance(value, tuple) else [])
+                    found += [k for k in held if isinstance(k, Kernel)]
+        return found
+
+    kernels = held_kernels()
+    assert kernels
+    some = kernels[0]
+    with pytest.MonkeyPatch.context() as mp:  # a kernel another test patched on its own
+        mp.setitem(vars(some), "function", lambda ctype, device=None: 1)
+        with pytest.MonkeyPatch.context() as inner:
+            _patched(inner, _Fakes(4))
+            assert isinstance(some.function("float"), int)
+        assert some.function("float") == 1
+    leftovers = [k.expression for k in held_kernels() if "function" in vars(k)]
+    assert leftovers == []
