@@ -79,19 +79,18 @@ class QDPExecution:
     def __init__(self, imported: Any, request: Optional[str], *,
                  device: Union[str, int] = "auto") -> None:
         creator = imported.creator
-        self._imported = imported
-        self.plugin = f"{creator.name}:{creator.plugin_version}:{creator.plugin_namespace}"
-        self.plugin_id = f"{creator.plugin_namespace}::{creator.name}"
-        self.label = f"plugin node {imported.name!r} ({creator.name})"
+        enum = surface.resolve("QuickPluginCreationRequest", emulated_version()[0]) \
+            if request is not None else None
+        asked = getattr(enum, request) if request is not None else None
+        self._setup = QDPSetup(creator, imported.name, list(imported.fc), asked)
+        self._error = self._setup.error
+        self.plugin, self.plugin_id = self._setup.plugin, self._setup.plugin_id
         self.warnings: List[str] = []
         try:
             self._cp, self.device, self.why = pick_device(device)
         except ExecutionError as err:  # a GPU asked for and none usable: name the node
             raise self._error(None, str(err)) from err
         self.how = "reference" if self.why is not None else "kernel"
-        enum = surface.resolve("QuickPluginCreationRequest", emulated_version()[0]) \
-            if request is not None else None
-        asked = getattr(enum, request) if request is not None else None
         with CallFailures() as failures:
             plugin = tq.create_plugin(creator, creator.name, creator.plugin_namespace,
                                       list(imported.fc), TensorRTPhase.BUILD, asked)
@@ -102,7 +101,6 @@ class QDPExecution:
                               f"calls it, so the network cannot add the node:\n{line}")
         self.made = "aot" if isinstance(plugin, IPluginV3QuickAOTBuild) else "jit"
         self._plugin: Any = plugin
-        self._setup = QDPSetup(creator, imported.name, list(imported.fc), asked)
         self._ready: Dict[Tuple[Any, ...], QDPReady] = {}
         self._stream: Any = None
         self._reference_plugin: Any = None
@@ -111,10 +109,6 @@ class QDPExecution:
     def configured(self) -> int:
         """How many input signatures have a configured plugin cached."""
         return len(self._ready)
-
-    def _error(self, method: Optional[str], detail: str) -> ExecutionError:
-        return ExecutionError(f"{self.label}: {detail}", plugin=self.plugin,
-                              node=self._imported.name, method=method)
 
     def __call__(self, *arrays: Any, shape_inputs: Sequence[Sequence[int]] = ()) -> List[Any]:
         """The outputs for ``arrays`` (NumPy arrays).

@@ -52,8 +52,9 @@ from pyplugins.emulator.bases_quick import (IPluginV3QuickAOTBuild, ISymExprs, K
 from pyplugins.emulator.descs import DynamicPluginTensorDesc, PluginTensorDesc
 from pyplugins.emulator.dims import DimsExprs, expr_tree
 from pyplugins.emulator.enums import DataType, PluginCapabilityType, TensorFormat, TensorRTPhase
-from pyplugins.errors import AOTArtifactError, ExecutionError
-from pyplugins.runtime.plugin_setup import CallFailures, ConstantBuilder, output_dtypes
+from pyplugins.errors import AOTArtifactError
+from pyplugins.runtime.plugin_setup import (CallFailures, ConstantBuilder, NodeCalls,
+                                            output_dtypes)
 
 __all__ = ["QDPReady", "QDPSetup"]
 
@@ -94,7 +95,7 @@ def _label(descs: Sequence[Any], n_in: int) -> str:
     return f"{', '.join(names[:n_in])} -> {', '.join(names[n_in:])}"
 
 
-class QDPSetup:
+class QDPSetup(NodeCalls):
     """Makes configured plugins of one QDP creator, node and fields (module docstring).
 
     Args:
@@ -104,30 +105,17 @@ class QDPSetup:
         request: the ``QuickPluginCreationRequest`` member (None before TensorRT 10.9).
 
     Attributes:
-        plugin: ``"Name:Version:Namespace"``; label: ``"plugin node 'name' (Name)"``.
+        plugin, plugin_id, label: :class:`~pyplugins.runtime.plugin_setup.NodeCalls`'.
     """
+
+    #: A QDP callback's ``[ERROR]`` line stops the build.
+    consequence = "TensorRT prints this line and the build fails"
 
     def __init__(self, creator: Any, node_name: str, fields: Sequence[Any],
                  request: Any) -> None:
-        self.creator, self.node_name, self.fields = creator, node_name, list(fields)
+        super().__init__(creator, node_name)
+        self.fields = list(fields)
         self.request = request
-        self.plugin = f"{creator.name}:{creator.plugin_version}:{creator.plugin_namespace}"
-        self.plugin_id = f"{creator.plugin_namespace}::{creator.name}"
-        self.label = f"plugin node {node_name!r} ({creator.name})"
-
-    def error(self, method: Optional[str], detail: str) -> ExecutionError:
-        """An :class:`ExecutionError` about this node (``method``: the callback, or None)."""
-        return ExecutionError(f"{self.label}: {detail}", plugin=self.plugin, node=self.node_name,
-                              method=method)
-
-    def _check(self, failures: CallFailures, failed: bool = False, method: str = "",
-               what: str = "") -> None:
-        if failures.lines:
-            where, line = failures.lines[0]
-            raise self.error(where, f"{where}() failed on the execution path (TensorRT prints "
-                             f"this line and the build fails):\n{line}")
-        if failed:
-            raise self.error(method or None, f"{method} {what}")
 
     def configure(self, shapes: Sequence[Tuple[int, ...]], np_dtypes: Sequence[Any], *,
                   bake: bool = False) -> QDPReady:
@@ -148,7 +136,7 @@ class QDPSetup:
             plugin = tq.create_plugin(self.creator, self.creator.name,
                                       self.creator.plugin_namespace, self.fields,
                                       TensorRTPhase.BUILD, self.request)
-            self._check(failures, plugin is None, "create_plugin", "returned no plugin")
+            self.check(failures, plugin is None, "create_plugin", "returned no plugin")
             try:
                 return self._configure(plugin, [tuple(int(d) for d in s) for s in shapes],
                                        in_types, bake, failures)
@@ -160,17 +148,17 @@ class QDPSetup:
                    bake: bool, failures: CallFailures) -> QDPReady:
         made = "aot" if isinstance(plugin, IPluginV3QuickAOTBuild) else "jit"
         build = tq.get_capability_interface(plugin, PluginCapabilityType.BUILD)
-        self._check(failures, build is None, "get_capability_interface",
+        self.check(failures, build is None, "get_capability_interface",
                     "gave no BUILD capability object")
         n_out = tq.get_nb_outputs(build)
-        self._check(failures, n_out < 0, "get_num_outputs", "failed")
+        self.check(failures, n_out < 0, "get_num_outputs", "failed")
         out_types = tq.get_output_data_types(build, in_types, [len(s) for s in shapes])
-        self._check(failures, out_types is None, "get_output_data_types",
+        self.check(failures, out_types is None, "get_output_data_types",
                     f"did not give {n_out} DataType")
         builder = ConstantBuilder()
         exprs = [DimsExprs([builder.constant(d) for d in s]) for s in shapes]
         out_exprs = tq.get_output_shapes(build, exprs, [], builder)
-        self._check(failures, out_exprs is None, "get_output_shapes",
+        self.check(failures, out_exprs is None, "get_output_shapes",
                     f"did not give {n_out} DimsExprs")
         out_shapes = self._out_shapes(out_exprs)
         out_dtypes = output_dtypes(out_types, self.error)
@@ -181,15 +169,15 @@ class QDPSetup:
         n_in = len(shapes)
         self._combination(build, dyn, n_in, types, failures)
         status = tq.configure_plugin(build, dyn[:n_in], dyn[n_in:])
-        self._check(failures, status != 0, "configure_plugin", "failed")
+        self.check(failures, status != 0, "configure_plugin", "failed")
         tactics = tq.get_valid_tactics(build)
-        self._check(failures, tactics is None, "get_valid_tactics", "failed")
+        self.check(failures, tactics is None, "get_valid_tactics", "failed")
         tactic = tactics[0] if tactics else 0
         rt = build if made == "aot" else tq.get_capability_interface(
             plugin, PluginCapabilityType.RUNTIME)
-        self._check(failures, rt is None, "get_capability_interface",
+        self.check(failures, rt is None, "get_capability_interface",
                     "gave no RUNTIME capability object")
-        self._check(failures, tq.set_tactic(rt, tactic) != 0, "set_tactic", "failed")
+        self.check(failures, tq.set_tactic(rt, tactic) != 0, "set_tactic", "failed")
         in_desc, out_desc = plain[:n_in], plain[n_in:]
         ready = QDPReady(plugin, made, out_shapes, out_dtypes, _label(plain, n_in), tactic,
                          jit_call(rt, in_desc, out_desc) if made == "jit" else None, None, None,
@@ -217,7 +205,7 @@ class QDPSetup:
                      failures: CallFailures) -> None:
         """The builder's format query: the network's combination, all LINEAR, must be offered."""
         combos = tq.get_supported_format_combinations(build, dyn, n_in)
-        self._check(failures, combos is None, "get_supported_format_combinations", "failed")
+        self.check(failures, combos is None, "get_supported_format_combinations", "failed")
         for combo in combos or []:
             if [d.type for d in combo] == types and \
                     all(d.format == TensorFormat.LINEAR for d in combo):
@@ -239,9 +227,9 @@ class QDPSetup:
         exprs = [DimsExprs([eb.constant(d) for d in s]) for s in shapes]
         params, extra = KernelLaunchParams._make(), ISymExprs._make()
         status = tq.get_launch_params(build, exprs, dyn, n_in, params, extra, eb)
-        self._check(failures, status != 0, "get_launch_params", "(aot_impl) failed")
+        self.check(failures, status != 0, "get_launch_params", "(aot_impl) failed")
         got = tq.get_kernel(build, plain[:n_in], plain[n_in:])
-        self._check(failures)
+        self.check(failures)
         if got is None:
             raise self.error("get_kernel", "get_kernel failed")
         name, image = got

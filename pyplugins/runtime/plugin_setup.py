@@ -42,7 +42,8 @@ from pyplugins.emulator.plugin_field import PluginFieldCollection_
 from pyplugins.emulator.specs import host_dtype
 from pyplugins.errors import ExecutionError
 
-__all__ = ["CallFailures", "ConstantBuilder", "PluginSetup", "Ready", "output_dtypes"]
+__all__ = ["CallFailures", "ConstantBuilder", "NodeCalls", "PluginSetup", "Ready",
+           "output_dtypes"]
 
 _LOG = logging.getLogger("pyplugins")
 
@@ -146,7 +147,48 @@ class Ready:
     ws_buffer: Any = None
 
 
-class PluginSetup:
+class NodeCalls:
+    """One plugin node on the execution path: its names, and the errors its callbacks raise
+    there (the base of :class:`PluginSetup` and the model runner's QDP set-up).
+
+    Attributes:
+        creator, node_name: as given.
+        plugin: ``"Name:Version:Namespace"`` of the creator.
+        plugin_id: ``"namespace::name"``, as ``tensorrt.plugin`` names a plugin.
+        label: ``"plugin node 'name' (Name)"``, the start of every error message.
+
+    Example:
+        >>> from pyplugins.ops.leaky_relu import LeakyReLU
+        >>> print(NodeCalls(LeakyReLU.creator, "n1").error("enqueue", "failed"))
+        plugin node 'n1' (LReLU_TRT): failed
+    """
+
+    #: What TensorRT does after a callback's ``[ERROR]`` line on this path, for the message.
+    consequence = "TensorRT prints this line and fails, or goes on with a fallback value"
+
+    def __init__(self, creator: Any, node_name: str) -> None:
+        self.creator, self.node_name = creator, node_name
+        self.plugin = f"{creator.name}:{creator.plugin_version}:{creator.plugin_namespace}"
+        self.plugin_id = f"{creator.plugin_namespace}::{creator.name}"
+        self.label = f"plugin node {node_name!r} ({creator.name})"
+
+    def error(self, method: Optional[str], detail: str) -> ExecutionError:
+        """An :class:`ExecutionError` about this node (``method``: the callback, or None)."""
+        return ExecutionError(f"{self.label}: {detail}", plugin=self.plugin, node=self.node_name,
+                              method=method)
+
+    def check(self, failures: CallFailures, failed: bool = False, method: str = "",
+              what: str = "") -> None:
+        """Raise for the first ``[ERROR]`` line seen, or for ``failed`` (``method`` ``what``)."""
+        if failures.lines:
+            where, line = failures.lines[0]
+            raise self.error(where, f"{where}() failed on the execution path "
+                             f"({self.consequence}):\n{line}")
+        if failed:
+            raise self.error(method or None, f"{method} {what}")
+
+
+class PluginSetup(NodeCalls):
     """Makes configured plugins of one creator, node and field collection (module docstring).
 
     Args:
@@ -160,25 +202,9 @@ class PluginSetup:
     """
 
     def __init__(self, creator: Any, node_name: str, fc: PluginFieldCollection_) -> None:
-        self.creator, self.node_name, self.fc = creator, node_name, fc
-        self.plugin = f"{creator.name}:{creator.plugin_version}:{creator.plugin_namespace}"
-        self.label = f"plugin node {node_name!r} ({creator.name})"
+        super().__init__(creator, node_name)
+        self.fc = fc
         self.v3 = isinstance(creator, IPluginCreatorV3One)
-
-    def error(self, method: Optional[str], detail: str) -> ExecutionError:
-        """An :class:`ExecutionError` about this node (``method``: the callback, or None)."""
-        return ExecutionError(f"{self.label}: {detail}", plugin=self.plugin, node=self.node_name,
-                              method=method)
-
-    def check(self, failures: CallFailures, failed: bool = False, method: str = "",
-              what: str = "") -> None:
-        """Raise for the first ``[ERROR]`` line seen, or for ``failed`` (``method`` ``what``)."""
-        if failures.lines:
-            where, line = failures.lines[0]
-            raise self.error(where, f"{where}() failed on the execution path (TensorRT prints "
-                             f"this line and fails, or goes on with a fallback value):\n{line}")
-        if failed:
-            raise self.error(method or None, f"{method} {what}")
 
     def configure(self, shapes: Sequence[Tuple[int, ...]], np_dtypes: Sequence[Any],
                   shape_values: Tuple[Tuple[int, ...], ...]) -> Ready:
