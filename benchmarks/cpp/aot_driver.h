@@ -21,7 +21,7 @@
 #include "aot_flat.h"
 #include "aot_program.h"
 
-#include "check.h"
+#include "bench_util.h"
 
 #define CHECK_CU(call)                                                                       \
     do {                                                                                     \

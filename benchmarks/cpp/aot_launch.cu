@@ -89,15 +89,6 @@ struct Metric {
     }
 };
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-        std::fprintf(stderr, "cannot read %s\n", path.c_str());
-        std::exit(2);
-    }
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
 // One round of the host metrics: calls/batch slots, each path one batch per slot, the paths'
 // order rotating with the slot (see the header).
 void measure_round(std::function<void()>* paths, int n_paths, cudaStream_t stream, int calls,
@@ -170,7 +161,7 @@ int main(int argc, char** argv) {
     ppaot::Artifact art;
     ppaot::Program prog, out_prog;
     try {
-        art = ppaot::parse(read_file(argv[1]));
+        art = ppaot::parse(ppbench::read_file(argv[1]));
         prog = ppaot::launch_program(art);
         std::vector<const ppaot::Expr*> dims;
         for (const auto& o : art.outputs) {
@@ -195,7 +186,7 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
     ppaot::Dims dims[ppaot::kMaxInputs];
-    std::istringstream shapes(read_file(dir + "/shapes.txt"));
+    std::istringstream shapes(ppbench::read_file(dir + "/shapes.txt"));
     for (int32_t i = 0; i < n_in; ++i) {
         shapes >> dims[i].nbDims;
         for (int d = 0; d < dims[i].nbDims; ++d) shapes >> dims[i].d[d];
@@ -223,7 +214,7 @@ int main(int argc, char** argv) {
     }
     std::vector<CUdeviceptr> ptrs;
     for (int32_t i = 0; i < n_in; ++i) {
-        const std::string bytes = read_file(dir + "/in" + std::to_string(i) + ".bin");
+        const std::string bytes = ppbench::read_file(dir + "/in" + std::to_string(i) + ".bin");
         void* p = nullptr;
         CHECK(cudaMalloc(&p, bytes.size() + kGuard));
         CHECK(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));

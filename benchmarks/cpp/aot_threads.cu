@@ -17,37 +17,16 @@
 // with want0.bin (exit status 1 when one differs). Prints one JSON object:
 // {"device": ..., "instructions": per-launch program length, "rounds": [{"T": launches per
 // second, ...}, ...]}. Every CUDA call is checked.
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "aot_driver.h"
 
 namespace {
-
-std::vector<int> int_list(const char* text) {
-    std::vector<int> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
-    return out;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-        std::fprintf(stderr, "cannot read %s\n", path.c_str());
-        std::exit(2);
-    }
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 // One thread's device, stream, buffers and launcher (its own registers and parameter buffer).
 struct Lane {
@@ -59,37 +38,14 @@ struct Lane {
 
 // `threads` lanes launching until `seconds` pass; aggregate launches per second.
 double rate(std::vector<Lane>& lanes, int threads, double seconds) {
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false}, stop{false};
-    std::vector<long long> counts(threads, 0);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            Lane& lane = lanes[t];
-            CHECK(cudaSetDevice(lane.device));
+    return ppbench::threads_rate(
+        threads, seconds,
+        [&](int t) {
+            CHECK(cudaSetDevice(lanes[t].device));
             CHECK(cudaFree(nullptr));  // the device's primary context, current for the driver
-            ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-            long long calls = 0;
-            while (!stop.load(std::memory_order_relaxed)) {
-                CHECK_CU(lane.launcher->launch());
-                ++calls;
-            }
-            CHECK(cudaStreamSynchronize(lane.stream));
-            counts[t] = calls;
-        });
-    }
-    while (ready.load() < threads) std::this_thread::yield();
-    const auto start = std::chrono::steady_clock::now();
-    go.store(true, std::memory_order_release);
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop.store(true);
-    for (auto& th : pool) th.join();
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    long long total = 0;
-    for (long long c : counts) total += c;
-    return total / elapsed;
+        },
+        [&](int t) { CHECK_CU(lanes[t].launcher->launch()); },
+        [&](int t) { CHECK(cudaStreamSynchronize(lanes[t].stream)); });
 }
 
 }  // namespace
@@ -101,7 +57,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string dir(argv[2]);
-    const std::vector<int> counts = int_list(argv[3]), devices = int_list(argv[6]);
+    const std::vector<int> counts = ppbench::int_list(argv[3]);
+    const std::vector<int> devices = ppbench::int_list(argv[6]);
     const double seconds = std::atof(argv[4]);
     const int rounds = std::atoi(argv[5]);
     int most = 0;
@@ -113,7 +70,7 @@ int main(int argc, char** argv) {
     ppaot::Artifact art;
     ppaot::Program prog;
     try {
-        art = ppaot::parse(read_file(argv[1]));
+        art = ppaot::parse(ppbench::read_file(argv[1]));
         prog = ppaot::launch_program(art);
     } catch (const ppaot::Error& e) {
         std::fprintf(stderr, "%s: %s\n", argv[1], e.what());
@@ -125,10 +82,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     ppaot::Dims dims[1];
-    std::istringstream shape(read_file(dir + "/shapes.txt"));
+    std::istringstream shape(ppbench::read_file(dir + "/shapes.txt"));
     shape >> dims[0].nbDims;
     for (int d = 0; d < dims[0].nbDims && d < ppaot::kMaxDims; ++d) shape >> dims[0].d[d];
-    const std::string in = read_file(dir + "/in0.bin"), want = read_file(dir + "/want0.bin");
+    const std::string in = ppbench::read_file(dir + "/in0.bin");
+    const std::string want = ppbench::read_file(dir + "/want0.bin");
 
     // Per device: its context current, the driver's functions, the kernel loaded once.
     std::vector<CUmodule> modules(devices.size());

@@ -36,7 +36,7 @@
 #include "leaky_relu.cu"
 #include "circ_pad.cu"
 
-#include "check.h"
+#include "bench_util.h"
 
 namespace {
 

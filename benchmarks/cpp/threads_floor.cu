@@ -12,30 +12,18 @@
 // synchronize their streams; every thread's output is then checked against the formula. Prints one
 // JSON object: {"device": ..., "rounds": [{"T": launches per second, ...}, ...]}. Every CUDA call
 // is checked.
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "leaky_relu.cu"
 
-#include "check.h"
+#include "bench_util.h"
 
 namespace {
 
 constexpr long long kN = 1024;
-
-std::vector<int> int_list(const char* text) {
-    std::vector<int> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
-    return out;
-}
 
 // One thread's device, stream and buffers.
 struct Lane {
@@ -46,37 +34,16 @@ struct Lane {
 
 // `threads` lanes launching until `seconds` pass; returns aggregate launches per second.
 double rate(std::vector<Lane>& lanes, int threads, double seconds, int grid, int block) {
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false}, stop{false};
-    std::vector<long long> counts(threads, 0);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
+    return ppbench::threads_rate(
+        threads, seconds, [&](int t) { CHECK(cudaSetDevice(lanes[t].device)); },
+        [&](int t) {
             Lane& lane = lanes[t];
-            CHECK(cudaSetDevice(lane.device));
-            ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-            long long calls = 0;
-            while (!stop.load(std::memory_order_relaxed)) {
-                leaky_relu<float><<<grid, block, 0, lane.stream>>>(lane.x, lane.y, kN, 0.01f);
-                ++calls;
-            }
+            leaky_relu<float><<<grid, block, 0, lane.stream>>>(lane.x, lane.y, kN, 0.01f);
+        },
+        [&](int t) {
             CHECK(cudaGetLastError());
-            CHECK(cudaStreamSynchronize(lane.stream));
-            counts[t] = calls;
+            CHECK(cudaStreamSynchronize(lanes[t].stream));
         });
-    }
-    while (ready.load() < threads) std::this_thread::yield();
-    const auto start = std::chrono::steady_clock::now();
-    go.store(true, std::memory_order_release);
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop.store(true);
-    for (auto& th : pool) th.join();
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    long long total = 0;
-    for (long long c : counts) total += c;
-    return total / elapsed;
 }
 
 }  // namespace
@@ -86,7 +53,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s COUNTS SECONDS ROUNDS DEVICES GRID BLOCK\n", argv[0]);
         return 2;
     }
-    const std::vector<int> counts = int_list(argv[1]), devices = int_list(argv[4]);
+    const std::vector<int> counts = ppbench::int_list(argv[1]);
+    const std::vector<int> devices = ppbench::int_list(argv[4]);
     const double seconds = std::atof(argv[2]);
     const int rounds = std::atoi(argv[3]), grid = std::atoi(argv[5]), block = std::atoi(argv[6]);
     int most = 0;
