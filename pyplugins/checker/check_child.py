@@ -35,7 +35,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from pyplugins.emulator import trampoline
 from pyplugins.emulator.trampoline import Watch
 from pyplugins.checker.isolate import OWN_WORK, PLUGIN_STEP, StepBoard, resident_self
 
-__all__ = ["MEMORY_BASE", "StepWatch", "default_memory_limit", "finish", "main",
+__all__ = ["MEMORY_BASE", "StepWatch", "child_main", "default_memory_limit", "finish", "main",
            "quiet_callback_error_logs", "start", "write_json"]
 
 #: The default memory limit: this much, plus 16 times the inputs' bytes at the profile's max
@@ -150,23 +150,33 @@ def finish(work: Path, result: Dict[str, Any]) -> None:
     os._exit(0)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the check in ``argv[0]`` (a work directory) and end the process; returns 2 only for
-    a malformed call."""
+def child_main(argv: Optional[Sequence[str]], module: str,
+               run: Callable[[Dict[str, Any], Any, Path], Dict[str, Any]]) -> int:
+    """A check child's entry: ``run(request args, board, work directory)`` under the
+    supervision :func:`start` sets up, its answer (or pyplugins' own failure) written by
+    :func:`finish`, which ends the process; returns 2 only for a malformed call of
+    ``python -m module WORKDIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1 or not Path(args[0], "request.json").is_file():
-        sys.stderr.write("usage: python -m pyplugins.checker.check_child WORKDIR (made by "
+        sys.stderr.write(f"usage: python -m {module} WORKDIR (made by "
                          "pyplugins.checker.isolate.run_child)\n")
         return 2
     work = Path(args[0])
     board, request = start(work)
     try:
-        result = _run(request["args"], board)
+        result = run(request["args"], board, work)
     except BaseException:  # noqa: BLE001 - pyplugins' own failure, outside the check's guard
         result = {"environment": "the check failed inside pyplugins (please report it):\n"
                                  + traceback.format_exc(), "printed": []}
     finish(work, result)
     return 0  # not reached: finish ends the process
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the check in ``argv[0]`` (a work directory) and end the process; returns 2 only for
+    a malformed call."""
+    return child_main(argv, "pyplugins.checker.check_child",
+                      lambda args, board, work: _run(args, board))
 
 
 def _run(request: Dict[str, Any], board: StepBoard) -> Dict[str, Any]:

@@ -25,11 +25,10 @@ import logging
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from pyplugins.checker.check_child import (StepWatch, finish, quiet_callback_error_logs, start,
+from pyplugins.checker.check_child import (StepWatch, child_main, quiet_callback_error_logs,
                                            write_json)
 from pyplugins.checker.command import EnvironmentFailure, UsageError
 from pyplugins.checker.isolate import OWN_WORK, StepBoard, resident_self
@@ -42,20 +41,7 @@ __all__ = ["main"]
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Check the model of ``argv[0]``'s request (a work directory) and end the process; returns
     2 only for a malformed call."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or not Path(args[0], "request.json").is_file():
-        sys.stderr.write("usage: python -m pyplugins.models.check_child WORKDIR (made by "
-                         "pyplugins.checker.isolate.run_child)\n")
-        return 2
-    work = Path(args[0])
-    board, request = start(work)
-    try:
-        result = _run(request["args"], board, work)
-    except BaseException:  # noqa: BLE001 - pyplugins' own failure, outside the check's guard
-        result = {"environment": "the check failed inside pyplugins (please report it):\n"
-                                 + traceback.format_exc(), "printed": []}
-    finish(work, result)
-    return 0  # not reached: finish ends the process
+    return child_main(argv, "pyplugins.models.check_child", _run)
 
 
 def _run(args: Dict[str, Any], board: StepBoard, work: Path) -> Dict[str, Any]:
