@@ -24,7 +24,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from pyplugins.emulator import (DataType, DynamicPluginTensorDesc, PluginTensorD
                                 get_plugin_registry, trampoline)
 
 
-__all__ = ["import_module", "main", "module_of"]
+__all__ = ["child_entry", "import_module", "main", "module_of"]
 
 
 def import_module(spec: str) -> ModuleType:
@@ -172,17 +172,24 @@ def _child(work: Path) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Child entry point: ``python -m pyplugins.checker._fresh DIR``."""
+def child_entry(argv: Optional[Sequence[str]], module: str, child: Callable[[Path], int],
+                fail: Callable[[str], int]) -> int:
+    """``python -m module DIR``: ``child(Path(DIR))``'s status; anything it raises (SystemExit
+    from plugin code included) printed with its traceback, status 1; a malformed call
+    ``fail(usage)``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        return _fail("usage: python -m pyplugins.checker._fresh DIR")
+        return fail(f"usage: python -m {module} DIR")
     try:
-        return _child(Path(args[0]))
+        return child(Path(args[0]))
     except BaseException:  # noqa: BLE001 - report anything, including SystemExit from plugin code
         traceback.print_exc()
         return 1
 
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Child entry point: ``python -m pyplugins.checker._fresh DIR``."""
+    return child_entry(argv, "pyplugins.checker._fresh", _child, _fail)
 
 if __name__ == "__main__":
     sys.exit(main())

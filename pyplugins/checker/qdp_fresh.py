@@ -30,14 +30,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from pyplugins import dtypes
-from pyplugins.checker._fresh import import_module, load_array, save_array
+from pyplugins.checker._fresh import child_entry, import_module, load_array, save_array
 from pyplugins.checker.checks import Violation
 from pyplugins.checker.checks.fresh_process import FreshResult
 from pyplugins.emulator import surface
@@ -228,15 +227,7 @@ def _child(work: Path) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Child entry point: ``python -m pyplugins.checker.qdp_fresh DIR``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        return _fail("usage: python -m pyplugins.checker.qdp_fresh DIR")
-    try:
-        return _child(Path(args[0]))
-    except BaseException:  # noqa: BLE001 - report anything, including SystemExit from plugin code
-        traceback.print_exc()
-        return 1
-
+    return child_entry(argv, "pyplugins.checker.qdp_fresh", _child, _fail)
 
 if __name__ == "__main__":
     sys.exit(main())
