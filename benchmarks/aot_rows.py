@@ -36,7 +36,6 @@ Example::
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -46,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks import aot_build, aot_export, driver, timing
+from benchmarks import aot_build, aot_export, driver, nvcc, timing
 from benchmarks.cases import Case, Problem, parse_bytes, select
 
 CPP = Path(__file__).resolve().parent / "cpp"
@@ -129,16 +128,8 @@ def _defines(launch: Any) -> List[str]:
 
 def compile_launcher(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
     """nvcc-compile ``aot_launch.cu`` once per run; (object file, None) or (None, why not)."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None, "nvcc not found: the C++ AOT launcher is not built"
-    obj = workdir / "aot_launch.o"
-    cmd = [nvcc, "-O2", "-std=c++17", f"-arch={arch}", f"-I{CPP}", "-c", str(LAUNCHER), "-o",
-           str(obj)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
-    if done.returncode != 0:
-        return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-    return obj, None
+    return nvcc.build(workdir / "aot_launch.o", [LAUNCHER], arch, includes=[CPP], options=["-c"],
+                      missing="nvcc not found: the C++ AOT launcher is not built")
 
 
 def build_launcher(launcher: Path, floor: str, defines: Sequence[str], arch: str,
@@ -148,14 +139,9 @@ def build_launcher(launcher: Path, floor: str, defines: Sequence[str], arch: str
     from pyplugins.runtime.kernels import kernels_dir
 
     (workdir / "floor.cu").write_text(floor)
-    exe = workdir / "aot_launch"
-    cmd = [str(shutil.which("nvcc")), "-O2", "-std=c++17", f"-arch={arch}", f"-I{CPP}",
-           f"-I{kernels_dir()}", *defines, str(launcher), str(workdir / "floor.cu"), "-o",
-           str(exe)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
-    if done.returncode != 0:
-        return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-    return exe, None
+    return nvcc.build(workdir / "aot_launch", [launcher, workdir / "floor.cu"], arch,
+                      includes=[CPP, kernels_dir()], options=defines,
+                      missing="nvcc not found: the C++ AOT launcher is not built")
 
 
 def tiny_problem(case: Case) -> Optional[Problem]:

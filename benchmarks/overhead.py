@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from benchmarks import driver, launch_paths, own_cost, timing
+from benchmarks import driver, launch_paths, nvcc, own_cost, timing
 from benchmarks.launch_paths import Tiny
 from benchmarks.cases import select
 
@@ -92,18 +92,10 @@ def _launched_function(cls: Any, launch: Any) -> Any:
 
 def build_cpp_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
     """nvcc-build launch_floor; (binary, None) or (None, why not)."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None, "nvcc not found: C++ floor skipped"
     from pyplugins.runtime.kernels import kernels_dir
 
-    exe = workdir / "launch_floor"
-    cmd = [nvcc, "-O2", "-std=c++17", f"-arch={arch}", f"-I{kernels_dir()}", str(CPP_SOURCE),
-           "-o", str(exe)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-    return exe, None
+    return nvcc.build(workdir / "launch_floor", [CPP_SOURCE], arch, includes=[kernels_dir()],
+                      missing="nvcc not found: C++ floor skipped")
 
 
 def pybind11_include() -> Optional[str]:

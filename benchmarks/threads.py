@@ -28,7 +28,6 @@ Example::
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks import driver, overhead, threads_aot
+from benchmarks import driver, nvcc, overhead, threads_aot
 from benchmarks.cases import select
 
 CPP_SOURCE = Path(__file__).resolve().parent / "cpp" / "threads_floor.cu"
@@ -126,16 +125,8 @@ def build_floor(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]
     """nvcc-build threads_floor; (binary, None) or (None, why not)."""
     from pyplugins.runtime.kernels import kernels_dir
 
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None, "nvcc not found: the C++ threads are not measured"
-    exe = workdir / "threads_floor"
-    cmd = [nvcc, "-O2", "-std=c++17", f"-arch={arch}", f"-I{kernels_dir()}", str(CPP_SOURCE),
-           "-o", str(exe)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
-    if done.returncode != 0:
-        return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-    return exe, None
+    return nvcc.build(workdir / "threads_floor", [CPP_SOURCE], arch, includes=[kernels_dir()],
+                      missing="nvcc not found: the C++ threads are not measured")
 
 
 def stats(per_round: List[float]) -> Dict[str, Any]:

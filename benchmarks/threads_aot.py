@@ -18,12 +18,11 @@ Example::
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from benchmarks import aot_build, aot_export
+from benchmarks import aot_build, aot_export, nvcc
 
 SOURCE = Path(__file__).resolve().parent / "cpp" / "aot_threads.cu"
 #: The profile's max of the artifact's dynamic first dimension.
@@ -34,16 +33,8 @@ __all__ = ["MAX_ROWS", "SOURCE", "build", "measure", "prepare"]
 
 def build(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
     """nvcc-build ``aot_threads``; (binary, None) or (None, why not)."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None, "nvcc not found: the AOT threads row is not measured"
-    exe = workdir / "aot_threads"
-    cmd = [nvcc, "-O2", "-std=c++17", f"-arch={arch}", f"-I{SOURCE.parent}", str(SOURCE), "-o",
-           str(exe)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
-    if done.returncode != 0:
-        return None, f"nvcc failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-    return exe, None
+    return nvcc.build(workdir / "aot_threads", [SOURCE], arch, includes=[SOURCE.parent],
+                      missing="nvcc not found: the AOT threads row is not measured")
 
 
 def prepare(cls: Any, fields: Dict[str, Any], shape: Sequence[int], x: bytes, want: bytes,
