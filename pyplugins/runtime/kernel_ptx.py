@@ -37,6 +37,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -47,7 +48,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from pyplugins._config import knobs
 from pyplugins.errors import KernelCompileError, MissingDependencyError
@@ -294,8 +295,12 @@ def _nvrtc() -> Optional[_Compiler]:
     return _Compiler(f"nvrtc {major}.{minor}", _run_nvrtc, _toolkit_include(), _ptx_nvrtc)
 
 
-def _run_nvrtc(name: str, code: str, options: Tuple[str, ...],
-               expressions: Tuple[str, ...]) -> Tuple[bool, str]:
+@contextlib.contextmanager
+def _nvrtc_program(name: str, code: str, options: Tuple[str, ...],
+                   expressions: Tuple[str, ...]) -> Iterator[Tuple[Any, Any, bool, str]]:
+    """``(nvrtc, program, compiled, log)`` of ``code`` compiled with ``options`` and the name
+    expressions added (the log, when empty after a failure, is NVRTC's error string); the
+    program is destroyed after the block."""
     from cuda.bindings import nvrtc  # noqa: PLC0415 - optional
 
     _, prog = nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], [])
@@ -309,39 +314,33 @@ def _run_nvrtc(name: str, code: str, options: Tuple[str, ...],
         nvrtc.nvrtcGetProgramLog(prog, buffer)
         log = buffer.rstrip(b"\0").decode("utf-8", "replace").strip()
         ok = result == nvrtc.nvrtcResult.NVRTC_SUCCESS
-        if ok:  # the lowered names exist for every expression once the program compiled
-            for expr in expressions:
-                nvrtc.nvrtcGetLoweredName(prog, expr.encode())
-        elif not log:
+        if not ok and not log:
             log = nvrtc.nvrtcGetErrorString(result)[1].decode()
-        return ok, log
+        yield nvrtc, prog, ok, log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def _run_nvrtc(name: str, code: str, options: Tuple[str, ...],
+               expressions: Tuple[str, ...]) -> Tuple[bool, str]:
+    with _nvrtc_program(name, code, options, expressions) as (nvrtc, prog, ok, log):
+        if ok:  # the lowered names exist for every expression once the program compiled
+            for expr in expressions:
+                nvrtc.nvrtcGetLoweredName(prog, expr.encode())
+        return ok, log
+
+
 def _ptx_nvrtc(name: str, code: str, options: Tuple[str, ...],
                expression: str) -> Tuple[bool, str, str, str]:
-    from cuda.bindings import nvrtc  # noqa: PLC0415 - optional
-
-    _, prog = nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], [])
-    try:
-        nvrtc.nvrtcAddNameExpression(prog, expression.encode())
-        encoded = [o.encode() for o in options]
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buffer = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, buffer)
-        log = buffer.rstrip(b"\0").decode("utf-8", "replace").strip()
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            return False, log or nvrtc.nvrtcGetErrorString(result)[1].decode(), "", ""
+    with _nvrtc_program(name, code, options, (expression,)) as (nvrtc, prog, ok, log):
+        if not ok:
+            return False, log, "", ""
         _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression.encode())
         _, size = nvrtc.nvrtcGetPTXSize(prog)
         ptx = b" " * size
         nvrtc.nvrtcGetPTX(prog, ptx)
         lowered = lowered.decode() if isinstance(lowered, bytes) else str(lowered)
         return True, log, lowered, ptx.rstrip(b"\0").decode()
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
 
 
 @functools.lru_cache(maxsize=None)
