@@ -1595,9 +1595,10 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 #define CIRC_PAD_WARP_DEPTH 1  // rows whose copies are in flight while one is written
 #endif
 #ifndef CIRC_PAD_WARP_MINB
-// > 0: __launch_bounds__ asks for this many blocks an SM (6 on sm_90: 40 registers, no spill,
-// as many blocks as the default shared memory allows; 0: 48 registers, 5 blocks)
-#define CIRC_PAD_WARP_MINB 6
+// > 0: __launch_bounds__ asks for this many blocks an SM. 5: 48 registers on sm_80 and sm_90,
+// no spill in circ_pad_warp or in circ_pad_warp_aot for any element size (at 6, 40 registers,
+// the AOT entry spilled on sm_90; docs/ops/circ_pad.md "Launch bounds"); 0: no minimum.
+#define CIRC_PAD_WARP_MINB 5
 #endif
 #ifndef CIRC_PAD_WARP_ASYNC
 #define CIRC_PAD_WARP_ASYNC 1  // cp.async copies (sm_80+); 0: loads and shared stores
@@ -1824,8 +1825,7 @@ __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* _
 //                  shift_plane), the plane count; the entry passes that count as total with
 //                  shift_plane 0 (flat_div64's n / 1), one 32-bit division (total < 2^31).
 //              (Until 2026-11: thread 0 derived both magic numbers and shared them behind a
-//              barrier; circ_pad_warp_aot then spilled at its 40-register bound where
-//              circ_pad_warp does not; docs/ops/circ_pad.md "AOT entries".)
+//              barrier; docs/ops/circ_pad.md "AOT entries".)
 // Every value < 2^31: the host refuses a profile whose input or output has 2^31 elements or
 // more. The element type only sets the element size, so the host instantiates one type per
 // size (signed char, __half, float, long long).

@@ -6,6 +6,9 @@ compile-time knobs (GPU)."""
 from __future__ import annotations
 
 import math
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,12 +19,47 @@ import pyplugins.trt as trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.circ_pad import CircPad, launch_plan
-from pyplugins.ops.circ_pad import BLOCK, VARIANTS, WARP_ROW_BYTES
+from pyplugins.ops.circ_pad import AOT_CTYPES, AOT_KERNELS, BLOCK, VARIANTS, WARP_ROW_BYTES
+from pyplugins.runtime.kernels import kernels_dir
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp,  # noqa: F401 (cp)
                             ctype_of, gpu_check, padded, random_array, row_name, variant_kernel)
+from tests.test_kernels_compile import missing_nvcc
 
 DEPTH = kernel_define("CIRC_PAD_WARP_DEPTH")
+
+
+def _ptxas_usage(kernel, arch: str, tmp_path) -> dict:
+    """{mangled entry: (registers, spill store bytes)} of ``kernel``'s instantiations (one per
+    element size) compiled by nvcc for ``sm_<arch>`` with the kernel's own options."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_nvcc()
+    exprs = [kernel.expression_for(t) for t in AOT_CTYPES.values()]
+    src = tmp_path / f"usage_{arch}.cu"
+    src.write_text(f'#include "{kernels_dir() / kernel.source}"\n' + "".join(
+        f"const void* pp_take_{i} = reinterpret_cast<const void*>(&{e});\n"
+        for i, e in enumerate(exprs)))
+    out = subprocess.run([nvcc, "-cubin", f"-arch=sm_{arch}", *kernel.compile_options(), "-ftz=true",
+                          "-Xptxas", "-v", str(src), "-o", str(tmp_path / f"usage_{arch}.cubin")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    usage = {}
+    for m in re.finditer(r"entry function '(\w+)'.*?(\d+) bytes spill stores.*?Used (\d+) registers",
+                         out.stderr, re.S):
+        usage[m.group(1)] = (int(m.group(3)), int(m.group(2)))
+    assert len(usage) == len(exprs), out.stderr
+    return usage
+
+
+@pytest.mark.parametrize("arch", ["80", "90"])
+def test_the_warp_kernel_and_its_aot_entry_use_the_same_registers_and_never_spill(arch, tmp_path):
+    # The AOT entry spilled under the old 40-register bound and then ran 1.11x the JIT kernel's
+    # time on the H100 (docs/ops/circ_pad.md, "Launch bounds of the warp kernel").
+    jit = _ptxas_usage(variants.find(VARIANTS, "circ_pad_warp").kernel, arch, tmp_path)
+    aot = _ptxas_usage(AOT_KERNELS["circ_pad_warp"], arch, tmp_path)
+    assert all(spill == 0 for _, spill in [*jit.values(), *aot.values()]), (jit, aot)
+    assert sorted(r for r, _ in jit.values()) == sorted(r for r, _ in aot.values()), (jit, aot)
 
 
 def test_the_kernel_gets_the_hosts_row_limit_and_block():
