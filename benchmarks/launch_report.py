@@ -171,6 +171,10 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
     if not ops:
         return ["_Not measured in this run._"]
     n_rounds = aot.get("host_rounds", aot.get("rounds"))
+    shared = ("; both read the same inputs and write the same outputs (compared bit for bit "
+              "beforehand in separate ones)" if any(
+                  (rec.get("kernel_time") or {}).get("buffers") == "shared"
+                  for rec in ops.values()) else "")
     lines = [f"Each op's AOT artifact, built through the emulator's QDP AOT path, launched by "
              "`benchmarks/cpp/aot_launch.cu` (driver API, no Python; expressions compiled once "
              "at load into a flat program, run at every launch) on a tiny float32 problem. A "
@@ -184,7 +188,8 @@ def aot_table(result: Dict[str, Any]) -> List[str]:
              "gives the range of the per-round host ratios and the quartiles of every batch. "
              "Every path's output is compared bit for bit with the JIT `enqueue`'s; a wrong one "
              "is refused. Kernel time: the AOT kernel and the JIT `enqueue` at "
-             f"{aot.get('kernel_bytes')}, CUDA graphs replayed in turns, the artifact built for "
+             f"{aot.get('kernel_bytes')}, CUDA graphs replayed in turns{shared}, the artifact "
+             "built for "
              "that shape alone (a static-shape engine: the target); the dynamic-profile "
              "artifact's figure (its row chosen at the profile's max, docs/aot.md) is "
              "informational.", ""]
