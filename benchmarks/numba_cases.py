@@ -40,12 +40,11 @@ def _launches(cp: Any, n: int, device: int) -> Dict[str, Any]:
     from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.runtime.numba_launch import ArraySlot, NumbaLaunch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
-    from pyplugins.ops.leaky_relu import NUMBA_BLOCK
-    from pyplugins.ops.leaky_relu import LeakyReLUNumba
+    from pyplugins.ops.leaky_relu import NUMBA_BLOCK, LeakyReLUNumba, numba_grid
 
     slope = np.float32(0.1)
     return {
-        "numba": NumbaLaunch(LeakyReLUNumba.numba_kernel, grid=-(-n // NUMBA_BLOCK),
+        "numba": NumbaLaunch(LeakyReLUNumba.numba_kernel, grid=numba_grid(n),
                              block=NUMBA_BLOCK, device=device,
                              args=(ArraySlot((n,), np.float32), ArraySlot((n,), np.float32),
                                    np.int64(n), slope)),

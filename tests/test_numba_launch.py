@@ -72,14 +72,14 @@ def test_gpu_numba_launch_on_device_pointers_matches_the_cuda_cpp_launch():
 
     from pyplugins.runtime.launch import POINTER, Launch
     from pyplugins.ops.leaky_relu import BLOCK, LeakyReLU, grid_size
-    from pyplugins.ops.leaky_relu import LeakyReLUNumba
+    from pyplugins.ops.leaky_relu import LeakyReLUNumba, numba_grid
 
     n = 10_007
     x = cp.asarray(np.random.default_rng(2).standard_normal(n).astype(np.float32))
     y_numba, y_cpp = cp.full(n, cp.nan, cp.float32), cp.full(n, cp.nan, cp.float32)
     stream = cp.cuda.Stream()
     device = cp.cuda.runtime.getDevice()
-    numba_launch = NumbaLaunch(LeakyReLUNumba.numba_kernel, grid=(n + 255) // 256, block=256,
+    numba_launch = NumbaLaunch(LeakyReLUNumba.numba_kernel, grid=numba_grid(n), block=256,
                                device=device, args=(ArraySlot((n,), np.float32),
                                                     ArraySlot((n,), np.float32), np.int64(n),
                                                     np.float32(0.1)))

@@ -57,8 +57,8 @@ from pyplugins.runtime.numba_launch import (ArraySlot, NumbaKernel, NumbaLaunch,
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["BLOCK", "NUMBA_BLOCK", "NUMBA_NAMESPACE", "NVIDIA_FIELD_NAME", "LeakyReLU",
-           "LeakyReLUNumba", "grid_size", "leaky_relu_kernel"]
+__all__ = ["BLOCK", "NUMBA_BLOCK", "NUMBA_NAMESPACE", "NUMBA_PER_THREAD", "NVIDIA_FIELD_NAME", "LeakyReLU",
+           "LeakyReLUNumba", "grid_size", "leaky_relu_kernel", "numba_grid"]
 
 #: Threads per block (any multiple of 32 works; 256 is the kernel's recommendation).
 BLOCK = 256
@@ -211,20 +211,56 @@ class LeakyReLU(Plugin):
 NUMBA_NAMESPACE = "numba"
 #: Threads per block of the numba kernel.
 NUMBA_BLOCK = 256
+#: Elements each thread of the numba kernel takes (:func:`leaky_relu_kernel`).
+NUMBA_PER_THREAD = 4
+
+
+def numba_grid(n: int) -> int:
+    """Blocks of :data:`NUMBA_BLOCK` threads :func:`leaky_relu_kernel` needs for ``n`` elements.
+
+    Raises:
+        ValueError: ``n`` needs more blocks than CUDA allows (a grid of 2**31 - 1 blocks takes
+            2**41 elements).
+
+    Example:
+        >>> numba_grid(0), numba_grid(1), numba_grid(1024), numba_grid(1025)
+        (0, 1, 1, 2)
+    """
+    blocks = shapes.cdiv(n, NUMBA_PER_THREAD * NUMBA_BLOCK)
+    if blocks > MAX_GRID[0]:
+        msg = (f"plugin 'LReLU_TRT' (namespace 'numba'): {n} elements need {blocks} blocks of "
+               f"{NUMBA_BLOCK} threads taking {NUMBA_PER_THREAD} each, over CUDA's "
+               f"{MAX_GRID[0]}; split the tensor")
+        raise ValueError(msg)
+    return blocks
 
 
 def leaky_relu_kernel(x: Any, y: Any, n: Any, neg_slope: Any) -> None:
-    """``y[i] = x[i] if x[i] >= 0 else neg_slope * x[i]`` for ``i < n``, grid-stride.
+    """``y[i] = x[i] if x[i] >= 0 else neg_slope * x[i]`` for ``i < n``.
 
     Launch contract: ``x``, ``y`` 1-D arrays of ``n`` elements of one float type; ``n`` int64;
-    ``neg_slope`` float32; any 1-D grid and block. ``cuda`` is bound to ``numba.cuda`` by
-    :class:`~pyplugins.runtime.numba_launch.NumbaKernel` when it compiles (no numba import here).
+    ``neg_slope`` float32; a 1-D block; a 1-D grid of at least :func:`numba_grid` blocks
+    (``cdiv(n, 4 * blockDim.x)``). Thread ``t`` of block ``b`` takes the four elements
+    ``4 * b * blockDim.x + t + k * blockDim.x``, ``k < 4``: each of the four accesses of a warp
+    is coalesced, and a thread issues its four loads before its stores, which is what brings a
+    numba kernel to the CUDA C++ kernel's bandwidth (docs/numba.md). ``cuda`` is bound to
+    ``numba.cuda`` by :class:`~pyplugins.runtime.numba_launch.NumbaKernel` when it compiles (no
+    numba import here).
     """
-    start = cuda.grid(1)  # noqa: F821 - numba.cuda, bound by NumbaKernel (see above)
-    step = cuda.gridsize(1)  # noqa: F821
-    for i in range(start, n, step):
-        v = x[i]
-        y[i] = v if v >= 0 else v * neg_slope
+    d = cuda.blockDim.x  # noqa: F821 - numba.cuda, bound by NumbaKernel (see above)
+    i = cuda.blockIdx.x * (d * 4) + cuda.threadIdx.x  # noqa: F821
+    if i + 3 * d < n:
+        a, b, c, e = x[i], x[i + d], x[i + 2 * d], x[i + 3 * d]
+        y[i] = a if a >= 0 else a * neg_slope
+        y[i + d] = b if b >= 0 else b * neg_slope
+        y[i + 2 * d] = c if c >= 0 else c * neg_slope
+        y[i + 3 * d] = e if e >= 0 else e * neg_slope
+    else:  # the last block's tail
+        for k in range(4):
+            j = i + k * d
+            if j < n:
+                v = x[j]
+                y[j] = v if v >= 0 else v * neg_slope
 
 
 @register
@@ -258,7 +294,7 @@ class LeakyReLUNumba(LeakyReLU):
         """The numba kernel compiled for the type, and its launch over the flat tensor."""
         n = shapes.volume(inputs[0].dims)
         dt = numpy_from_trt(inputs[0].type)
-        grid = min(shapes.cdiv(n, NUMBA_BLOCK), MAX_GRID[0])
+        grid = numba_grid(n)
         if not simulated():
             device = int(numba_cuda().get_current_device().id)
         return NumbaLaunch(

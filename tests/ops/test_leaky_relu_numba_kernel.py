@@ -67,6 +67,30 @@ def test_pp_run_in_the_simulator_returns_the_reference():
     assert "ok (4, 33)" in done.stdout
 
 
+def test_every_element_is_written_once_in_full_blocks_and_the_tail():
+    # 4 * 256 elements a block: one full block, a full block and a tail, the tail alone.
+    code = ("import numpy as np, pyplugins as pp\n"
+            "from pyplugins.ops.leaky_relu import LeakyReLUNumba, numba_grid\n"
+            "for n in (1024, 1324, 5):\n"
+            "    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)\n"
+            "    y = pp.run(LeakyReLUNumba, x, neg_slope=0.25, check=True)\n"
+            "    np.testing.assert_array_equal(y, np.where(x >= 0, x, x * np.float32(0.25)))\n"
+            "    print(n, numba_grid(n))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=cpu_env(), cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1024", "1", "1324", "2", "5", "1"]
+
+
+def test_a_tensor_past_cudas_grid_limit_is_refused_by_name():
+    from pyplugins.ops.leaky_relu import NUMBA_BLOCK, NUMBA_PER_THREAD, numba_grid
+    from pyplugins.runtime.launch import MAX_GRID
+
+    assert numba_grid(MAX_GRID[0] * NUMBA_BLOCK * NUMBA_PER_THREAD) == MAX_GRID[0]
+    with pytest.raises(ValueError, match="LReLU_TRT.*split the tensor"):
+        numba_grid(MAX_GRID[0] * NUMBA_BLOCK * NUMBA_PER_THREAD + 1)
+
+
 def test_off_by_one_that_skips_an_element_is_caught_in_the_simulator():
     status, report, _ = check_json(PLUGINS / "bad_numba_index.py", "LReLU_TRT:1:numba_skip",
                                    "2x3x8:float32")
