@@ -162,6 +162,25 @@ def own_cost(rows: Dict[str, Any], enqueue: str = "plugin_enqueue") -> List[floa
     return [a - b - c for a, b, c in zip(mine, empty, cython)]
 
 
+def own_split(rows: Dict[str, Any], enqueue: str = "plugin_enqueue"
+              ) -> List[Tuple[float, float]]:
+    """:func:`own_cost` in two parts, one pair per round: the launch made inside the trampoline
+    instead of a tight loop (``launch_only`` less the empty enqueue and the Cython launch), and
+    pyplugins' code (``enqueue`` less ``launch_only``); empty when a part is missing.
+
+    Example:
+        >>> def row(*us):
+        ...     return {"host_us": {"rounds": list(us)}}
+        >>> rows = {"plugin_enqueue": row(6.0), "python_call": row(1.5), "driver_cupy": row(3.5),
+        ...         "launch_only": row(5.25)}
+        >>> own_split(rows)
+        [(0.25, 0.75)]
+    """
+    launch = rounds_of(rows.get("launch_only"), "host_us")
+    mine = rounds_of(rows.get(enqueue), "host_us")
+    return [(own - (a - b), a - b) for own, a, b in zip(own_cost(rows, enqueue), mine, launch)]
+
+
 def own_rows(result: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Op -> the rows its own cost is read from: section 1b's (every op), else, for results
     made before it, section 1's V2 rows of its tiny problems."""

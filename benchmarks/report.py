@@ -7,6 +7,7 @@ quick, not synthetic) result of each device; ``readme_blocks`` makes both genera
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -131,6 +132,12 @@ def _own(result: Dict[str, Any]) -> List[str]:
            "Cython `cuLaunchKernel` of the op's own kernel, all timed in the same rounds; *ours* "
            "is the first less the other two, per round (the median round, and the worst, which "
            f"the target of {TARGETS['own_enqueue_us']} us takes). " + _harness(over)]
+    if any("launch_only" in rows for rows in by_op.values()):
+        out[0] += (" The last two columns split *ours* (median round) at a Python `enqueue` "
+                   "whose body is the prepacked launch alone, through the same trampoline: "
+                   "*launch in the trampoline* is that `enqueue` less the empty one and the "
+                   "Cython launch (the same call costs more there than in a tight loop), "
+                   "*pyplugins' code* is the plugin's `enqueue` less that `enqueue`.")
     if not over.get("own"):
         out[0] += (" This run predates section 1b: its rows are section 1's tiny problems, "
                    "V2 only.")
@@ -144,12 +151,16 @@ def _own(result: Dict[str, Any]) -> List[str]:
             vals = sorted(claims.own_cost(rows, key)) if key in rows else []
             if not vals:
                 continue
+            split = claims.own_split(rows, key)
+            parts = [num(statistics.median(p[i] for p in split)) if split else "-"
+                     for i in (0, 1)]
             table.append([op, label, problem, num(med(rows.get(key), "host_us")),
                           num(med(rows.get("python_call"), "host_us")), num(cython),
-                          num(vals[(len(vals) - 1) // 2]), f"**{num(vals[-1])}**"])
+                          num(vals[(len(vals) - 1) // 2]), f"**{num(vals[-1])}**", *parts])
     return out + [""] + _table(["op", "interface", "problem", "enqueue us", "empty enqueue us",
                                 "Cython launch us", "ours us (median round)",
-                                "ours us (worst round)"], table)
+                                "ours us (worst round)", "of ours: launch in the trampoline us",
+                                "of ours: pyplugins' code us"], table)
 
 
 def _numba(result: Dict[str, Any]) -> List[str]:
