@@ -52,6 +52,14 @@ def test_check_runs_enqueue_in_the_simulator_and_matches_the_reference(spec):
     assert any("matched the plugin's reference" in n for n in report["notes"])
 
 
+def run_on_cpu(code: str) -> str:
+    """``code``'s stdout, run by a fresh CPU-only Python (:func:`cpu_env`); fails on an error."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=cpu_env(), cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_pp_run_in_the_simulator_returns_the_reference():
     code = ("import numpy as np, pyplugins as pp\n"
             "from pyplugins.testing import assert_close\n"
@@ -61,10 +69,7 @@ def test_pp_run_in_the_simulator_returns_the_reference():
             "(want,) = LeakyReLUNumba(neg_slope=0.3).reference(x)\n"
             "assert_close(y, want, np.float32)\n"
             "print('ok', y.shape)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=cpu_env(), cwd=REPO, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "ok (4, 33)" in done.stdout
+    assert "ok (4, 33)" in run_on_cpu(code)
 
 
 def test_every_element_is_written_once_in_full_blocks_and_the_tail():
@@ -76,10 +81,7 @@ def test_every_element_is_written_once_in_full_blocks_and_the_tail():
             "    y = pp.run(LeakyReLUNumba, x, neg_slope=0.25, check=True)\n"
             "    np.testing.assert_array_equal(y, np.where(x >= 0, x, x * np.float32(0.25)))\n"
             "    print(n, numba_grid(n))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=cpu_env(), cwd=REPO, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1024", "1", "1324", "2", "5", "1"]
+    assert run_on_cpu(code).split() == ["1024", "1", "1324", "2", "5", "1"]
 
 
 def test_a_tensor_past_cudas_grid_limit_is_refused_by_name():
