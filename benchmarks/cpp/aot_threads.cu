@@ -12,9 +12,10 @@
 // ARTIFACT.flat: benchmarks/aot_export.py's flat export of a one-input, one-output artifact. DIR
 // holds shapes.txt (the input's rank, then its dimensions), in0.bin (the input's bytes) and
 // want0.bin (the output the JIT plugin wrote for it). COUNTS and DEVICES are comma lists
-// ("1,2,4,8", "0,1"). Per round and thread count the threads start together, launch until
-// SECONDS have passed and synchronize their streams; every thread's output is then compared
-// with want0.bin (exit status 1 when one differs). Prints one JSON object:
+// ("1,2,4,8", "0,1"). Each lane first makes one launch, synchronized and compared with
+// want0.bin. Per round and thread count the threads start together, launch until SECONDS have
+// passed and synchronize their streams; every thread's output is then compared with want0.bin
+// again (exit status 1 when one differs, with the launch its expressions gave). Prints one JSON object:
 // {"device": ..., "instructions": per-launch program length, "rounds": [{"T": launches per
 // second, ...}, ...]}. Every CUDA call is checked.
 #include <cstdio>
@@ -46,6 +47,30 @@ double rate(std::vector<Lane>& lanes, int threads, double seconds) {
         },
         [&](int t) { CHECK_CU(lanes[t].launcher->launch()); },
         [&](int t) { CHECK(cudaStreamSynchronize(lanes[t].stream)); });
+}
+
+// 0 when `lane`'s output is `want`, else 1 after saying how it differs, `when` it was read, and
+// the launch the lane's expressions gave (grid, block, shared memory, extra arguments).
+int compare(const Lane& lane, const std::string& want, const char* when, size_t n_fields) {
+    std::string got(want.size(), '\0');
+    CHECK(cudaSetDevice(lane.device));
+    CHECK(cudaMemcpy(&got[0], lane.y, got.size(), cudaMemcpyDeviceToHost));
+    if (got == want) return 0;
+    size_t first = 0, differ = 0;
+    for (size_t b = 0; b < got.size(); ++b) {
+        if (got[b] != want[b] && differ++ == 0) first = b;
+    }
+    std::string launch;
+    for (size_t i = 0; i < n_fields; ++i) {
+        launch += (i ? " " : "") + std::to_string(lane.launcher->value(i));
+    }
+    std::fprintf(stderr, "the AOT kernel's output on device %d differs from the JIT plugin's %s: "
+                 "%zu of %zu bytes, the first at byte %zu (got 0x%02x, want 0x%02x); the launch "
+                 "(grid x y z, block x y z, shared memory, extra arguments): %s\n",
+                 lane.device, when, differ, got.size(), first,
+                 static_cast<unsigned char>(got[first]), static_cast<unsigned char>(want[first]),
+                 launch.c_str());
+    return 1;
 }
 
 }  // namespace
@@ -128,6 +153,15 @@ int main(int argc, char** argv) {
                                     reinterpret_cast<CUdeviceptr>(lane.y)});
         lanes.push_back(std::move(lane));
     }
+    // One launch per lane, checked before anything is timed.
+    int bad = 0;
+    for (Lane& lane : lanes) {
+        CHECK(cudaSetDevice(lane.device));
+        CHECK_CU(lane.launcher->launch());
+        CHECK(cudaStreamSynchronize(lane.stream));
+        bad |= compare(lane, want, "after its first launch", prog.size());
+    }
+    if (bad) return 1;
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, devices[0]));
     rate(lanes, most, seconds / 4);  // warm-up
@@ -143,23 +177,8 @@ int main(int argc, char** argv) {
         }
         out += "}";
     }
-    int bad = 0;
     for (Lane& lane : lanes) {
-        std::string got(want.size(), '\0');
-        CHECK(cudaSetDevice(lane.device));
-        CHECK(cudaMemcpy(&got[0], lane.y, got.size(), cudaMemcpyDeviceToHost));
-        if (got != want) {
-            size_t first = 0, differ = 0;
-            for (size_t b = 0; b < got.size(); ++b) {
-                if (got[b] != want[b] && differ++ == 0) first = b;
-            }
-            std::fprintf(stderr, "the AOT kernel's output on device %d differs from the JIT "
-                         "plugin's: %zu of %zu bytes, the first at byte %zu (got 0x%02x, want "
-                         "0x%02x)\n", lane.device, differ, got.size(), first,
-                         static_cast<unsigned char>(got[first]),
-                         static_cast<unsigned char>(want[first]));
-            bad = 1;
-        }
+        bad |= compare(lane, want, "after the timed rounds", prog.size());
         CHECK(cudaFree(lane.x));
         CHECK(cudaFree(lane.y));
         CHECK(cudaStreamDestroy(lane.stream));
