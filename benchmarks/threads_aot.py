@@ -51,6 +51,11 @@ def prepare(cls: Any, fields: Dict[str, Any], shape: Sequence[int], x: bytes, wa
         return None, f"the AOT artifact was not built: {type(err).__name__}: {err}"
     path = workdir / "threads.flat"
     path.write_bytes(flat)
+    # The launch Python evaluates for the shape, which a failing aot_threads is compared with.
+    plan = built.artifact.launch_plan({0: tuple(shape)})
+    (workdir / "plan.txt").write_text(
+        f"grid {list(plan['grid'])}, block {list(plan['block'])}, shared memory "
+        f"{plan['shared_mem']}, extra arguments {plan['extra']}")
     (workdir / "shapes.txt").write_text(f"{len(shape)} {' '.join(map(str, shape))}\n")
     (workdir / "in0.bin").write_bytes(x)
     (workdir / "want0.bin").write_bytes(want)
@@ -65,6 +70,8 @@ def measure(exe: Path, flat: Path, counts: Sequence[int], seconds: float,
             ",".join(map(str, devices))]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     if done.returncode != 0:
-        return None, f"aot_threads failed: {done.stderr.strip()[-1000:]}"
+        plan = flat.parent / "plan.txt"
+        python = f" (Python evaluates the launch as {plan.read_text()})" if plan.is_file() else ""
+        return None, f"aot_threads failed: {done.stderr.strip()[-1000:]}{python}"
     rounds: List[Dict[str, float]] = json.loads(done.stdout)["rounds"]
     return rounds[0], None

@@ -51,7 +51,8 @@ double rate(std::vector<Lane>& lanes, int threads, double seconds) {
 
 // 0 when `lane`'s output is `want`, else 1 after saying how it differs, `when` it was read, and
 // the launch the lane's expressions gave (grid, block, shared memory, extra arguments).
-int compare(const Lane& lane, const std::string& want, const char* when, size_t n_fields) {
+int compare(const Lane& lane, const std::string& want, const char* when, size_t n_fields,
+            const ppaot::Dims& dims) {
     std::string got(want.size(), '\0');
     CHECK(cudaSetDevice(lane.device));
     CHECK(cudaMemcpy(&got[0], lane.y, got.size(), cudaMemcpyDeviceToHost));
@@ -64,12 +65,17 @@ int compare(const Lane& lane, const std::string& want, const char* when, size_t 
     for (size_t i = 0; i < n_fields; ++i) {
         launch += (i ? " " : "") + std::to_string(lane.launcher->value(i));
     }
+    std::string shape = std::to_string(dims.nbDims) + ":";
+    for (int d = 0; d < dims.nbDims && d < ppaot::kMaxDims; ++d) {
+        shape += " " + std::to_string(dims.d[d]);
+    }
     std::fprintf(stderr, "the AOT kernel's output on device %d differs from the JIT plugin's %s: "
                  "%zu of %zu bytes, the first at byte %zu (got 0x%02x, want 0x%02x); the launch "
-                 "(grid x y z, block x y z, shared memory, extra arguments): %s\n",
+                 "(grid x y z, block x y z, shared memory, extra arguments): %s, for the input "
+                 "shape read (rank: dims) %s\n",
                  lane.device, when, differ, got.size(), first,
                  static_cast<unsigned char>(got[first]), static_cast<unsigned char>(want[first]),
-                 launch.c_str());
+                 launch.c_str(), shape.c_str());
     return 1;
 }
 
@@ -159,7 +165,7 @@ int main(int argc, char** argv) {
         CHECK(cudaSetDevice(lane.device));
         CHECK_CU(lane.launcher->launch());
         CHECK(cudaStreamSynchronize(lane.stream));
-        bad |= compare(lane, want, "after its first launch", prog.size());
+        bad |= compare(lane, want, "after its first launch", prog.size(), dims[0]);
     }
     if (bad) return 1;
     cudaDeviceProp prop;
@@ -178,7 +184,7 @@ int main(int argc, char** argv) {
         out += "}";
     }
     for (Lane& lane : lanes) {
-        bad |= compare(lane, want, "after the timed rounds", prog.size());
+        bad |= compare(lane, want, "after the timed rounds", prog.size(), dims[0]);
         CHECK(cudaFree(lane.x));
         CHECK(cudaFree(lane.y));
         CHECK(cudaStreamDestroy(lane.stream));
