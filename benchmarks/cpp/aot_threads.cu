@@ -113,9 +113,22 @@ int main(int argc, char** argv) {
         return 2;
     }
     ppaot::Dims dims[1];
-    std::istringstream shape(ppbench::read_file(dir + "/shapes.txt"));
+    const std::string shape_text = ppbench::read_file(dir + "/shapes.txt");
+    std::istringstream shape(shape_text);
     shape >> dims[0].nbDims;
     for (int d = 0; d < dims[0].nbDims && d < ppaot::kMaxDims; ++d) shape >> dims[0].d[d];
+    if (!shape || dims[0].nbDims < 0 || dims[0].nbDims > ppaot::kMaxDims) {
+        std::string shown;
+        for (unsigned char c : shape_text) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, c >= 32 && c < 127 ? "%c" : "\\x%02x", c);
+            shown += hex;
+        }
+        std::fprintf(stderr, "%s/shapes.txt must hold the input's rank (0 to %d), then its "
+                     "dimensions; it holds \"%s\" (%zu bytes), read as rank %d\n", dir.c_str(),
+                     ppaot::kMaxDims, shown.c_str(), shape_text.size(), dims[0].nbDims);
+        return 2;
+    }
     const std::string in = ppbench::read_file(dir + "/in0.bin");
     const std::string want = ppbench::read_file(dir + "/want0.bin");
 
