@@ -170,7 +170,8 @@ def measure_config(module: Any, lanes: List[Lane], floor: Optional[Path], counts
             else:
                 cpp_rounds.append(json.loads(done.stdout)["rounds"][0])
         if aot is not None and aot_error is None:
-            got, aot_error = threads_aot.measure(aot[0], aot[1], counts, seconds, devices)
+            got, aot_error = threads_aot.measure(aot[0], aot[1], counts, seconds, devices,
+                                                 SHAPE)
             if got is not None:
                 aot_rounds.append(got)
     rows: Dict[str, Any] = {}

@@ -12,7 +12,7 @@ Example::
 
     exe, why = build("sm_90", workdir)
     flat, why = prepare(cls, fields, (1024,), x_bytes, want_bytes, workdir)
-    per_count, why = measure(exe, flat, [1, 2, 4, 8], 0.25, [0])
+    per_count, why = measure(exe, flat, [1, 2, 4, 8], 0.25, [0], (1024,))
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def build(arch: str, workdir: Path) -> Tuple[Optional[Path], Optional[str]]:
 def prepare(cls: Any, fields: Dict[str, Any], shape: Sequence[int], x: bytes, want: bytes,
             workdir: Path, dtype: str = "float32") -> Tuple[Optional[Path], Optional[str]]:
     """Build ``cls``'s AOT artifact (first dimension dynamic) and write what ``aot_threads``
-    reads into ``workdir``: the flat export, the input shape, the input bytes ``x`` and the
-    output ``want`` the JIT plugin wrote for them; (artifact path, None) or (None, why not)."""
+    reads into ``workdir``: the flat export, the input bytes ``x`` and the output ``want`` the
+    JIT plugin wrote for them, and ``plan.txt``, the launch Python evaluates for ``shape`` (which
+    :func:`measure` names when the C++ side fails); (artifact path, None) or (None, why not)."""
     lo = [(1,) + tuple(shape[1:])]
     hi = [(max(MAX_ROWS, shape[0]),) + tuple(shape[1:])]
     try:
@@ -56,18 +57,19 @@ def prepare(cls: Any, fields: Dict[str, Any], shape: Sequence[int], x: bytes, wa
     (workdir / "plan.txt").write_text(
         f"grid {list(plan['grid'])}, block {list(plan['block'])}, shared memory "
         f"{plan['shared_mem']}, extra arguments {plan['extra']}")
-    (workdir / "shapes.txt").write_text(f"{len(shape)} {' '.join(map(str, shape))}\n")
     (workdir / "in0.bin").write_bytes(x)
     (workdir / "want0.bin").write_bytes(want)
     return path, None
 
 
 def measure(exe: Path, flat: Path, counts: Sequence[int], seconds: float,
-            devices: Sequence[int]) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
-    """One round of ``aot_threads``: {thread count: aggregate launches per second}, or (None,
-    why) when it failed or an output differed from the JIT plugin's."""
+            devices: Sequence[int], shape: Sequence[int]
+            ) -> Tuple[Optional[Dict[str, float]], Optional[str]]:
+    """One round of ``aot_threads`` for an input of ``shape`` (the one :func:`prepare` was given):
+    {thread count: aggregate launches per second}, or (None, why) when it failed or an output
+    differed from the JIT plugin's."""
     argv = [str(exe), str(flat), str(flat.parent), ",".join(map(str, counts)), str(seconds), "1",
-            ",".join(map(str, devices))]
+            ",".join(map(str, devices)), ",".join(map(str, shape))]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     if done.returncode != 0:
         plan = flat.parent / "plan.txt"

@@ -8,15 +8,16 @@
 // Build (benchmarks/threads.py does this at run time):
 //     nvcc -O2 -std=c++17 -arch=sm_90 -I benchmarks/cpp benchmarks/cpp/aot_threads.cu -o aot_threads
 // Run:
-//     aot_threads ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES
+//     aot_threads ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES SHAPE
 // ARTIFACT.flat: benchmarks/aot_export.py's flat export of a one-input, one-output artifact. DIR
-// holds shapes.txt (the input's rank, then its dimensions), in0.bin (the input's bytes) and
-// want0.bin (the output the JIT plugin wrote for it). COUNTS and DEVICES are comma lists
-// ("1,2,4,8", "0,1"). Each lane first makes one launch, synchronized and compared with
+// holds in0.bin (the input's bytes) and want0.bin (the output the JIT plugin wrote for it).
+// COUNTS, DEVICES and SHAPE (the input's dimensions) are comma lists ("1,2,4,8", "0,1",
+// "1024"). (The shape came in a shapes.txt until 2026-11-26; in full benchmark runs that file
+// read as "11024" where "1 1024" had been written, cause not found.) Each lane first makes one launch, synchronized and compared with
 // want0.bin. Per round and thread count the threads start together, launch until SECONDS have
 // passed and synchronize their streams; every thread's output is then compared with want0.bin
-// again (exit status 1 when one differs, with the launch its expressions gave). Prints one JSON object:
-// {"device": ..., "instructions": per-launch program length, "rounds": [{"T": launches per
+// again (exit status 1 when one differs, with the launch its expressions gave). Prints one
+// JSON object: {"device": ..., "instructions": per-launch program length, "rounds": [{"T": launches per
 // second, ...}, ...]}. Every CUDA call is checked.
 #include <cstdio>
 #include <cstdlib>
@@ -82,8 +83,8 @@ int compare(const Lane& lane, const std::string& want, const char* when, size_t 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 7) {
-        std::fprintf(stderr, "usage: %s ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES\n",
+    if (argc != 8) {
+        std::fprintf(stderr, "usage: %s ARTIFACT.flat DIR COUNTS SECONDS ROUNDS DEVICES SHAPE\n",
                      argv[0]);
         return 2;
     }
@@ -113,22 +114,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     ppaot::Dims dims[1];
-    const std::string shape_text = ppbench::read_file(dir + "/shapes.txt");
-    std::istringstream shape(shape_text);
-    shape >> dims[0].nbDims;
-    for (int d = 0; d < dims[0].nbDims && d < ppaot::kMaxDims; ++d) shape >> dims[0].d[d];
-    if (!shape || dims[0].nbDims < 0 || dims[0].nbDims > ppaot::kMaxDims) {
-        std::string shown;
-        for (unsigned char c : shape_text) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, c >= 32 && c < 127 ? "%c" : "\\x%02x", c);
-            shown += hex;
-        }
-        std::fprintf(stderr, "%s/shapes.txt must hold the input's rank (0 to %d), then its "
-                     "dimensions; it holds \"%s\" (%zu bytes), read as rank %d\n", dir.c_str(),
-                     ppaot::kMaxDims, shown.c_str(), shape_text.size(), dims[0].nbDims);
+    const std::vector<int> shape = ppbench::int_list(argv[7]);
+    if (shape.size() > static_cast<size_t>(ppaot::kMaxDims)) {
+        std::fprintf(stderr, "SHAPE has %zu dimensions, more than %d\n", shape.size(),
+                     ppaot::kMaxDims);
         return 2;
     }
+    dims[0].nbDims = static_cast<int32_t>(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) dims[0].d[d] = shape[d];
     const std::string in = ppbench::read_file(dir + "/in0.bin");
     const std::string want = ppbench::read_file(dir + "/want0.bin");
 
