@@ -116,35 +116,6 @@ void measure_round(std::function<void()>* paths, int n_paths, cudaStream_t strea
     }
 }
 
-void graph_replay(const std::function<void()>& launch, cudaStream_t stream, int kernels,
-                  int replays, Metric& out) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kernels; ++i) launch();
-    CHECK(cudaStreamEndCapture(stream, &graph));
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-    for (int w = 0; w < 3; ++w) CHECK(cudaGraphLaunch(exec, stream));
-    std::vector<double> per_kernel;
-    for (int r = 0; r < replays; ++r) {
-        CHECK(cudaEventRecord(start, stream));
-        CHECK(cudaGraphLaunch(exec, stream));
-        CHECK(cudaEventRecord(stop, stream));
-        CHECK(cudaEventSynchronize(stop));
-        float ms = 0.f;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        per_kernel.push_back(1000.0 * ms / kernels);
-    }
-    out.rounds.push_back(per_kernel);
-    CHECK(cudaEventDestroy(start));
-    CHECK(cudaEventDestroy(stop));
-    CHECK(cudaGraphExecDestroy(exec));
-    CHECK(cudaGraphDestroy(graph));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -280,7 +251,8 @@ int main(int argc, char** argv) {
         eval_only.rounds.push_back(ev);
         for (int q = 0; q < 3; ++q) {
             const int p = (q + r) % 3;
-            graph_replay(paths[p], stream, graph_kernels, graph_replays, graph[p]);
+            graph[p].rounds.push_back(
+                ppbench::graph_replay_us(paths[p], stream, graph_kernels, graph_replays));
         }
     }
 

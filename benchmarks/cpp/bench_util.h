@@ -4,6 +4,7 @@
 //                        and CUDA's message go to stderr and the program exits 1;
 //   read_file(path)      a whole file's bytes (exit 2 when it cannot be read);
 //   int_list("1,2,4")    a comma list of ints;
+//   graph_replay_us(...) a launch captured into a graph and replayed: device us per kernel;
 //   threads_rate(...)    T threads launching until a time passes: aggregate launches per second.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -47,6 +49,38 @@ inline std::vector<int> int_list(const char* text) {
     std::string item;
     while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
     return out;
+}
+
+// `kernels` calls of launch() captured on `stream` (thread-local mode) into one graph, replayed
+// three times untimed and then `replays` times between CUDA events: the device microseconds per
+// kernel of each timed replay.
+inline std::vector<double> graph_replay_us(const std::function<void()>& launch,
+                                           cudaStream_t stream, int kernels, int replays) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kernels; ++i) launch();
+    CHECK(cudaStreamEndCapture(stream, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    for (int w = 0; w < 3; ++w) CHECK(cudaGraphLaunch(exec, stream));
+    std::vector<double> per_kernel;
+    for (int r = 0; r < replays; ++r) {
+        CHECK(cudaEventRecord(start, stream));
+        CHECK(cudaGraphLaunch(exec, stream));
+        CHECK(cudaEventRecord(stop, stream));
+        CHECK(cudaEventSynchronize(stop));
+        float ms = 0.f;
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        per_kernel.push_back(1000.0 * ms / kernels);
+    }
+    CHECK(cudaEventDestroy(start));
+    CHECK(cudaEventDestroy(stop));
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+    return per_kernel;
 }
 
 // `threads` threads, thread t calling enter(t) (its device, its context), then, once all are

@@ -88,30 +88,8 @@ std::string measure(const std::function<void()>& launch, cudaStream_t stream, in
     }
     CHECK(cudaGetLastError());
 
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < graph_kernels; ++i) launch();
-    CHECK(cudaStreamEndCapture(stream, &graph));
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-    for (int w = 0; w < 3; ++w) CHECK(cudaGraphLaunch(exec, stream));
-    std::vector<double> per_kernel;
-    for (int r = 0; r < graph_replays; ++r) {
-        CHECK(cudaEventRecord(start, stream));
-        CHECK(cudaGraphLaunch(exec, stream));
-        CHECK(cudaEventRecord(stop, stream));
-        CHECK(cudaEventSynchronize(stop));
-        float ms = 0.f;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        per_kernel.push_back(1000.0 * ms / graph_kernels);
-    }
-    CHECK(cudaEventDestroy(start));
-    CHECK(cudaEventDestroy(stop));
-    CHECK(cudaGraphExecDestroy(exec));
-    CHECK(cudaGraphDestroy(graph));
+    const std::vector<double> per_kernel =
+        ppbench::graph_replay_us(launch, stream, graph_kernels, graph_replays);
 
     char head[96];
     std::snprintf(head, sizeof head, "{\"calls\": %d, \"batch\": %d, \"graph_kernels\": %d, ",
