@@ -41,7 +41,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyplugins import dtypes
 from pyplugins.checker.aot_artifact import AOTArtifact
 from pyplugins.checker.checks.aot import launch_problems
 from pyplugins.checker.qdp_runtime import jit_call
@@ -126,12 +125,7 @@ class QDPSetup(NodeCalls):
             ExecutionError: a dtype TensorRT has no type for, a callback that failed, no LINEAR
                 combination with the network's types, or an AOT launch no GPU accepts.
         """
-        in_types = []
-        for k, dt in enumerate(np_dtypes):
-            try:
-                in_types.append(DataType[dtypes.trt_name_from_numpy(dt)])
-            except TypeError as err:
-                raise self.error(None, f"input {k}: {err}") from None
+        in_types = self.input_types(np_dtypes)
         with CallFailures() as failures:
             plugin = tq.create_plugin(self.creator, self.creator.name,
                                       self.creator.plugin_namespace, self.fields,

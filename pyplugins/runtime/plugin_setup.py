@@ -177,6 +177,20 @@ class NodeCalls:
         return ExecutionError(f"{self.label}: {detail}", plugin=self.plugin, node=self.node_name,
                               method=method)
 
+    def input_types(self, np_dtypes: Sequence[Any]) -> List[DataType]:
+        """TensorRT's type of each input dtype.
+
+        Raises:
+            ExecutionError: a dtype TensorRT has no type for, naming the input.
+        """
+        out = []
+        for k, dt in enumerate(np_dtypes):
+            try:
+                out.append(DataType[dtypes.trt_name_from_numpy(dt)])
+            except TypeError as err:
+                raise self.error(None, f"input {k}: {err}") from None
+        return out
+
     def check(self, failures: CallFailures, failed: bool = False, method: str = "",
               what: str = "") -> None:
         """Raise for the first ``[ERROR]`` line seen, or for ``failed`` (``method`` ``what``)."""
@@ -215,12 +229,7 @@ class PluginSetup(NodeCalls):
             ExecutionError: a dtype TensorRT has no type for, shape inputs for a V2 plugin, or
                 a callback that failed or gave what TensorRT cannot use.
         """
-        in_types = []
-        for k, dt in enumerate(np_dtypes):
-            try:
-                in_types.append(DataType[dtypes.trt_name_from_numpy(dt)])
-            except TypeError as err:
-                raise self.error(None, f"input {k}: {err}") from None
+        in_types = self.input_types(np_dtypes)
         if shape_values and not self.v3:
             raise self.error(None, "shape inputs are an IPluginV3 feature; this creator makes "
                              "IPluginV2DynamicExt plugins")
