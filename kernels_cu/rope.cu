@@ -622,7 +622,7 @@ __global__ void PP_ROPE_TABLE_BOUNDS rope_table(const T* __restrict__ x, const i
 // [1, 4096, 8, 128] on an H100 (docs/ops/rope.md "AOT entries"). rope_table_aot and half
 // compile to rope_table's and rope's register counts as they are. rope_aot's positions pointer
 // is null as well, but made from tokens_hi (0) so that ptxas cannot see it: with a constant null
-// it compiled the body otherwise and ran 1.037x rope's time there, against 0.999x now.
+// it compiled the body otherwise, and slower (docs/ops/rope.md "AOT entries").
 template <typename T>
 __global__ void rope_aot(const T* __restrict__ x, int tokens, int tokens_hi, int seq, int heads,
                          int head_dim, int rotary_dim, int layout, int position_offset,
