@@ -1821,9 +1821,11 @@ __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp(const T* __restrict__ x, T* _
 //                flat_aot: the magic numbers as circ_pad.flat_magic64 / flat_magic31 make
 //                  them (plane_out and wo < 2^31);
 //                warp_narrow_aot: none (its body reads no magic number);
-//                warp_aot: its body reads total only as flat_div64(total, magic_plane,
-//                  shift_plane), the plane count; the entry passes that count as total with
-//                  shift_plane 0 (flat_div64's n / 1), one 32-bit division (total < 2^31).
+//                warp_aot: its first int is the plane count, not total (the host passes
+//                  the product of the dims before the last two): its body reads total only
+//                  as flat_div64(total, magic_plane, shift_plane), the plane count, so the
+//                  entry passes the count with shift_plane 0 (flat_div64's n / 1), the ints
+//                  zero-extended.
 //              (Until 2026-11: thread 0 derived both magic numbers and shared them behind a
 //              barrier; docs/ops/circ_pad.md "AOT entries".)
 // Every value < 2^31: the host refuses a profile whose input or output has 2^31 elements or
@@ -1907,15 +1909,30 @@ __device__ __forceinline__ CircPadFlatParams circ_pad_aot_flat(int total, int pl
     return p;
 }
 
-// circ_pad_warp_body's parameters: it reads total only through flat_div64(total, magic_plane,
-// shift_plane) (the plane count), so total is that count and shift_plane 0 (n / 1).
-__device__ __forceinline__ CircPadFlatParams circ_pad_aot_warp(int total, int plane_in,
+// circ_pad_warp_body's parameters from circ_pad_warp_aot's ints, whose first is the plane count
+// (the product of the dims before the last two), not total: the body reads total only as
+// flat_div64(total, magic_plane, shift_plane), the plane count, which with shift_plane 0 is
+// total itself, so the entry divides nothing. Each int is zero-extended (all lie in [0, 2^31)):
+// the compiler then knows every 64-bit field's high word is 0 (why both matter:
+// docs/ops/circ_pad.md "AOT entries").
+__device__ __forceinline__ CircPadFlatParams circ_pad_aot_warp(int planes, int plane_in,
                                                                int plane_out, int wi, int wo,
                                                                int hi, int ho, int sw, int sh) {
-    const unsigned int planes =
-        static_cast<unsigned int>(total) / static_cast<unsigned int>(max(plane_out, 1));
-    return circ_pad_aot_flat_plain(static_cast<int>(planes), plane_in, plane_out, wi, wo, hi,
-                                   ho, sw, sh);
+    CircPadFlatParams p;
+    p.total = static_cast<unsigned int>(planes);
+    p.plane_in = static_cast<unsigned int>(plane_in);
+    p.plane_out = static_cast<unsigned int>(plane_out);
+    p.wi = static_cast<unsigned int>(wi);
+    p.wo = static_cast<unsigned int>(wo);
+    p.hi = static_cast<unsigned int>(hi);
+    p.ho = static_cast<unsigned int>(ho);
+    p.sw = static_cast<unsigned int>(sw);
+    p.sh = static_cast<unsigned int>(sh);
+    p.magic_plane = 0;
+    p.shift_plane = 0;
+    p.magic_wo = 0;
+    p.shift_wo = 0;
+    return p;
 }
 
 }  // namespace
@@ -1955,6 +1972,6 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow_aot(const T* __restrict_
 template <typename T>
 __global__ void CIRC_PAD_WARP_BOUNDS circ_pad_warp_aot(const T* __restrict__ x,
                                                        CIRC_PAD_AOT_FLAT_PARAMS, T* __restrict__ y) {
-    if (total == 0) return;  // an empty output
+    if (total == 0 || plane_out == 0) return;  // an empty output (total: the plane count)
     circ_pad_warp_body<T>(x, y, circ_pad_aot_warp(CIRC_PAD_AOT_FLAT_ARGS));
 }

@@ -534,7 +534,9 @@ class CircPad(Plugin):
                 per_group = _warp_narrow_rows(wi, wo, itemsize, v - 1) * wo // v
                 blocks = shapes.cdiv(shapes.cdiv(shapes.cdiv(total + v - 1, v), per_group),
                                      row.block // 32)
-            args = (total, in8[6] * in8[7], out8[6] * out8[7], in8[7], out8[7], in8[6], out8[6],
+            # circ_pad_warp_aot takes the plane count in total's place (circ_pad.cu's AOT entries)
+            first = aot.volume(out8[:6]) if row.name == "circ_pad_warp" else total
+            args = (first, in8[6] * in8[7], out8[6] * out8[7], in8[7], out8[7], in8[6], out8[6],
                     shift8[7], shift8[6])
         ctype = AOT_CTYPES[itemsize]
         return aot.AotLaunch(AOT_KERNELS[row.name], ctype, block=row.block, args=args,

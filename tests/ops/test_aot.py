@@ -200,12 +200,22 @@ def scalars(args: Sequence[Any]) -> List[int]:
 SPLIT_WORDS = {"rope_aot": 0}
 
 
+#: AOT entries that take a count in place of one of plan's: the entry -> (the argument's index,
+#: the index of what plan's argument is divided by): circ_pad_warp_aot's plane count in place of
+#: total, total / plane_out (kernels_cu/circ_pad.cu).
+QUOTIENTS = {"circ_pad_warp_aot": (0, 2)}
+
+
 def aot_scalars(entry: str, args: Sequence[Any]) -> List[int]:
-    """:func:`scalars` as ``entry`` takes them (a count of SPLIT_WORDS as its two words)."""
+    """:func:`scalars` as ``entry`` takes them (a count of SPLIT_WORDS as its two words, a
+    QUOTIENTS count in place of its argument)."""
     out = scalars(args)
     if entry in SPLIT_WORDS:
         i = SPLIT_WORDS[entry]
         out[i:i + 1] = [out[i] & 0xFFFFFFFF, out[i] >> 32]
+    if entry in QUOTIENTS:
+        i, by = QUOTIENTS[entry]
+        out[i] = out[i] // out[by] if out[by] else 0
     return out
 
 
