@@ -214,7 +214,8 @@ def _check(tiny: Tiny, name: str, fn: Callable, stream: Any) -> Optional[str]:
 
 def merge_rounds(per_round: List[Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
     """host_loops results of several rounds as one row per path: per metric ``rounds`` (each
-    round's median), ``median`` (their median) and ``min``; calls summed."""
+    round's median), ``median`` (their median) and ``min``; calls summed; where the rounds kept
+    their batches, ``host_us`` ``batches``: one list per round, turn by turn."""
     out: Dict[str, Dict[str, Any]] = {}
     for name in per_round[0]:
         rows = [r[name] for r in per_round if name in r]
@@ -223,6 +224,8 @@ def merge_rounds(per_round: List[Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[s
             meds = [r[metric]["median"] for r in rows]
             row[metric] = {"min": min(r[metric]["min"] for r in rows),
                            "median": statistics.median(meds), "rounds": meds}
+        if all("batches_us" in r for r in rows):
+            row["host_us"]["batches"] = [r["batches_us"] for r in rows]
         out[name] = row
     return out
 
@@ -274,7 +277,8 @@ def run(*, calls: int, batch: int, graph_kernels: int, graph_replays: int, round
                                                          calls=calls, batch=batch))
             for name, own in owns.items():
                 own_rounds[name].append(timing.host_loops(own.paths, stream.synchronize,
-                                                          calls=calls, batch=batch))
+                                                          calls=calls, batch=batch,
+                                                          keep_batches=True))
             seconds["host"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             floor_runs.append(floor_exe.run(calls, batch, graph_kernels, graph_replays))

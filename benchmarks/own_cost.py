@@ -1,23 +1,27 @@
 """Section 1b: pyplugins' own host cost per ``enqueue``, for every shipped op, as V2 and as V3.
 
-The restated host target (issue 23, docs/benchmarks.md item 1b): per op, in one run, three parts
-timed side by side batch by batch (:func:`benchmarks.timing.host_loops`):
+The restated host target (issue 23, docs/benchmarks.md item 1b): per op, in one run, these
+paths timed side by side batch by batch (:func:`benchmarks.timing.host_loops`, which keeps each
+turn's batch here):
 
 - ``plugin_enqueue`` / ``plugin_enqueue_v3``: the configured plugin's ``enqueue`` as TensorRT
   calls it (:class:`benchmarks.launch_paths.CppTrtCall`, the binding's trampoline mirrored in
   C++), as an ``IPluginV2DynamicExt`` and as the ``IPluginV3`` adapter of the same class;
 - ``python_call``: an empty Python ``enqueue`` through the same trampoline (the binding's cost);
 - ``driver_cupy`` / ``driver_cuda_bindings``: the prepacked Cython ``cuLaunchKernel`` of the op's
-  own kernel, grid, block and argument bytes (the cheaper one per round: the Cython floor);
+  own kernel, grid, block and argument bytes, in a tight loop (the cheaper one per round: the
+  Cython floor);
 - ``launch_only``: a Python ``enqueue`` whose body is that CuPy call alone, through the same
   trampoline: the least any Python ``enqueue`` of this kernel can cost.
 
-*Ours* is ``enqueue - empty enqueue - Cython floor``, per round; claims take the worst round
-(:func:`benchmarks.claims.own_cost`). The report splits it at ``launch_only``
-(:func:`benchmarks.claims.own_split`): the launch made inside the trampoline rather than from a
-tight loop (``launch_only - empty enqueue - Cython floor``), and pyplugins' code
-(``enqueue - launch_only``). Every path's output is checked byte for byte against the
-V2 ``enqueue``'s, which is checked against the op's NumPy ``reference``.
+*Ours* is ``enqueue - launch_only``, per round the median over turns of the two batches of the
+same turn; claims take the worst round (:func:`benchmarks.claims.own_cost`). The report also
+gives the additive estimate ``enqueue - empty enqueue - Cython floor``
+(:func:`benchmarks.claims.own_additive`) and the part of it that runs no pyplugins code, the
+launch made inside the trampoline rather than from a tight loop (``launch_only - empty enqueue -
+Cython floor``, :func:`benchmarks.claims.launch_in_trampoline`). Every path's output is checked
+byte for byte against the V2 ``enqueue``'s, which is checked against the op's NumPy
+``reference``.
 """
 
 from __future__ import annotations

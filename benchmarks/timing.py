@@ -21,7 +21,8 @@ def stats(values: Sequence[float], scale: float = 1.0) -> Dict[str, float]:
 
 
 def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, calls: int,
-               batch: int = 200, warmup_batches: int = 5) -> Dict[str, Dict[str, Any]]:
+               batch: int = 200, warmup_batches: int = 5,
+               keep_batches: bool = False) -> Dict[str, Dict[str, Any]]:
     """Per-call microseconds of each path in ``fns``: host side only, and loop plus ``sync``.
 
     Paths take turns batch by batch (the order rotating), so drifts in clocks or load fall on
@@ -29,7 +30,9 @@ def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, ca
     synchronized untimed) and a batch timed together with ``sync`` ("sync"). Each path gets
     ``ceil(calls / batch)`` turns after ``warmup_batches`` untimed ones. A path with a
     ``run_batch(n)`` method makes its ``n`` calls itself (a loop in C++, as TensorRT calls
-    ``enqueue``) instead of being called ``n`` times from this loop.
+    ``enqueue``) instead of being called ``n`` times from this loop. With ``keep_batches``, each
+    path's ``batches_us`` lists its host microseconds per call turn by turn, so that two paths
+    can be compared turn by turn (:func:`benchmarks.claims.paired_rounds`).
     """
     names = list(fns)
     n_batches = max(1, -(-calls // batch))
@@ -69,8 +72,12 @@ def host_loops(fns: Dict[str, Callable[[], Any]], sync: Callable[[], Any], *, ca
             sync()
             both[name].append(clock() - t0)
     per_us = 1e6 / batch
-    return {n: {"host_us": stats(host[n], per_us), "sync_us": stats(both[n], per_us),
-                "calls": n_batches * batch, "batch": batch} for n in names}
+    out = {n: {"host_us": stats(host[n], per_us), "sync_us": stats(both[n], per_us),
+               "calls": n_batches * batch, "batch": batch} for n in names}
+    if keep_batches:
+        for n in names:
+            out[n]["batches_us"] = [t * per_us for t in host[n]]
+    return out
 
 
 def rounds(timers: Dict[str, Callable[[int], List[float]]], *, reps: int, rounds: int,

@@ -305,6 +305,23 @@ def test_own_cost_is_read_per_round_and_from_older_results_section_1():
     measured = {w: m for w, m, _ok in claims.targets(result)}
     assert measured["RoPE V3: pyplugins' own host cost per enqueue <= 0.5 us (enqueue - empty "
                     "enqueue - Cython launch, worst round)"] == "0.60 us"
+    # with launch_only, ours is enqueue - launch_only, paired turn by turn: per round the
+    # median of 4.3-4.1, 4.3-4.2, 9.0-4.1 and of 4.4-4.3, 4.5-4.2, 4.4-4.3: 0.2, 0.1; the
+    # rounds' medians alone would give 4.3-4.1 and 4.4-4.3 (the outlier turn moves them)
+    rows = result["overhead"]["own"]["RoPE"]["rows"]
+    rows["plugin_enqueue_v3"]["host_us"]["batches"] = [[4.3, 4.3, 9.0], [4.4, 4.5, 4.4]]
+    rows["launch_only"] = {"host_us": {"median": 4.2, "min": 4.0, "rounds": [4.1, 4.3],
+                                       "batches": [[4.1, 4.2, 4.1], [4.3, 4.2, 4.3]]}}
+    got = {w: (m, ok) for w, m, ok in claims.targets(result) if w.startswith("RoPE V3")}
+    assert got == {"RoPE V3: pyplugins' own host cost per enqueue <= 0.5 us (enqueue - the same "
+                   "prepacked launch alone in an enqueue through the same trampoline, paired "
+                   "turns, worst round)": ("0.20 us", True)}
+    md = report.render(result)
+    # launch_only 4.2; ours 0.10 (the lower of two middle rounds) / 0.20; additive 4.3-0.2-3.5 = 0.60 (median of 0.6, 0.5 ->
+    # 0.55); the launch in the trampoline 4.1-0.2-3.5, 4.3-0.3-3.6: 0.4, 0.4
+    assert "| RoPE | V3 | float32 [1, 4, 8, 128], grid 8 x 256 | 4.30 | 0.20 | 3.50 | 4.20 | 0.10 " \
+           "| **0.20** | 0.55 | 0.40 |" in md, md
+    result = synthetic_result()
     del result["overhead"]["own"]  # a result made before section 1b: section 1's V2 rows
     # LeakyReLU per round: 3.5 - 0.2 - min(3.2, 3.4), 3.9 - 0.3 - min(3.6, 3.4): 0.1, 0.2
     (m, ok), = [(m, ok) for w, m, ok in claims.targets(result) if w.startswith("LeakyReLU V2")]
