@@ -57,12 +57,16 @@ def gil_note() -> str:
             "aggregate rate is capped near the single-thread rate of that part (the empty "
             "`enqueue` column) however many threads call; C++ threads, and the AOT row, are "
             "not. No free-threaded row: the GPU machine has CPython 3.12 with a GIL and no "
-            "network. Checked (2026-11-26) what PyPI could carry there: CuPy is not the "
-            "obstacle (the package mirror has cupy-cuda12x 14.2.0 as a cp314t wheel, none for "
-            "cp313t), the interpreter is: CPython itself is not on PyPI, and portable-python "
-            "2.1.0, the one package there that names portable interpreters, is a 45 KB build "
-            "tool that fetches CPython's sources from python.org when it runs. A free-threaded "
-            "row needs a machine image with a 3.14t interpreter (then this note reports it).")
+            "network. Checked (2026-11-26) what could be carried there: the interpreter is the "
+            "obstacle. CPython is not on PyPI (portable-python 2.1.0, the one package there "
+            "that names portable interpreters, is a 45 KB build tool that fetches CPython's "
+            "sources from python.org when it runs; pbs-installer downloads from GitHub), "
+            "the development machine reaches PyPI alone, and its repository tool refuses "
+            "CPython's repository (2.3 GB, over its 500 MB limit), so no 3.14t can be built "
+            "from source either. CuPy would fit only barely: cupy-cuda13x 14.2.0's cp314t "
+            "wheel is 65 MiB, over the 64 MiB a call may carry, so it would have to travel in "
+            "parts. A free-threaded row needs a machine image with a 3.14t interpreter (then "
+            "this note reports it).")
 
 
 class Lane:
