@@ -53,7 +53,10 @@ FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, Tenso
 MAX_CALLS = 20000
 
 #: One supports_format_combination call: (pos, the prefix chosen before it, candidate, answer).
-Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat], bool]
+#: One ``supports_format_combination`` call: ``(pos, prefix, candidate, answer)``; the answer is
+#: None where the plugin returned None (which the binding reads as False).
+Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat],
+              Optional[bool]]
 
 
 def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[DataType], *,
@@ -87,6 +90,12 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
         fmts = [fmt0] + [f for f in formats if f is not fmt0]
         candidates.append([(t, f) for t in types for f in fmts])
     probe, combos, tried = PoisonProbe(), [], []
+    nones: List[bool] = []  # per call: the plugin returned None
+
+    def note_none(event: Any) -> None:
+        if event.method == "supports_format_combination":
+            nones.append(bool(event.extra.get("returned_none")))
+
     ask = trampoline.supports_format_combination if ask is None else ask
     limit = IPluginV2DynamicExt.FORMAT_COMBINATION_LIMIT if limit is None else limit
 
@@ -103,15 +112,17 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
             in_out = ([desc(k, prefix[k]) for k in range(pos)] + [desc(pos, cand)]
                       + [PoisonedDesc(j, probe) for j in range(pos + 1, n)])
             probe.arm(pos)
+            nones.clear()
             ok = ask(plugin, pos, in_out, n_in)
             probe.disarm()
-            tried.append((pos, tuple(prefix), cand, ok))
+            tried.append((pos, tuple(prefix), cand, None if not ok and any(nones) else ok))
             if ok and pos == n - 1:
                 combos.append(prefix + [cand])
             elif ok:
                 search(pos + 1, prefix + [cand])
 
     trampoline.listeners.insert(0, probe.disarm)  # before any listener reads in_out
+    trampoline.listeners.append(note_none)
     try:
         if n:
             search(0, [])
@@ -119,6 +130,7 @@ def search_formats(plugin: object, tensors: PluginTensors, declared: Sequence[Da
             combos.append([])
     finally:
         trampoline.listeners.remove(probe.disarm)
+        trampoline.listeners.remove(note_none)
     return combos, tried, probe.violations()
 
 

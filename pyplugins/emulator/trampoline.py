@@ -58,6 +58,8 @@ class CallEvent:
         result: what the C++ side got back (after fallbacks).
         error: the message printed when the call failed, else None.
         seconds: wall time of the Python call.
+        extra: notes on the call: ``default`` (no override, the default used),
+            ``returned_none`` (the override returned None where the binding expects a value).
     """
 
     obj: Any
@@ -246,6 +248,8 @@ def invoke(obj: Any, method: str, args: tuple, *, required: bool, default: Any,
             event.result = fallback
         else:
             event.result = raw
+            if raw is None and interpret is not None:
+                event.extra["returned_none"] = True  # pybind11 may read None as a value (§12)
             if interpret is not None:
                 try:
                     event.result = interpret(raw)

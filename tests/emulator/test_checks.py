@@ -41,6 +41,15 @@ def test_in_out_beyond_pos():
     assert report.violations[0].method == "supports_format_combination"
 
 
+def test_a_format_answer_of_none_is_named():
+    load("bad_format_none")
+    report = run("PPTestFormatNone")  # float32 tensors: every answer is the bare return
+    assert report.checks() == ["format"], report.format()
+    (message,) = messages(report, "format")
+    assert "of the" in message and "calls returned None" in message, message
+    assert "reads as False: return True or False on every path" in message
+
+
 def test_clone_shares_state():
     load("bad_clone")
     report = run("PPTestCloneShared")

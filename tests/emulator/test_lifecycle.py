@@ -211,6 +211,7 @@ def test_strongly_typed_build_fails_clearly():
     assert report.checks() == ["format"]
     message = report.violations[0].message
     assert "INT32" in message and "refused in_out[0] = INT32/LINEAR" in message
+    assert "returned None" not in message  # its answers are False, not None
     assert "build failed" in report.skipped
 
 

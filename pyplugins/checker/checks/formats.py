@@ -107,5 +107,10 @@ def unusable_violations(combos: Sequence[Any], tried: Sequence[Any], want: Seque
                f"declared, outputs from get_output_datatype): {len(tried)} "
                f"supports_format_combination calls{where}; accepted combinations: "
                f"{accepted or 'none'}. The strongly typed build fails.")
+        nones = sum(1 for t in tried if t[3] is None)
+        if nones:
+            msg += (f" {nones} of the {len(tried)} calls returned None (a path that ends "
+                    f"without returning, or a bare `return`), which TensorRT's binding reads as "
+                    f"False: return True or False on every path.")
         violations.append(Violation("format", msg, "supports_format_combination"))
     return violations
