@@ -191,5 +191,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Child entry point: ``python -m pyplugins.checker._fresh DIR``."""
     return child_entry(argv, "pyplugins.checker._fresh", _child, _fail)
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -52,9 +52,8 @@ FORMAT_TABLE = (TensorFormat.LINEAR, TensorFormat.CHW4, TensorFormat.HWC8, Tenso
 #: accepting every prefix but few whole combinations cannot make the search run for hours.
 MAX_CALLS = 20000
 
-#: One supports_format_combination call: (pos, the prefix chosen before it, candidate, answer).
-#: One ``supports_format_combination`` call: ``(pos, prefix, candidate, answer)``; the answer is
-#: None where the plugin returned None (which the binding reads as False).
+#: One ``supports_format_combination`` call: ``(pos, the prefix chosen before it, candidate,
+#: answer)``; the answer is None where the plugin returned None (which the binding reads as False).
 Tried = Tuple[int, Tuple[Tuple[DataType, TensorFormat], ...], Tuple[DataType, TensorFormat],
               Optional[bool]]
 

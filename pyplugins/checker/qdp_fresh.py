@@ -229,5 +229,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Child entry point: ``python -m pyplugins.checker.qdp_fresh DIR``."""
     return child_entry(argv, "pyplugins.checker.qdp_fresh", _child, _fail)
 
+
 if __name__ == "__main__":
     sys.exit(main())
