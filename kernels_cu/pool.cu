@@ -25,21 +25,25 @@
 //               is 16-byte aligned and w % 16 == 0; everything else takes the generic path.
 //     pool2d_cols<T>(same arguments): the same function; launch it for 5x5 stride 2 column
 //               padding 2 (any ph <= 4), with a block of a multiple of 32 threads, at most
-//               PP_POOL_COLS_THREADS (its launch bounds; the host passes its block, 256), and grid = min(cdiv(32 * nc * cdiv(w / V, 32) *
-//               cdiv(ho, 8), 256), resident blocks) (V = 16 / sizeof(T)): at most one wave.
-//               When x is 16-byte aligned, w * sizeof(T) % 16 == 0 (so wo = w / 2), the indices
-//               fit 32 bits and blockDim.x % 32 == 0, it needs no shared memory: a warp owns 32 consecutive 16-byte chunks of one plane's rows
-//               (lanes past the row's end idle) and walks down a segment of S output rows
-//               (S from the grid: as many segments as keep the items within one wave of the
-//               grid's warps, 8 to 64 rows), keeping the pair reduction of the previous two input rows and the last
-//               one, so each output row loads two new input rows (512 contiguous bytes a warp),
-//               the next output row's loads in flight while it computes; the 2 columns left and
-//               the 1 right of a chunk come from the neighbouring lanes by warp shuffles (the
-//               group's end lanes load theirs), then the window's reduction on packed words
-//               (pairs of input rows reduced once, shared by two output rows; INT8 in 16-bit
-//               lanes: max of sign-extended q with VIMNMX3, sums of q + 128; half max __hmax2;
-//               float and half average in float) and 8-byte stores. Elsewhere the generic
-//               path, which spills under this kernel's 64-register cap.
+//               PP_POOL_COLS_THREADS (its launch bounds; the host passes its block, 256), and
+//               grid = min(cdiv(32 * nc * cdiv(w / V, 32) * cdiv(ho, 8), 256), resident blocks)
+//               (V = 16 / sizeof(T)): at most one wave. When x is 16-byte aligned, y 8-byte
+//               aligned, w * sizeof(T) % 16 == 0 (so wo = w / 2), ho = (h + 2 ph - 5) / 2 + 1,
+//               the indices fit 32 bits and blockDim.x % 32 == 0, it needs no shared memory: a
+//               warp owns 32 consecutive 16-byte chunks of one plane's rows (lanes past the
+//               row's end idle) and walks a segment of S output rows (S from the grid: as many
+//               segments as keep the items within one wave of the grid's warps, 8 to 64 rows;
+//               odd segments walk up, so that rows two segments share are read while in L2),
+//               keeping the pair reduction of its window's first two input rows and the third
+//               as converted, so each output row loads and converts two new input rows (512
+//               contiguous bytes a warp), the next output row's loads in flight while it
+//               computes; the 2 columns left and the 1 right of a chunk come from the
+//               neighbouring lanes by warp shuffles (where a row has several column groups,
+//               the groups' end lanes load theirs), then the window's reduction on packed words
+//               (INT8 in 16-bit lanes: max of sign-extended q with VIMNMX3, sums of q + 128
+//               divided by a multiply; half max __hmax2; float and half average in float) and
+//               8-byte stores. Elsewhere the generic path, which spills under this kernel's
+//               64-register cap.
 //   - every tensor LINEAR (contiguous row-major); mode 0 = max, 1 = average; kh, kw, sh, sw
 //     >= 1; ph, pw >= 0; in_scale, out_scale > 0, read only for INT8. 0-size work writes
 //     nothing. y must not overlap x.
@@ -567,26 +571,79 @@ __device__ __forceinline__ unsigned hmax2w(unsigned a, unsigned b) {
     return *reinterpret_cast<const unsigned*>(&m);
 }
 
-// One input row's share of a thread: its chunk (V columns) plus the 2 columns left of it and
-// the 1 right of it, in the form it is reduced in. set() takes it from registers (pool2d_cols
-// fills it by shuffles), pair() / triple() reduce rows lane by lane (max or sum), and emit()
-// reduces across the 5 columns of each of the V / 2 outputs and packs them into 8 bytes. rows: in-bounds rows of the output row's window; first / last: the chunk is the
-// row's first / last (its first / last output's window is clipped to 3 / 4 columns).
+// One input row as loaded by a lane (pool2d_cols): its chunk c, the 8 bytes before it (l) and
+// the 4 after it (r), in memory order, and m, the row's mask for averages (all ones for a row
+// of the input, 0 for one outside it). l and r are loaded only where the group has neighbouring
+// groups (EDGE), by its end lanes; the other lanes take them from their neighbours after the
+// rows are reduced, and a row's ends outside the input take the fill there (BandRow::exchange).
+struct ColsIn {
+    uint4 c;
+    uint2 l;
+    unsigned r, m;
+};
+
+// One input row's share of a lane: its chunk (V columns) plus the 2 columns left of it and the
+// 1 right of it, in the form it is reduced in. set() takes it from a ColsIn (averages mask it;
+// without EDGE, l and r are not read), pair() / triple() reduce rows lane by lane (max or sum;
+// l and r only with EDGE), exchange() takes l and r from the neighbouring lanes, or the fill at
+// the row's ends, and emit() reduces across the 5 columns of each of the V / 2 outputs and
+// packs them into 8 bytes. rows: in-bounds rows of the output row's window; first / last: the
+// chunk is the row's first / last (its first / last output's window is clipped to 3 / 4
+// columns).
 template <typename T, bool AVG> struct BandRow;
+
+// K = ceil(2^24 / count) and C = floor(count / 2) * K + 2^31 for an INT8 average of count
+// elements (BandRow<signed char>::emit); count in [1, 25].
+__device__ __forceinline__ void cols_avg_consts(int count, unsigned& k, unsigned& c) {
+    const unsigned n = static_cast<unsigned>(count);
+    k = (0x1000000u + n - 1u) / n;
+    c = (n / 2u) * k + 0x80000000u;
+}
+
+// INT8 outputs from their 16-bit lane values s (outputs 2k, 2k + 1 in word k: the max of q,
+// sign-extended, or the sum of q + 128) by the reference's requantization, for what the inline
+// paths of BandRow<signed char>::emit do not take (a ratio other than 1, a window clipped by the
+// input's rows). A call: its double arithmetic stays out of the walk's registers.
+template <bool AVG>
+__device__ __noinline__ uint2 cols_emit_q(uint4 s4, int rows, bool first, bool last, const Params p) {
+    const unsigned s[4] = {s4.x, s4.y, s4.z, s4.w};
+    int q[8];
+#pragma unroll
+    for (int o = 0; o < 8; ++o) {
+        const int v = static_cast<int>((s[o / 2] >> (16 * (o % 2))) & 0xffffu);
+        const int cols = 5 - (o == 0 && first ? 2 : 0) - (o == 7 && last ? 1 : 0);
+        const int count = rows * cols;
+        if (!AVG) {
+            const int m = static_cast<short>(v);  // the lane, sign-extended
+            q[o] = static_cast<unsigned char>(finish_q<0>(m, count, false, p)) ^ 0x80;
+        } else if (p.unit) {
+            q[o] = rne_div(v, count);  // rne((S + 128 count) / count) = rne(S / count) + 128
+        } else {
+            const int sum = v - 128 * count;
+            q[o] = static_cast<unsigned char>(finish_q<0>(sum, count, true, p)) ^ 0x80;
+        }
+    }
+    // q holds output + 128 (0..255): pack the bytes, then flip the bias bit back
+    uint2 out;
+    out.x = prmt(prmt(q[0], q[1], 0x0040u), prmt(q[2], q[3], 0x0040u), 0x5410u) ^ 0x80808080u;
+    out.y = prmt(prmt(q[4], q[5], 0x0040u), prmt(q[6], q[7], 0x0040u), 0x5410u) ^ 0x80808080u;
+    return out;
+}
 
 // INT8: 16-bit lanes. ev[k] = columns 4k, 4k + 2 and od[k] = 4k + 1, 4k + 3 of word k; l =
 // columns -2, -1; r = column 16 (low lane). Max: sign-extended q. Average: q + 128 (0..255), so
-// sums of up to 25 stay below 2^16 and never carry between lanes; out-of-bounds slots hold
-// bytes 0x80 (-128: the max identity, and 0 once biased).
+// sums of up to 25 stay below 2^16 and never carry between lanes; slots outside the input hold
+// the fill (-128: the max identity; 0 once biased).
 template <bool AVG> struct BandRow<signed char, AVG> {
+    static constexpr unsigned kFill = AVG ? 0u : 0xff80ff80u;
     unsigned ev[4], od[4], l, r;
-    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
-        const unsigned w[4] = {c.x, c.y, c.z, c.w};
-        const unsigned left = left8.y;
+    template <bool EDGE, bool MASK> __device__ __forceinline__ void set(const ColsIn& in) {
+        const unsigned w[4] = {in.c.x, in.c.y, in.c.z, in.c.w};
+        const unsigned m = MASK ? in.m : 0xffffffffu;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            if (AVG) {  // bias the word once (q ^ 0x80 = q + 128), then split its bytes
-                const unsigned b = w[k] ^ 0x80808080u;
+            if (AVG) {  // bias the word (q ^ 0x80 = q + 128) and mask it in one op, then split it
+                const unsigned b = (w[k] ^ 0x80808080u) & m;
                 ev[k] = prmt(b, 0u, 0x4240u);
                 od[k] = prmt(b, 0u, 0x4341u);
             } else {
@@ -594,16 +651,22 @@ template <bool AVG> struct BandRow<signed char, AVG> {
                 od[k] = prmt(w[k], 0u, 0xB391u);
             }
         }
-        l = AVG ? prmt(left, 0u, 0x4342u) ^ 0x00800080u : prmt(left, 0u, 0xB3A2u);
-        r = AVG ? (right & 0xffu) ^ 0x80u : prmt(right, 0u, 0x8080u);
+        if (EDGE) {  // l.y bytes 2, 3 = columns -2, -1; r byte 0 = column 16
+            l = AVG ? (prmt(in.l.y, 0u, 0x4342u) ^ 0x00800080u) & m : prmt(in.l.y, 0u, 0xB3A2u);
+            r = AVG ? ((in.r & 0xffu) ^ 0x80u) & m : prmt(in.r, 0u, 0x8080u);
+        } else {
+            l = r = kFill;
+        }
     }
-    // pool2d_cols: columns -2, -1 from lane - 1's reduced row (its columns 14, 15: the high lanes
-    // of ev[3], od[3]) where take_l, column 16 from lane + 1's (its column 0) where take_r.
-    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+    // columns -2, -1 from lane - 1's reduced row (its columns 14, 15: the high lanes of ev[3],
+    // od[3]) where take_l, column 16 from lane + 1's (its column 0) where take_r; elsewhere its
+    // own (own_l / own_r: loaded, EDGE) or the fill.
+    template <bool EDGE>
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r, bool own_l, bool own_r) {
         const unsigned nl = __shfl_up_sync(0xffffffffu, prmt(ev[3], od[3], 0x7632u), 1);
         const unsigned nr = __shfl_down_sync(0xffffffffu, ev[0], 1);
-        if (take_l) l = nl;
-        if (take_r) r = nr;
+        l = take_l ? nl : (EDGE && own_l ? l : kFill);
+        r = take_r ? nr : (EDGE && own_r ? r : kFill);
     }
     __device__ __forceinline__ static unsigned op2(unsigned a, unsigned b) {
         return AVG ? a + b : smax2(a, b);
@@ -611,24 +674,26 @@ template <bool AVG> struct BandRow<signed char, AVG> {
     __device__ __forceinline__ static unsigned op3(unsigned a, unsigned b, unsigned c) {
         return AVG ? a + b + c : smax3(a, b, c);
     }
-    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+    template <bool EDGE> __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             ev[k] = op2(a.ev[k], b.ev[k]);
             od[k] = op2(a.od[k], b.od[k]);
         }
-        l = op2(a.l, b.l);
-        r = op2(a.r, b.r);
+        l = EDGE ? op2(a.l, b.l) : kFill;
+        r = EDGE ? op2(a.r, b.r) : kFill;
     }
+    template <bool EDGE>
     __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& c) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             ev[k] = op3(a.ev[k], b.ev[k], c.ev[k]);
             od[k] = op3(a.od[k], b.od[k], c.od[k]);
         }
-        l = op3(a.l, b.l, c.l);
-        r = op3(a.r, b.r, c.r);
+        l = EDGE ? op3(a.l, b.l, c.l) : kFill;
+        r = EDGE ? op3(a.r, b.r, c.r) : kFill;
     }
+    template <bool UNIT>
     __device__ __forceinline__ uint2 emit(int rows, bool first, bool last, const Params& p) const {
         // s[k] = outputs 2k, 2k + 1 (16-bit lanes): columns 4k - 2 .. 4k + 2 and 4k .. 4k + 4.
         unsigned s[4];
@@ -639,74 +704,77 @@ template <bool AVG> struct BandRow<signed char, AVG> {
             const unsigned e = prmt(ev[k], k == 3 ? r : ev[k + 1], 0x5432u);
             s[k] = op3(op3(a, b, ev[k]), od[k], e);
         }
+        if (!UNIT) return cols_emit_q<AVG>(make_uint4(s[0], s[1], s[2], s[3]), rows, first, last, p);
         uint2 out;
-        if (!AVG && p.unit) {  // the max of q is the output: the lanes' low bytes
+        if (!AVG) {  // the max of q is the output: the lanes' low bytes
             out.x = prmt(s[0], s[1], 0x6420u);
             out.y = prmt(s[2], s[3], 0x6420u);
             return out;
         }
-        int q[8];
-        if (AVG && p.unit && rows == 5) {
-            // full windows (25): rne(U / 25) = floor((U + 12) / 25) (25 is odd: no ties),
-            // by multiply-shift (exact for U < 43690); the bias 128 comes off below
+        // u = S + 128 count, count = rows x 5 columns (3 / 4 for the row's first / last output).
+        // Each output's byte is the top byte of t = u * K + C (mod 2^32), K = 2^24 / count
+        // rounded up and C = floor(count / 2) * K + 2^31: floor((u + floor(count / 2)) / count)
+        // + 128 (mod 256), exact for every count <= 25 (the product stays below 2^32, and its
+        // error below 1 / count). That is rne(S / count) for an odd count. An even count rounds
+        // ties up: a tie leaves t's bits 13..23 zero (count K = 2^24 + e with e < count, and
+        // e floor(...) < 2^13; any other remainder leaves at least K >= 2^19 there), and an odd
+        // result (bit 24) then steps down one, to the even neighbour.
+        unsigned k5, c5, k0, c0, k7, c7;
+        cols_avg_consts(rows * 5, k5, c5);
+        cols_avg_consts(rows * 3, k0, c0);
+        cols_avg_consts(rows * 4, k7, c7);
+        if (!first) k0 = k5, c0 = c5;
+        if (!last) k7 = k5, c7 = c5;
+        unsigned t[8];
 #pragma unroll
-            for (int o = 0; o < 8; ++o) {
-                const int u = static_cast<int>((s[o / 2] >> (16 * (o % 2))) & 0xffffu);
-                q[o] = ((u + 12) * 5243) >> 17;
-            }
-            if (first) q[0] = rne_div(static_cast<int>(s[0] & 0xffffu), 15);
-            if (last) q[7] = rne_div(static_cast<int>(s[3] >> 16), 20);
-        } else {
-#pragma unroll
-            for (int o = 0; o < 8; ++o) {
-                const int v = static_cast<int>((s[o / 2] >> (16 * (o % 2))) & 0xffffu);
-                const int cols = 5 - (o == 0 && first ? 2 : 0) - (o == 7 && last ? 1 : 0);
-                const int count = rows * cols;
-                if (!AVG) {
-                    const int m = static_cast<short>(v);  // the lane, sign-extended
-                    q[o] = static_cast<unsigned char>(finish_q<0>(m, count, false, p)) ^ 0x80;
-                } else if (p.unit) {
-                    q[o] = rne_div(v, count);  // rne((S + 128 count) / count) = rne(S / count) + 128
-                } else {
-                    const int sum = v - 128 * count;
-                    q[o] = static_cast<unsigned char>(finish_q<0>(sum, count, true, p)) ^ 0x80;
-                }
-            }
+        for (int o = 0; o < 8; ++o) {
+            const unsigned u = o % 2 ? s[o / 2] >> 16 : s[o / 2] & 0xffffu;
+            t[o] = o == 0 ? u * k0 + c0 : (o == 7 ? u * k7 + c7 : u * k5 + c5);
         }
-        // q holds output + 128 (0..255): pack the bytes, then flip the bias bit back
-        out.x = prmt(prmt(q[0], q[1], 0x0040u), prmt(q[2], q[3], 0x0040u), 0x5410u) ^ 0x80808080u;
-        out.y = prmt(prmt(q[4], q[5], 0x0040u), prmt(q[6], q[7], 0x0040u), 0x5410u) ^ 0x80808080u;
+        // count = rows x cols is even where rows is, and for the last output of the row's last chunk
+#pragma unroll
+        for (int o = 0; o < 8; ++o) {
+            const bool even = rows % 2 == 0 || (o == 7 && last);
+            if (even && (t[o] & 0x01ffe000u) == 0x01000000u) t[o] -= 0x01000000u;
+        }
+        out.x = prmt(prmt(t[0], t[1], 0x0073u), prmt(t[2], t[3], 0x0073u), 0x5410u);
+        out.y = prmt(prmt(t[4], t[5], 0x0073u), prmt(t[6], t[7], 0x0073u), 0x5410u);
         return out;
     }
 };
 
 // Half max: raw half2 words (w[k] = columns 2k, 2k + 1; l = -2, -1; r = 8, 9), __hmax2.
 template <> struct BandRow<__half, false> {
+    static constexpr unsigned kFill = 0xfc00fc00u;  // -inf, -inf
     unsigned w[4], l, r;
-    __device__ __forceinline__ void set(uint4 c, uint2 left8, unsigned right) {
-        w[0] = c.x; w[1] = c.y; w[2] = c.z; w[3] = c.w;
-        l = left8.y;
-        r = right;
+    template <bool EDGE, bool MASK> __device__ __forceinline__ void set(const ColsIn& in) {
+        w[0] = in.c.x; w[1] = in.c.y; w[2] = in.c.z; w[3] = in.c.w;
+        l = EDGE ? in.l.y : kFill;
+        r = EDGE ? in.r : kFill;
     }
-    // pool2d_cols: columns -2, -1 = lane - 1's word 3 where take_l, column 8 = lane + 1's word 0.
-    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+    // columns -2, -1 = lane - 1's word 3 where take_l, column 8 = lane + 1's word 0 where take_r;
+    // elsewhere its own (own_l / own_r, EDGE) or the fill.
+    template <bool EDGE>
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r, bool own_l, bool own_r) {
         const unsigned nl = __shfl_up_sync(0xffffffffu, w[3], 1);
         const unsigned nr = __shfl_down_sync(0xffffffffu, w[0], 1);
-        if (take_l) l = nl;
-        if (take_r) r = nr;
+        l = take_l ? nl : (EDGE && own_l ? l : kFill);
+        r = take_r ? nr : (EDGE && own_r ? r : kFill);
     }
-    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+    template <bool EDGE> __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) w[k] = hmax2w(a.w[k], b.w[k]);
-        l = hmax2w(a.l, b.l);
-        r = hmax2w(a.r, b.r);
+        l = EDGE ? hmax2w(a.l, b.l) : kFill;
+        r = EDGE ? hmax2w(a.r, b.r) : kFill;
     }
+    template <bool EDGE>
     __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& c) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) w[k] = hmax2w(hmax2w(a.w[k], b.w[k]), c.w[k]);
-        l = hmax2w(hmax2w(a.l, b.l), c.l);
-        r = hmax2w(hmax2w(a.r, b.r), c.r);
+        l = EDGE ? hmax2w(hmax2w(a.l, b.l), c.l) : kFill;
+        r = EDGE ? hmax2w(hmax2w(a.r, b.r), c.r) : kFill;
     }
+    template <bool>
     __device__ __forceinline__ uint2 emit(int, bool, bool, const Params&) const {
         // lo[m] / hi[m]: the low / high halves of words m - 1 and m (word -1 = l, word 4 = r)
         unsigned lo[5], hi[5];
@@ -725,48 +793,67 @@ template <> struct BandRow<__half, false> {
 };
 
 // Float types (float max / average, half average): E = V + 3 columns in float (c[0], c[1] =
-// columns -2, -1; c[2 + i] = column i), rows added (a + b) + c.
+// columns -2, -1; c[2 + i] = column i), rows added (a + b) + c. Averages mask the raw words (0
+// bits are 0.0).
 template <typename T, bool AVG> struct BandRow {
     static constexpr int V = 16 / sizeof(T);
     float c[V + 3];
-    __device__ __forceinline__ void set(uint4 m, uint2 left, unsigned right) {
+    __device__ __forceinline__ static float fill() { return AVG ? 0.f : -__int_as_float(0x7f800000); }
+    __device__ __forceinline__ static unsigned masked(unsigned w, unsigned m) { return AVG ? w & m : w; }
+    template <bool EDGE, bool MASK> __device__ __forceinline__ void set(const ColsIn& in) {
+        const unsigned m = MASK ? in.m : 0xffffffffu;
         if constexpr (sizeof(T) == 4) {
-            c[0] = __uint_as_float(left.x); c[1] = __uint_as_float(left.y);
-            c[2] = __uint_as_float(m.x); c[3] = __uint_as_float(m.y);
-            c[4] = __uint_as_float(m.z); c[5] = __uint_as_float(m.w);
-            c[6] = __uint_as_float(right);
+            c[2] = __uint_as_float(masked(in.c.x, m)); c[3] = __uint_as_float(masked(in.c.y, m));
+            c[4] = __uint_as_float(masked(in.c.z, m)); c[5] = __uint_as_float(masked(in.c.w, m));
+            c[0] = EDGE ? __uint_as_float(masked(in.l.x, m)) : fill();
+            c[1] = EDGE ? __uint_as_float(masked(in.l.y, m)) : fill();
+            c[6] = EDGE ? __uint_as_float(masked(in.r, m)) : fill();
         } else {
-            const unsigned w[6] = {left.y, m.x, m.y, m.z, m.w, right};
+            const unsigned w[6] = {in.l.y, in.c.x, in.c.y, in.c.z, in.c.w, in.r};
 #pragma unroll
             for (int k = 0; k < 5; ++k) {
-                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+                if (k == 0 && !EDGE) {
+                    c[0] = c[1] = fill();
+                    continue;
+                }
+                const unsigned h = masked(w[k], m);
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
                 c[2 * k] = f.x;
                 c[2 * k + 1] = f.y;
             }
-            c[10] = __low2float(*reinterpret_cast<const __half2*>(&w[5]));
+            const unsigned h = masked(w[5], m);
+            c[10] = EDGE ? __low2float(*reinterpret_cast<const __half2*>(&h)) : fill();
         }
     }
-    // pool2d_cols: columns -2, -1 = lane - 1's columns V - 2, V - 1 where take_l, column V =
-    // lane + 1's column 0 where take_r.
-    __device__ __forceinline__ void exchange(bool take_l, bool take_r) {
+    // columns -2, -1 = lane - 1's columns V - 2, V - 1 where take_l, column V = lane + 1's column
+    // 0 where take_r; elsewhere its own (own_l / own_r, EDGE) or the fill.
+    template <bool EDGE>
+    __device__ __forceinline__ void exchange(bool take_l, bool take_r, bool own_l, bool own_r) {
         const float n0 = __shfl_up_sync(0xffffffffu, c[V], 1);
         const float n1 = __shfl_up_sync(0xffffffffu, c[V + 1], 1);
         const float nr = __shfl_down_sync(0xffffffffu, c[2], 1);
-        if (take_l) {
-            c[0] = n0;
-            c[1] = n1;
-        }
-        if (take_r) c[V + 2] = nr;
+        const bool keep_l = EDGE && own_l, keep_r = EDGE && own_r;
+        c[0] = take_l ? n0 : (keep_l ? c[0] : fill());
+        c[1] = take_l ? n1 : (keep_l ? c[1] : fill());
+        c[V + 2] = take_r ? nr : (keep_r ? c[V + 2] : fill());
     }
     __device__ __forceinline__ static float op2(float a, float b) { return AVG ? a + b : fmaxf(a, b); }
-    __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
+    template <bool EDGE> __device__ __forceinline__ void pair(const BandRow& a, const BandRow& b) {
 #pragma unroll
-        for (int i = 0; i < V + 3; ++i) c[i] = op2(a.c[i], b.c[i]);
+        for (int i = 0; i < V + 3; ++i) {
+            const bool side = i < 2 || i == V + 2;
+            c[i] = side && !EDGE ? fill() : op2(a.c[i], b.c[i]);
+        }
     }
+    template <bool EDGE>
     __device__ __forceinline__ void triple(const BandRow& a, const BandRow& b, const BandRow& d) {
 #pragma unroll
-        for (int i = 0; i < V + 3; ++i) c[i] = op2(op2(a.c[i], b.c[i]), d.c[i]);
+        for (int i = 0; i < V + 3; ++i) {
+            const bool side = i < 2 || i == V + 2;
+            c[i] = side && !EDGE ? fill() : op2(op2(a.c[i], b.c[i]), d.c[i]);
+        }
     }
+    template <bool>
     __device__ __forceinline__ uint2 emit(int rows, bool first, bool last, const Params&) const {
         // pp[m] = columns 2m - 2, 2m - 1; output o = pp[o] + pp[o + 1] + column 2o + 2
         constexpr int OW = V / 2;
@@ -796,11 +883,6 @@ template <typename T, bool AVG> struct BandRow {
     }
 };
 
-// 4 bytes of what a slot outside the input holds: the max identity, or 0 (INT8: 0x80, both).
-template <typename T, bool AVG> __device__ __forceinline__ unsigned band_fill() {
-    return sizeof(T) == 1 ? 0x80808080u : (AVG ? 0u : max_identity(T()));
-}
-
 // The generic path as a call (pool2d_cols's fallback): compiled apart, so that its register
 // demand does not make the column path's loop spill (a call's cost is paid once per thread).
 template <typename T, typename Div, bool AVG>
@@ -812,14 +894,18 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 
 // A warp owns 32 consecutive 16-byte chunks of one plane's rows (a column group; lanes past the
 // row's last chunk idle but take part in the shuffles) and walks down a segment of S output
-// rows. A lane holds P (its chunk's pair reduction of the previous two input rows) and the last
-// input row, so each output row loads only two new input rows (16 bytes a lane, 512 contiguous
-// bytes a warp), reduced down the window exactly as BandRow does it; the 2 columns left of the
-// chunk and the 1 right of it come from the neighbouring lanes' reduced rows (warp shuffles),
-// except at the group's ends: lane 0 loads the 8 bytes before its chunk and the group's last
-// lane the 4 after it, per input row, reduced with the rest. The next PP_POOL_COLS_AHEAD output
-// rows' loads are in flight while a row is computed. Work item = (plane, segment, group), taken
-// grid-stride by global warp id. Knobs (compile options):
+// rows. Output row oh's window is input rows 2 oh - ph + [0, 5): a lane keeps P, the pair
+// reduction of the window's first two rows, and E, its third row as converted, so each output
+// row loads and converts only its last two rows (16 bytes a lane, 512 contiguous bytes a warp),
+// pairs E with the first of them (the next output row's P) and reduces P, that pair and the
+// last row; the last row is the next E. The 2 columns left of the chunk and the 1 right of it come from the
+// neighbouring lanes' reduced rows (warp shuffles), except at the group's ends: where the row
+// has other groups (EDGE, a compile-time branch per launch), lane 0 loads the 8 bytes before
+// its chunk and the group's last lane the 4 after it, per input row, reduced with the rest. A
+// row outside the input is read as the nearest row of the input: max keeps it (that row lies in
+// the same window, so the max is the same), averages mask it to 0. The next PP_POOL_COLS_AHEAD
+// output rows' loads are in flight while a row is computed. Work item = (plane, segment,
+// group), taken grid-stride by global warp id. Knobs (compile options):
 //   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
 //   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / max(1,
 //                         floor(warps / (nc * groups)))), SMIN, SMAX) with warps = the grid's
@@ -845,55 +931,155 @@ static_assert(PP_POOL_COLS_AHEAD >= 1 && PP_POOL_COLS_AHEAD <= 4, "PP_POOL_COLS_
 static_assert(PP_POOL_COLS_S >= 0 && PP_POOL_COLS_SMIN >= 1 && PP_POOL_COLS_SMAX >= PP_POOL_COLS_SMIN,
               "PP_POOL_COLS_S >= 0 (0: the rule), 1 <= PP_POOL_COLS_SMIN <= PP_POOL_COLS_SMAX");
 
-// One input row's share of a lane, as loaded: its chunk, the 8 bytes before it (l) and the 4
-// after it (r), in memory order; l and r are loaded only by the group's end lanes (the others
-// take them from their neighbours after the rows are reduced). Outside the input: the fill.
-struct ColsIn {
-    uint4 c;
-    uint2 l;
-    unsigned r;
+// What a lane of a work item knows for the whole walk: its chunk's place in the row and which
+// of its neighbours' columns it takes.
+struct ColsLane {
+    int lane, last_lane;   // lane in the warp; the group's last lane with a chunk
+    bool active;           // the lane has a chunk (lanes past the row's end only shuffle)
+    bool need_l, need_r;   // EDGE: the lane loads the columns before / after its chunk
+    bool first, last;      // the chunk is the row's first / last
 };
 
-template <typename T, bool AVG>
-__device__ __forceinline__ void cols_fetch(ColsIn& in, const T* __restrict__ src, int ih, const Params& p,
-                                           bool active, bool need_l, bool need_r) {
+// Loads input row ih into in; CLAMP: ih may lie outside the input, and the nearest row of the
+// input is read instead (m says which). Nothing waits for the loads here: set() takes them when
+// the row is reduced.
+template <typename T, bool AVG, bool EDGE, bool CLAMP>
+__device__ __forceinline__ void cols_fetch(ColsIn& in, const T* __restrict__ x, unsigned src, int ih,
+                                           const Params& p, const ColsLane& ln) {
     constexpr int V = 16 / sizeof(T);
-    const unsigned f = band_fill<T, AVG>();
-    in.c = make_uint4(f, f, f, f);
-    in.l = make_uint2(f, f);
-    in.r = f;
-    if (static_cast<unsigned>(ih) < static_cast<unsigned>(p.h)) {
-        const T* row = src + ih * p.w;
-        if (active) in.c = __ldg(reinterpret_cast<const uint4*>(row));
-        if (need_l) {
-            if constexpr (sizeof(T) == 4) in.l = __ldg(reinterpret_cast<const uint2*>(row) - 1);
-            else in.l.y = __ldg(reinterpret_cast<const unsigned*>(row) - 1);
+    const int hc = !CLAMP ? ih : (ih < 0 ? 0 : (ih < p.h ? ih : p.h - 1));
+    const T* row = x + (src + static_cast<unsigned>(hc) * static_cast<unsigned>(p.w));
+    if (AVG) in.m = !CLAMP || hc == ih ? 0xffffffffu : 0u;
+    // every field is assigned on every path (a field kept from an earlier row would make the
+    // compiler keep the struct in local memory)
+    in.c = __ldg(reinterpret_cast<const uint4*>(row));
+    if (EDGE) {
+        if constexpr (sizeof(T) == 4) {
+            in.l = ln.need_l ? __ldg(reinterpret_cast<const uint2*>(row) - 1) : make_uint2(0u, 0u);
+        } else {
+            in.l.y = ln.need_l ? __ldg(reinterpret_cast<const unsigned*>(row) - 1) : 0u;
         }
-        if (need_r) in.r = __ldg(reinterpret_cast<const unsigned*>(row + V));
-        if constexpr (sizeof(T) == 1) {
-            // INT8 reads only bytes 2, 3 of l.y (columns -2, -1) and byte 0 of r (column 16): one
-            // register holds both, [r0, r0, l2, l3], passed as both (a register less per row)
-            in.r = prmt(in.l.y, in.r, 0x3244u);
-            in.l.y = in.r;
+        in.r = ln.need_r ? __ldg(reinterpret_cast<const unsigned*>(row + V)) : 0u;
+    }
+}
+
+// One work item's walk down output rows [o0, o1) of its column group: src = the offset of its
+// chunk's column in input row 0 of the plane, dst = that of its chunk's place in output row 0
+// (32-bit: a register each). CLAMP: some window of the segment reaches outside the input (the
+// plane's first and last segments). UNIT: INT8 outputs need no requantization (float: always).
+template <typename T, bool AVG, bool EDGE, bool CLAMP, bool UNIT>
+__device__ __forceinline__ void cols_walk(const T* __restrict__ x, T* __restrict__ y, unsigned src, unsigned dst,
+                                          int o0, int o1, bool up, const Params& p, const ColsLane& ln) {
+    constexpr int A = PP_POOL_COLS_AHEAD;
+    typedef BandRow<T, AVG> Row;
+    // The walk's i-th output row is oh = first + dir i; it consumes its window's rows in the
+    // order 2 oh - ph + 2 + dir (j - 2), j = 0 .. 4 (top down, or bottom up), so that slot 2 of
+    // one output row is slot 0 of the next either way.
+    const int dir = up ? -1 : 1;
+    const int first = up ? o1 - 1 : o0;
+    const int n = o1 - o0;
+    const int mid = 2 * first - p.ph + 2;  // slot 2 of the walk's first output row
+    // Prologue: slots 0, 1 (P) and 2 (E); the first A output rows' two new rows (slots 3, 4).
+    ColsIn in[A][2];
+    Row P, E;
+    {
+        ColsIn r0, r1, r2;
+        cols_fetch<T, AVG, EDGE, CLAMP>(r0, x, src, mid - 2 * dir, p, ln);
+        cols_fetch<T, AVG, EDGE, CLAMP>(r1, x, src, mid - dir, p, ln);
+        cols_fetch<T, AVG, EDGE, CLAMP>(r2, x, src, mid, p, ln);
+#pragma unroll
+        for (int k = 0; k < A; ++k) {
+            if (k < n) {
+                cols_fetch<T, AVG, EDGE, CLAMP>(in[k][0], x, src, mid + (2 * k + 1) * dir, p, ln);
+                cols_fetch<T, AVG, EDGE, CLAMP>(in[k][1], x, src, mid + (2 * k + 2) * dir, p, ln);
+            }
+        }
+        Row a, b;
+        a.template set<EDGE, CLAMP>(r0);
+        b.template set<EDGE, CLAMP>(r1);
+        P.template pair<EDGE>(a, b);
+        E.template set<EDGE, CLAMP>(r2);
+    }
+    for (int i0 = 0; i0 < n; i0 += A) {
+#pragma unroll
+        for (int k = 0; k < A; ++k) {
+            const int i = i0 + k;
+            if (i >= n) break;
+            const int oh = first + dir * i;
+            // slots 3, 4 (in[k]), then in[k] refills for output row i + A
+            Row a, b, q, v;
+            a.template set<EDGE, CLAMP>(in[k][0]);
+            b.template set<EDGE, CLAMP>(in[k][1]);
+            if (i + A < n) {
+                const int ahead = mid + 2 * (i + A) * dir;  // slot 2 of output row i + A
+                cols_fetch<T, AVG, EDGE, CLAMP>(in[k][0], x, src, ahead + dir, p, ln);
+                cols_fetch<T, AVG, EDGE, CLAMP>(in[k][1], x, src, ahead + 2 * dir, p, ln);
+            }
+            q.template pair<EDGE>(E, a);  // slots 2, 3: the next output row's P
+            v.template triple<EDGE>(P, q, b);
+            P = q;
+            E = b;
+            v.template exchange<EDGE>(ln.lane != 0, ln.lane != ln.last_lane, ln.need_l, ln.need_r);
+            const int rows = CLAMP ? extent(2 * oh - p.ph, 5, p.h) : 5;
+            const uint2 out = v.template emit<UNIT>(rows, ln.first, ln.last, p);
+            if (ln.active) *reinterpret_cast<uint2*>(y + (dst + static_cast<unsigned>(oh) * static_cast<unsigned>(p.wo))) = out;
         }
     }
 }
 
-template <typename T, bool AVG>
-__device__ __forceinline__ void cols_set(BandRow<T, AVG>& b, const ColsIn& in) {
-    b.set(in.c, in.l, in.r);
+// pool_cols's walk over its work items, EDGE: the rows have more than one column group.
+template <typename T, bool AVG, bool EDGE>
+__device__ __forceinline__ void cols_items(const T* __restrict__ x, T* __restrict__ y, const Params& p,
+                                           int groups, int segs, int S, unsigned first_item,
+                                           unsigned items, unsigned step) {
+    constexpr int V = 16 / sizeof(T);
+    constexpr int OW = V / 2;
+    const int ch = p.w / V;
+    const FastDiv by_groups(groups), by_segs(segs);
+    ColsLane ln;
+    ln.lane = static_cast<int>(threadIdx.x & 31u);
+    for (unsigned it = first_item; it < items; it += step) {
+        const int item = static_cast<int>(it);
+        const int q = static_cast<int>(by_groups(item));
+        const int group = item - q * groups;
+        const int plane = static_cast<int>(by_segs(q));
+        const int seg = q - plane * segs;
+        const int chunk = group * 32 + ln.lane;
+        ln.last_lane = ch - 1 - group * 32 < 31 ? ch - 1 - group * 32 : 31;
+        ln.active = chunk < ch;
+        ln.need_l = EDGE && ln.lane == 0 && chunk > 0;
+        ln.need_r = EDGE && ln.lane == ln.last_lane && chunk + 1 < ch;
+        ln.first = chunk == 0;
+        ln.last = chunk == ch - 1;
+        // lanes past the row's end read its last chunk (their results are neither kept nor shuffled
+        // into a kept one)
+        const int read_chunk = ln.active ? chunk : ch - 1;
+        const unsigned src = static_cast<unsigned>(plane * (p.h * p.w) + read_chunk * V);
+        const unsigned dst = static_cast<unsigned>(plane * (p.ho * p.wo) + chunk * OW);
+        const int o0 = seg * S;
+        const int o1 = o0 + S < p.ho ? o0 + S : p.ho;
+        // odd segments walk up: the rows two neighbouring segments both read are then read at about
+        // the same time (both walks' ends, or both starts), while they are still in L2
+        const bool up = (seg & 1) != 0;
+        // the segment's windows read input rows 2 o0 - ph .. 2 (o1 - 1) - ph + 4
+        if (sizeof(T) == 1 && !p.unit) {  // requantized outputs: one walk, every row clamped
+            cols_walk<T, AVG, EDGE, true, false>(x, y, src, dst, o0, o1, up, p, ln);
+        } else if (2 * o0 - p.ph >= 0 && 2 * (o1 - 1) - p.ph + 4 < p.h) {
+            cols_walk<T, AVG, EDGE, false, true>(x, y, src, dst, o0, o1, up, p, ln);
+        } else {
+            cols_walk<T, AVG, EDGE, true, true>(x, y, src, dst, o0, o1, up, p, ln);
+        }
+    }
 }
 
-// 5x5 stride 2, column padding 2, row padding ph in [0, 4]; x 16-byte aligned, w % V == 0,
-// blockDim.x % 32 == 0 and 32-bit indices (the caller checks).
+// 5x5 stride 2, column padding 2, row padding ph in [0, 4], ho = (h + 2 ph - 5) / 2 + 1 (every
+// window holds a row of the input); x 16-byte aligned, w % V == 0, blockDim.x % 32 == 0 and
+// 32-bit indices (the caller checks).
 template <typename T, bool AVG>
 __device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict__ y, const Params& p) {
     constexpr int V = 16 / sizeof(T);
-    constexpr int OW = V / 2;
-    constexpr int A = PP_POOL_COLS_AHEAD;
     const int ch = p.w / V;
     const int groups = (ch + 31) >> 5;
-    const int lane = static_cast<int>(threadIdx.x & 31u);
     // counts fit 32 bits: items <= nc * ho * ch <= numel(y) < 2^31; the grid's warps are taken
     // at most items (the others have nothing to do), so item + warps < 2^32 (unsigned)
     const int columns = static_cast<int>(p.nc) * groups;
@@ -911,79 +1097,10 @@ __device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict
     const int items = columns * segs;
     if (warp_id >= items) return;
     const unsigned step = static_cast<unsigned>(warps < items ? warps : items);
-    const FastDiv by_groups(groups), by_segs(segs);
-    const bool y8 = (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
-    for (unsigned it = static_cast<unsigned>(warp_id); it < static_cast<unsigned>(items); it += step) {
-        const int item = static_cast<int>(it);
-        const int q = static_cast<int>(by_groups(item));
-        const int group = item - q * groups;
-        const int plane = static_cast<int>(by_segs(q));
-        const int seg = q - plane * segs;
-        const int chunk = group * 32 + lane;
-        const int last_lane = ch - 1 - group * 32 < 31 ? ch - 1 - group * 32 : 31;
-        const bool active = chunk < ch;
-        const bool need_l = lane == 0 && chunk > 0;
-        const bool need_r = lane == last_lane && chunk + 1 < ch;
-        const bool first = chunk == 0, last = chunk == ch - 1;
-        const T* src = x + (plane * (p.h * p.w) + chunk * V);
-        const int out_row = plane * (p.ho * p.wo) + chunk * OW;
-        const int o0 = seg * S;
-        const int o1 = o0 + S < p.ho ? o0 + S : p.ho;
-        const int ir = 2 * o0 - p.ph;  // first input row of output row o0's window
-        // Prologue: rows ir .. ir + 2 (P and the last row), then the first A output rows' two.
-        ColsIn r0, r1, last_in;
-        ColsIn in[A][2];
-        cols_fetch<T, AVG>(r0, src, ir, p, active, need_l, need_r);
-        cols_fetch<T, AVG>(r1, src, ir + 1, p, active, need_l, need_r);
-        cols_fetch<T, AVG>(last_in, src, ir + 2, p, active, need_l, need_r);
-#pragma unroll
-        for (int k = 0; k < A; ++k) {
-            if (o0 + k < o1) {
-                cols_fetch<T, AVG>(in[k][0], src, ir + 2 * k + 3, p, active, need_l, need_r);
-                cols_fetch<T, AVG>(in[k][1], src, ir + 2 * k + 4, p, active, need_l, need_r);
-            }
-        }
-        BandRow<T, AVG> pr;  // P: the pair reduction of output row o's first two input rows
-        {
-            BandRow<T, AVG> a, b;
-            cols_set(a, r0);
-            cols_set(b, r1);
-            pr.pair(a, b);
-        }
-        for (int o = o0; o < o1; o += A) {
-#pragma unroll
-            for (int k = 0; k < A; ++k) {
-                const int oh = o + k;
-                if (oh >= o1) break;
-                // rows 2 oh - ph + 2 (last_in), + 3, + 4 (in[k]); then in[k] refills for oh + A
-                BandRow<T, AVG> a, b, qq, v;
-                cols_set(a, last_in);
-                cols_set(b, in[k][0]);
-                qq.pair(a, b);
-                cols_set(a, in[k][1]);
-                last_in = in[k][1];
-                if (oh + A < o1) {
-                    const int next = 2 * (oh + A) - p.ph;
-                    cols_fetch<T, AVG>(in[k][0], src, next + 3, p, active, need_l, need_r);
-                    cols_fetch<T, AVG>(in[k][1], src, next + 4, p, active, need_l, need_r);
-                }
-                v.triple(pr, qq, a);
-                pr = qq;
-                v.exchange(lane != 0, lane != last_lane);
-                const int rows = extent(2 * oh - p.ph, 5, p.h);
-                const uint2 out = v.emit(rows, first, last, p);
-                if (active) {
-                    T* dst = y + (out_row + oh * p.wo);
-                    if (y8) {
-                        *reinterpret_cast<uint2*>(dst) = out;
-                    } else {
-                        const T* e = reinterpret_cast<const T*>(&out);
-#pragma unroll
-                        for (int j = 0; j < OW; ++j) dst[j] = e[j];
-                    }
-                }
-            }
-        }
+    if (groups > 1) {
+        cols_items<T, AVG, true>(x, y, p, groups, segs, S, static_cast<unsigned>(warp_id), items, step);
+    } else {
+        cols_items<T, AVG, false>(x, y, p, groups, segs, S, static_cast<unsigned>(warp_id), items, step);
     }
 }
 
@@ -1181,7 +1298,8 @@ __device__ __forceinline__ void pool_cols_kernel(const T* __restrict__ x, T* __r
     const bool small = p.total < (1ll << 31) && nc * h * static_cast<long long>(w) < (1ll << 31);
     const bool cols = small && pp::is_aligned16(x) && w % (16 / static_cast<int>(sizeof(T))) == 0 &&
                       wo == w / 2 && kh == 5 && kw == 5 && sh == 2 && sw == 2 && pw == 2 &&
-                      ph >= 0 && ph <= 4 && blockDim.x % 32 == 0;
+                      ph >= 0 && ph <= 4 && h + 2 * ph >= 5 && ho == (h + 2 * ph - 5) / 2 + 1 &&
+                      (reinterpret_cast<unsigned long long>(y) & 7u) == 0 && blockDim.x % 32 == 0;
     if (cols) {
         if (mode == 0) pool_cols<T, false>(x, y, p);
         else pool_cols<T, true>(x, y, p);

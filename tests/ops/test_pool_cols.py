@@ -66,11 +66,11 @@ def _prmt(a, b, s):
 
 
 def test_int8_byte_splits_equal_the_masked_form():
-    """INT8 average: prmt splits of the biased word equal the mask-and-shift form they replaced;
-    the cols halo word [r0, r0, l2, l3] gives the same l and r as the two words."""
+    """INT8 average: prmt splits of the biased word equal the mask-and-shift form they replaced,
+    and the halo words' splits give columns -2, -1 (l) and 16 (r) as 16-bit lanes."""
     text = (kernels_dir() / "pool.cu").read_text()
     assert "prmt(b, 0u, 0x4240u)" in text and "prmt(b, 0u, 0x4341u)" in text
-    assert "prmt(in.l.y, in.r, 0x3244u)" in text
+    assert "prmt(in.l.y, 0u, 0x4342u) ^ 0x00800080u" in text
     rng = np.random.default_rng(0)
     words = [int(v) for v in rng.integers(0, 2**32, size=2000, dtype=np.uint64)]
     words += [0x80808080, 0x7F7F7F7F, 0, 0xFFFFFFFF, 0x00FF80FF]
@@ -78,11 +78,39 @@ def test_int8_byte_splits_equal_the_masked_form():
         b = w ^ 0x80808080
         assert _prmt(b, 0, 0x4240) == (w & 0x00FF00FF) ^ 0x00800080
         assert _prmt(b, 0, 0x4341) == ((w >> 8) & 0x00FF00FF) ^ 0x00800080
-    for left, right in zip(words[:500], words[500:1000]):
-        lr = _prmt(left, right, 0x3244)
-        assert _prmt(lr, 0, 0x4342) == _prmt(left, 0, 0x4342)  # l, average
-        assert _prmt(lr, 0, 0xB3A2) == _prmt(left, 0, 0xB3A2)  # l, max
-        assert lr & 0xFF == right & 0xFF                        # r
+        # l: bytes 2, 3 (columns -2, -1) biased, in the low / high lane
+        assert _prmt(w, 0, 0x4342) ^ 0x00800080 == ((((w >> 24) ^ 0x80) << 16) | (((w >> 16) & 0xFF) ^ 0x80))
+        # max: the same bytes sign-extended
+        lo, hi = np.int8(np.uint8((w >> 16) & 0xFF)), np.int8(np.uint8(w >> 24))
+        assert _prmt(w, 0, 0xB3A2) == (int(np.uint16(np.int16(lo))) | int(np.uint16(np.int16(hi))) << 16)
+
+
+def _rne(s: int, count: int) -> int:
+    """round-half-to-even(s / count), exactly."""
+    q, r = divmod(s, count)
+    return q + (1 if 2 * r > count or (2 * r == count and q % 2) else 0)
+
+
+def test_int8_average_by_multiply_is_exact_for_every_count_and_sum():
+    """pool2d_cols' INT8 average at a unit ratio divides by multiplying: for every count 1..25
+    (rows x 3, 4 or 5 columns) and every sum of count int8 values, the top byte of
+    u * K + C (mod 2^32), u = sum + 128 count, with the tie step for even counts, is the output
+    byte rne(sum / count). Mirrors cols_avg_consts and BandRow<signed char>::emit."""
+    text = (kernels_dir() / "pool.cu").read_text()
+    assert "k = (0x1000000u + n - 1u) / n;" in text
+    assert "c = (n / 2u) * k + 0x80000000u;" in text
+    assert "(t[o] & 0x01ffe000u) == 0x01000000u) t[o] -= 0x01000000u;" in text
+    for count in range(1, 26):
+        k = (0x1000000 + count - 1) // count
+        c = ((count // 2) * k + 0x80000000) % 2**32
+        s = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
+        u = s + 128 * count
+        t = (u * k + c) % 2**32
+        if count % 2 == 0:
+            t = np.where((t & 0x01FFE000) == 0x01000000, t - 0x01000000, t)
+        got = (t >> 24).astype(np.uint8).view(np.int8).astype(np.int64)
+        want = np.array([_rne(int(v), count) for v in s], dtype=np.int64)
+        assert np.array_equal(got, want), count
 
 
 # -- GPU, direct launches -------------------------------------------------------------------------
@@ -170,7 +198,7 @@ def test_gpu_cols_knobs(options, dtype):
 @pytest.mark.parametrize("x_offset, y_offset", [(0, 1), (0, 3), (1, 0), (3, 5)])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gpu_cols_unaligned_pointers(x_offset, y_offset, dtype):
-    """y not 8-byte aligned: element stores; x not 16-byte aligned: the generic fallback."""
+    """x not 16-byte aligned or y not 8-byte aligned: the generic fallback."""
     for mode in ("max", "avg"):
         x = data((2, 3, 21, 33 * 16 // np.dtype(dtype).itemsize), dtype, seed=x_offset + y_offset)
         launch_checked(x, fields5(mode), variant=COLS, x_offset=x_offset, y_offset=y_offset)
