@@ -893,18 +893,21 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 // ---- column path (pool2d_cols): 5x5 stride 2, column padding 2, no shared memory ---------------
 
 // A warp owns 32 consecutive 16-byte chunks of one plane's rows (a column group; lanes past the
-// row's last chunk idle but take part in the shuffles) and walks down a segment of S output
-// rows. Output row oh's window is input rows 2 oh - ph + [0, 5): a lane keeps P, the pair
-// reduction of the window's first two rows, and E, its third row as converted, so each output
-// row loads and converts only its last two rows (16 bytes a lane, 512 contiguous bytes a warp),
-// pairs E with the first of them (the next output row's P) and reduces P, that pair and the
-// last row; the last row is the next E. The 2 columns left of the chunk and the 1 right of it come from the
-// neighbouring lanes' reduced rows (warp shuffles), except at the group's ends: where the row
-// has other groups (EDGE, a compile-time branch per launch), lane 0 loads the 8 bytes before
-// its chunk and the group's last lane the 4 after it, per input row, reduced with the rest. A
-// row outside the input is read as the nearest row of the input: max keeps it (that row lies in
-// the same window, so the max is the same), averages mask it to 0. The next PP_POOL_COLS_AHEAD
-// output rows' loads are in flight while a row is computed. Work item = (plane, segment,
+// row's last chunk idle but take part in the shuffles) and walks a segment of S output rows
+// (down, or up for odd segments: the 3 input rows two neighbouring segments share are then read
+// by both at about the same time, while in L2). Output row oh's window is input rows 2 oh - ph
+// + [0, 5), taken in the walk's order: a lane keeps P, the pair reduction of the window's first
+// two rows, and E, its third row as converted, so each output row loads and converts only its
+// last two rows (16 bytes a lane, 512 contiguous bytes a warp), pairs E with the first of them
+// (the next output row's P) and reduces P, that pair and the last row; the last row is the next
+// E. The 2 columns left of the chunk and the 1 right of it come from the neighbouring lanes'
+// reduced rows (warp shuffles), except at the group's ends: where the row has more than one
+// group (EDGE: its own compiled walk, chosen per launch), lane 0 loads the 8 bytes before its
+// chunk and the group's last lane the 4 after it, per input row, reduced with the rest. A row
+// outside the input is read as the nearest row of the input: max keeps it (that row lies in the
+// same window, so the max is the same), averages mask it to 0; segments whose windows stay in
+// the input take a walk without that clamp. The next PP_POOL_COLS_AHEAD output rows' loads are
+// in flight while a row is computed. Work item = (plane, segment,
 // group), taken grid-stride by global warp id. Knobs (compile options):
 //   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
 //   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / max(1,
