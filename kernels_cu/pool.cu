@@ -798,7 +798,7 @@ template <> struct BandRow<__half, false> {
 template <typename T, bool AVG> struct BandRow {
     static constexpr int V = 16 / sizeof(T);
     float c[V + 3];
-    __device__ __forceinline__ static float fill() { return AVG ? 0.f : -__int_as_float(0x7f800000); }
+    __device__ __forceinline__ static float fill() { return AVG ? 0.f : lowest(0.f); }
     __device__ __forceinline__ static unsigned masked(unsigned w, unsigned m) { return AVG ? w & m : w; }
     template <bool EDGE, bool MASK> __device__ __forceinline__ void set(const ColsIn& in) {
         const unsigned m = MASK ? in.m : 0xffffffffu;

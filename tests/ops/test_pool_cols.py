@@ -85,12 +85,6 @@ def test_int8_byte_splits_equal_the_masked_form():
         assert _prmt(w, 0, 0xB3A2) == (int(np.uint16(np.int16(lo))) | int(np.uint16(np.int16(hi))) << 16)
 
 
-def _rne(s: int, count: int) -> int:
-    """round-half-to-even(s / count), exactly."""
-    q, r = divmod(s, count)
-    return q + (1 if 2 * r > count or (2 * r == count and q % 2) else 0)
-
-
 def test_int8_average_by_multiply_is_exact_for_every_count_and_sum():
     """pool2d_cols' INT8 average at a unit ratio divides by multiplying: for every count 1..25
     (rows x 3, 4 or 5 columns) and every sum of count int8 values, the top byte of
@@ -109,7 +103,9 @@ def test_int8_average_by_multiply_is_exact_for_every_count_and_sum():
         if count % 2 == 0:
             t = np.where((t & 0x01FFE000) == 0x01000000, t - 0x01000000, t)
         got = (t >> 24).astype(np.uint8).view(np.int8).astype(np.int64)
-        want = np.array([_rne(int(v), count) for v in s], dtype=np.int64)
+        # float64 holds a tie s / count (k + 1/2) exactly and puts any other quotient at least
+        # 1 / (2 count) from a tie, so np.rint (half to even) is exact here
+        want = np.rint(s / count).astype(np.int64)
         assert np.array_equal(got, want), count
 
 
