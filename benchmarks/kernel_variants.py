@@ -311,18 +311,18 @@ def pool_case(dtype: str, mode: str, kernel: int, stride: int, pad: int) -> Case
     if kernel == 5:  # pool2d_cols (the plugin's rows), pool2d_wide's vector path
         wide, cols = "pool2d_wide", "pool2d_cols"
         ahead, seg, minb = "-DPP_POOL_COLS_AHEAD=", "-DPP_POOL_COLS_S=", "-DPP_POOL_COLS_MINB="
-        # pool2d_cols on its own segment rule (INT8's row), then its knobs
-        cols_variants = (Variant("cols b256", (), 256, kernel=cols),
-                         Variant("cols b128", (), 128, kernel=cols),
+        # pool2d_cols's knobs: block, grid, registers, prefetch, segment rows (one wave unless
+        # the grid says otherwise)
+        cols_variants = (Variant("cols b128", (), 128, kernel=cols),
                          Variant("cols 2x", (), 256, "2x", kernel=cols),
                          Variant("cols full", (), 256, "full", kernel=cols),
                          Variant("cols minb3", (minb + "3",), 256, kernel=cols),
                          Variant("cols ahead2", (ahead + "2",), 256, kernel=cols),
                          Variant("cols ahead2 minb3", (ahead + "2", minb + "3"), 256, kernel=cols),
                          Variant("cols ahead2 minb2", (ahead + "2", minb + "2"), 256, kernel=cols),
-                         Variant("cols S4 full", (seg + "4",), 256, "full", kernel=cols),
+                         Variant("cols S2", (seg + "2",), 256, kernel=cols),
+                         Variant("cols S8", (seg + "8",), 256, kernel=cols),
                          Variant("cols S16", (seg + "16",), 256, kernel=cols),
-                         Variant("cols S32", (seg + "32",), 256, kernel=cols),
                          Variant("cols S64", (seg + "64",), 256, kernel=cols))
         variants = ((Variant(f"default ({chosen.name} b{block})", (), block),
                      Variant("old default (wide b128)", (), 128, kernel=wide))

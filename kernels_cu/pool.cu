@@ -26,14 +26,14 @@
 //     pool2d_cols<T>(same arguments): the same function; launch it for 5x5 stride 2 column
 //               padding 2 (any ph <= 4), with a block of a multiple of 32 threads, at most
 //               PP_POOL_COLS_THREADS (its launch bounds; the host passes its block, 256), and
-//               grid = min(cdiv(32 * nc * cdiv(w / V, 32) * cdiv(ho, 8), 256), resident blocks)
-//               (V = 16 / sizeof(T)): at most one wave. When x is 16-byte aligned, y 8-byte
+//               grid = min(cdiv(32 * nc * cdiv(w / V, 32) * cdiv(ho, S), 256), resident blocks)
+//               (V = 16 / sizeof(T), S = PP_POOL_COLS_S): at most one wave, whose warps take
+//               the work items grid-stride. When x is 16-byte aligned, y 8-byte
 //               aligned, w * sizeof(T) % 16 == 0 (so wo = w / 2), ho = (h + 2 ph - 5) / 2 + 1,
 //               the indices fit 32 bits and blockDim.x % 32 == 0, it needs no shared memory: a
 //               warp owns 32 consecutive 16-byte chunks of one plane's rows (lanes past the
-//               row's end idle) and walks a segment of S output rows (S from the grid: as many
-//               segments as keep the items within one wave of the grid's warps, 8 to 64 rows;
-//               odd segments walk up, so that rows two segments share are read while in L2),
+//               row's end idle) and walks a segment of S output rows (odd segments walk up,
+//               so that rows two segments share are read while in L2),
 //               keeping the pair reduction of its window's first two input rows and the third
 //               as converted, so each output row loads and converts two new input rows (512
 //               contiguous bytes a warp), the next output row's loads in flight while it
@@ -90,10 +90,10 @@
 // Tuning knobs (compile options, defaults in the code below): PP_POOL_UNITS_S2, _UNITS_S1,
 // _ROWS_S1, _ROWS_5, _UNITS_5, PP_POOL_VECTOR=0 (generic path only), PP_POOL_MORE_WINDOWS=0
 // (pool2d_wide without its extra windows), PP_POOL_UNITS_I8 (pool2d_i8's units per trip),
-// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_COLS_AHEAD / _S / _SMAX
-// / _MINB (pool2d_cols's prefetch distance, segment rows and launch bounds, described where they
-// are defined). PP_POOL_COLS_SMIN and PP_POOL_COLS_THREADS have no default: the host sizes its
-// grid by them and passes them (pyplugins.ops.pool.DEFINES). pool2d_band, a kernel
+// PP_POOL_INT8_SIMD=0 (pool2d_i8 without its byte-SIMD path), PP_POOL_COLS_AHEAD / _MINB
+// (pool2d_cols's prefetch distance and launch bounds, described where they are defined).
+// PP_POOL_COLS_S and PP_POOL_COLS_THREADS have no default: the host sizes its grid by them and
+// passes them (pyplugins.ops.pool.DEFINES). pool2d_band, a kernel
 // that staged bands of rows in shared memory for the same windows as pool2d_cols, lost to it
 // and was removed (docs/ops/pool.md has the figures).
 
@@ -104,8 +104,8 @@
 #ifndef PP_POOL_OUTPUTS
 #error "pool.cu needs -DPP_POOL_OUTPUTS (the generic path's outputs per thread per trip)"
 #endif
-#ifndef PP_POOL_COLS_SMIN
-#error "pool.cu needs -DPP_POOL_COLS_SMIN (pool2d_cols: fewest output rows a segment walks)"
+#ifndef PP_POOL_COLS_S
+#error "pool.cu needs -DPP_POOL_COLS_S (pool2d_cols: output rows a segment walks)"
 #endif
 #ifndef PP_POOL_COLS_THREADS
 #error "pool.cu needs -DPP_POOL_COLS_THREADS (pool2d_cols: its launch bounds' block)"
@@ -719,6 +719,12 @@ template <bool AVG> struct BandRow<signed char, AVG> {
         // ties up: a tie leaves t's bits 13..23 zero (count K = 2^24 + e with e < count, and
         // e floor(...) < 2^13; any other remainder leaves at least K >= 2^19 there), and an odd
         // result (bit 24) then steps down one, to the even neighbour.
+        // rows < 5 only where the window is clipped by the input's rows (a warp-uniform branch,
+        // folded away where rows is the constant 5): the divisions and the tie steps of other
+        // row counts stay off the other rows
+        return rows == 5 ? avg_bytes(s, 5, first, last) : avg_bytes(s, rows, first, last);
+    }
+    __device__ __forceinline__ static uint2 avg_bytes(const unsigned (&s)[4], int rows, bool first, bool last) {
         unsigned k5, c5, k0, c0, k7, c7;
         cols_avg_consts(rows * 5, k5, c5);
         cols_avg_consts(rows * 3, k0, c0);
@@ -737,6 +743,7 @@ template <bool AVG> struct BandRow<signed char, AVG> {
             const bool even = rows % 2 == 0 || (o == 7 && last);
             if (even && (t[o] & 0x01ffe000u) == 0x01000000u) t[o] -= 0x01000000u;
         }
+        uint2 out;
         out.x = prmt(prmt(t[0], t[1], 0x0073u), prmt(t[2], t[3], 0x0073u), 0x5410u);
         out.y = prmt(prmt(t[4], t[5], 0x0073u), prmt(t[6], t[7], 0x0073u), 0x5410u);
         return out;
@@ -910,29 +917,18 @@ __device__ __noinline__ void pool_body_call(const T* __restrict__ x, T* __restri
 // in flight while a row is computed. Work item = (plane, segment,
 // group), taken grid-stride by global warp id. Knobs (compile options):
 //   PP_POOL_COLS_AHEAD    output rows whose loads are in flight ahead of the one computed (1, 2)
-//   PP_POOL_COLS_S        output rows per segment; 0 = the rule: S = clamp(ceil(ho / max(1,
-//                         floor(warps / (nc * groups)))), SMIN, SMAX) with warps = the grid's
-//                         warps, so that the items fit one wave of the grid's warps when they can
-//                         (a wave and a bit ran at 0.74 of copy where one wave ran at 0.84; any S
-//                         is correct; segments re-read only their 3 boundary input rows,
-//                         3 / (2 S) extra)
-//   PP_POOL_COLS_SMIN, _SMAX  the rule's bounds (the host's, 64)
+//   PP_POOL_COLS_S        output rows per segment, >= 1 (the host's: 4). Any S is correct;
+//                         segments re-read only their 3 boundary input rows (3 / (2 S) extra,
+//                         from L2 where neighbours walk towards each other)
 //   PP_POOL_COLS_THREADS, _MINB  launch bounds (the host's block, 256, x 4: 64 registers)
 #ifndef PP_POOL_COLS_AHEAD
 #define PP_POOL_COLS_AHEAD 1
-#endif
-#ifndef PP_POOL_COLS_S
-#define PP_POOL_COLS_S 0
-#endif
-#ifndef PP_POOL_COLS_SMAX
-#define PP_POOL_COLS_SMAX 64
 #endif
 #ifndef PP_POOL_COLS_MINB
 #define PP_POOL_COLS_MINB 4
 #endif
 static_assert(PP_POOL_COLS_AHEAD >= 1 && PP_POOL_COLS_AHEAD <= 4, "PP_POOL_COLS_AHEAD: 1 to 4");
-static_assert(PP_POOL_COLS_S >= 0 && PP_POOL_COLS_SMIN >= 1 && PP_POOL_COLS_SMAX >= PP_POOL_COLS_SMIN,
-              "PP_POOL_COLS_S >= 0 (0: the rule), 1 <= PP_POOL_COLS_SMIN <= PP_POOL_COLS_SMAX");
+static_assert(PP_POOL_COLS_S >= 1, "PP_POOL_COLS_S: output rows per segment, at least 1");
 
 // What a lane of a work item knows for the whole walk: its chunk's place in the row and which
 // of its neighbours' columns it takes.
@@ -1089,13 +1085,7 @@ __device__ __forceinline__ void pool_cols(const T* __restrict__ x, T* __restrict
     const long long grid_warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
     const long long warp_id = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int warps = static_cast<int>(grid_warps < 0x7fffffff ? grid_warps : 0x7fffffff);
-    int S = PP_POOL_COLS_S;
-    if (S == 0) {
-        // segments per column that keep the items within the grid's warps (one wave), at least 1
-        const long long per = grid_warps >= columns ? grid_warps / columns : 1;
-        const int want = static_cast<int>((p.ho + per - 1) / per);
-        S = want < PP_POOL_COLS_SMIN ? PP_POOL_COLS_SMIN : (want > PP_POOL_COLS_SMAX ? PP_POOL_COLS_SMAX : want);
-    }
+    constexpr int S = PP_POOL_COLS_S;
     const int segs = (p.ho + S - 1) / S;
     const int items = columns * segs;
     if (warp_id >= items) return;

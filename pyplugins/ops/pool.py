@@ -59,7 +59,7 @@ from pyplugins.runtime.tactics import Variant, choose, define_options, find, lau
 from pyplugins.runtime.plugin import Plugin
 from pyplugins.testing import round_to
 
-__all__ = ["AOT_KERNELS", "COLS_BLOCK", "COLS_MIN_ROWS", "COLS_WINDOW", "DEFINES", "MODES", "OUTPUTS_PER_THREAD",
+__all__ = ["AOT_KERNELS", "COLS_BLOCK", "COLS_SEGMENT_ROWS", "COLS_WINDOW", "DEFINES", "MODES", "OUTPUTS_PER_THREAD",
            "VARIANTS", "WIDE_WINDOWS", "Pool", "PoolFacts", "cols_blocks", "output_size"]
 
 #: Field value of ``mode`` -> the kernel's ``mode`` argument.
@@ -71,18 +71,18 @@ _INT32_MAX = 2**31 - 1
 # path), so every row fits every input (a PoolFacts); rows differ in where the op prefers them
 # (wins: the measured choices of docs/ops/pool.md), compile options, block and grid.
 
-#: Threads per block of the pool2d_cols rows (its ``__launch_bounds__``, ``PP_POOL_COLS_THREADS``;
+#: Threads per block of the pool2d_cols row (its ``__launch_bounds__``, ``PP_POOL_COLS_THREADS``;
 #: a multiple of 32: a warp is one column group).
 COLS_BLOCK = 256
-#: Fewest output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_SMIN``): its grid
-#: rule gives each warp one item of that many rows.
-COLS_MIN_ROWS = 8
+#: Output rows a pool2d_cols warp walks per work item (``PP_POOL_COLS_S``); a resident wave of
+#: warps takes the items grid-stride.
+COLS_SEGMENT_ROWS = 4
 #: Outputs one thread of the generic path computes per grid-stride trip (``PP_POOL_OUTPUTS``).
 OUTPUTS_PER_THREAD = 4
 #: Every ``pool.cu`` kernel is compiled with these ``-D`` options: the constants it shares with
 #: this module (``pool.cu`` stops with an ``#error`` when one is missing).
 DEFINES: Dict[str, int] = {"PP_POOL_OUTPUTS": OUTPUTS_PER_THREAD,
-                           "PP_POOL_COLS_SMIN": COLS_MIN_ROWS, "PP_POOL_COLS_THREADS": COLS_BLOCK}
+                           "PP_POOL_COLS_S": COLS_SEGMENT_ROWS, "PP_POOL_COLS_THREADS": COLS_BLOCK}
 #: Windows ``(kh, kw, sh, sw, pw)`` that ``pool2d_wide`` has a vector path for (``pool2d`` has
 #: the others; both compute every window, with the same arguments).
 WIDE_WINDOWS = frozenset({(5, 5, 2, 2, 2), (3, 3, 2, 2, 0), (2, 2, 1, 1, 0)})
@@ -119,21 +119,21 @@ class PoolFacts(NamedTuple):
 
 
 def cols_blocks(nc: int, ho: int, w: int, itemsize: int, block: int = COLS_BLOCK) -> int:
-    """Blocks that give each pool2d_cols warp one work item of the fewest rows it walks
-    (:data:`COLS_MIN_ROWS`): the grid to cap at the resident-block count (the kernel then sizes
-    its segments to the grid).
+    """Blocks that give each pool2d_cols warp one work item of :data:`COLS_SEGMENT_ROWS` output
+    rows: the grid to cap at the resident-block count (its warps then take the items
+    grid-stride).
 
     A work item is one plane's column group (32 16-byte chunks of ``w`` elements of ``itemsize``
     bytes) times a segment of output rows.
 
     Example:
-        >>> cols_blocks(64, 256, 512, 4)  # 64 planes x 4 groups x 32 segments, 8 warps a block
-        1024
+        >>> cols_blocks(64, 256, 512, 4)  # 64 planes x 4 groups x 64 segments, 8 warps a block
+        2048
         >>> cols_blocks(1, 1, 16, 1), cols_blocks(0, 5, 16, 1)
         (1, 0)
     """
     groups = shapes.cdiv(w * itemsize // 16, 32)
-    warps = nc * groups * shapes.cdiv(ho, COLS_MIN_ROWS)
+    warps = nc * groups * shapes.cdiv(ho, COLS_SEGMENT_ROWS)
     return shapes.cdiv(warps * 32, block)
 
 
@@ -168,15 +168,12 @@ def _always(f: PoolFacts) -> bool:
 
 #: The rows, in the order ``Pool.plan`` tries them (the first that fits and wins).
 VARIANTS: Tuple[Variant, ...] = (
-    # 5x5 stride 2 on whole-chunk rows, 4- and 2-byte elements: pool2d_cols with 4-row segments
-    # on every block cols_blocks counts. Kernel variants (2026-11-24, 64 / 256 MiB, fraction of
-    # copy), 4 rows against the kernel's own rule on one wave: H200 float max 0.87 / 0.91 (0.84
-    # / 0.89), half max 0.87 / 0.93 (0.85 / 0.85), half avg 0.80 / 0.82 (0.78 / 0.83); H100
-    # float 0.92-0.97 (0.87-0.91), half 0.90-0.98 (0.84-0.90).
-    Variant("pool2d_cols_s4", _kernel("pool2d_cols<{T}>", "-DPP_POOL_COLS_S=4"),
-            needs="nothing", fits=_always, args=_args, blocks=_cols_blocks, block=COLS_BLOCK,
-            wins=lambda f: _cols_window(f) and f.itemsize in (4, 2)),
-    # INT8 keeps the rule on one resident wave (4 rows: avg 0.61 / 0.64 against 0.66 / 0.69).
+    # 5x5 stride 2 on whole-chunk rows: 4-row segments taken grid-stride by one resident wave.
+    # 64 MiB, fraction of copy (2026-11-27, docs/ops/pool.md), against the former rows (INT8:
+    # one item a warp, segments sized to the wave; float, half: every block of 4-row items): H200
+    # INT8 avg / max 0.91 / 0.93 (0.82 / 0.84), half 0.90 / 0.94 (0.87 / 0.92), float 0.93 /
+    # 0.93 (0.90 / 0.90); H100 INT8 0.96 / 0.96 (0.87 / 0.87), half 0.95 / 0.96 (0.94 / 0.96),
+    # float 0.97 / 0.97 (0.95 / 0.95).
     Variant("pool2d_cols", _kernel("pool2d_cols<{T}>"), needs="nothing", fits=_always,
             args=_args, blocks=_cols_blocks, block=COLS_BLOCK, waves=1, wins=_cols_window),
     # INT8 2x2 stride 2 padding 0 at in_scale == out_scale: byte-SIMD.
@@ -259,12 +256,9 @@ class Pool(Plugin):
     pool2d_wide = find(VARIANTS, "pool2d_wide").kernel
     pool2d_i8 = find(VARIANTS, "pool2d_i8").kernel
     pool2d_cols = find(VARIANTS, "pool2d_cols").kernel
-    #: pool2d_cols with segments of 4 output rows.
-    pool2d_cols_s4 = find(VARIANTS, "pool2d_cols_s4").kernel
     #: The AOT entries (:data:`AOT_KERNELS`; pool2d_b128's is pool2d's), for the kernel check.
-    pool2d_aot, pool2d_wide_aot, pool2d_i8_aot, pool2d_cols_aot, pool2d_cols_s4_aot = (
-        AOT_KERNELS[n] for n in ("pool2d", "pool2d_wide", "pool2d_i8", "pool2d_cols",
-                                 "pool2d_cols_s4"))
+    pool2d_aot, pool2d_wide_aot, pool2d_i8_aot, pool2d_cols_aot = (
+        AOT_KERNELS[n] for n in ("pool2d", "pool2d_wide", "pool2d_i8", "pool2d_cols"))
 
     def setup(self) -> None:
         """Cross-field check (padding < kernel); the INT8 scales until configure_plugin."""

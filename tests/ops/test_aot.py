@@ -81,7 +81,7 @@ CASES = {
                      [(-1, 3, -1, -1)], [(1, 3, 3, 3)], [(4, 3, 40, 48)],
                      [[(1, 3, 3, 3)], [(2, 3, 9, 17)], [(4, 3, 40, 48)], [(0, 3, 5, 5)]],
                      [F, H, I8]),
-    # 5x5 stride 2 pad 2 on whole chunks: pool2d_cols_s4 (float, half), pool2d_cols (INT8)
+    # 5x5 stride 2 pad 2 on whole chunks: pool2d_cols (every element size)
     "pool_cols": Case(Pool, {"mode": "avg", "kernel": [5, 5], "padding": [2, 2],
                              "stride": [2, 2], "in_scale": 0.1, "out_scale": 0.1},
                       [(-1, 4, -1, 64)], [(1, 4, 1, 64)], [(3, 4, 100, 64)],

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pyplugins.ops.pool import output_size
-from pyplugins.ops.pool import (COLS_BLOCK, COLS_MIN_ROWS, DEFINES, VARIANTS,
+from pyplugins.ops.pool import (COLS_BLOCK, COLS_SEGMENT_ROWS, DEFINES, VARIANTS,
                                          OUTPUTS_PER_THREAD, PoolFacts)
 from pyplugins.runtime.tactics import choose, find, with_options
 from pyplugins.runtime.kernels import Kernel, instantiations
@@ -41,11 +41,11 @@ def pool_row(window, w, itemsize, variant=None, scales=(1.0, 1.0)):
 # -- CPU: the choice, and the constants the kernel and the host share ---------------------------
 
 def test_5x5_stride_2_with_whole_chunk_rows_takes_the_column_kernel():
-    for itemsize, row in ((4, "pool2d_cols_s4"), (2, "pool2d_cols_s4"), (1, "pool2d_cols")):
-        assert pool_row(W5, 64, itemsize) == row
-        assert pool_row(W5, 64, itemsize, scales=(1.0, 0.5)) == row
+    for itemsize in (4, 2, 1):
+        assert pool_row(W5, 64, itemsize) == "pool2d_cols"
+        assert pool_row(W5, 64, itemsize, scales=(1.0, 0.5)) == "pool2d_cols"
         assert pool_row(W5, 16 // itemsize + 1, itemsize) == "pool2d_wide"  # not whole chunks
-    assert pool_row((5, 5, 2, 2, 4, 2), 8, 2) == "pool2d_cols_s4"  # ph 4
+    assert pool_row((5, 5, 2, 2, 4, 2), 8, 2) == "pool2d_cols"  # ph 4
     assert pool_row((5, 5, 2, 2, 2, 1), 64, 4) == "pool2d"  # pw 1: not the column path
     assert pool_row((5, 5, 1, 1, 2, 2), 64, 4) == "pool2d"
     assert "pool2d_band" not in {row.name for row in VARIANTS}
@@ -53,7 +53,7 @@ def test_5x5_stride_2_with_whole_chunk_rows_takes_the_column_kernel():
 
 
 def test_every_kernel_gets_the_hosts_constants():
-    assert DEFINES == {"PP_POOL_OUTPUTS": OUTPUTS_PER_THREAD, "PP_POOL_COLS_SMIN": COLS_MIN_ROWS,
+    assert DEFINES == {"PP_POOL_OUTPUTS": OUTPUTS_PER_THREAD, "PP_POOL_COLS_S": COLS_SEGMENT_ROWS,
                        "PP_POOL_COLS_THREADS": COLS_BLOCK}
     for row in VARIANTS:
         assert row.kernel.options[:3] == tuple(f"-D{k}={v}" for k, v in DEFINES.items())

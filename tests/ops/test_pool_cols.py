@@ -12,7 +12,7 @@ import pytest
 
 from pyplugins.runtime import tactics as variants
 from pyplugins.ops.pool import output_size
-from pyplugins.ops.pool import COLS_MIN_ROWS, VARIANTS, PoolFacts, cols_blocks
+from pyplugins.ops.pool import COLS_SEGMENT_ROWS, VARIANTS, PoolFacts, cols_blocks
 from pyplugins.runtime.kernels import kernels_dir
 
 from .test_pool import data, ref, run_gpu
@@ -33,24 +33,23 @@ def test_cols_rows_take_5x5_stride_2_whole_chunk_rows():
     assert pool_row((3, 3, 1, 1, 1, 1), 13, 4, variant=COLS) == COLS
 
 
-def test_cols_grid_gives_every_warp_one_item_of_the_fewest_rows():
-    # float 512 wide: 128 chunks = 4 groups; 256 output rows = 32 segments of 8; 8 warps a block
-    assert cols_blocks(64, 256, 512, 4) == 64 * 4 * 32 // 8
+def test_cols_grid_gives_every_warp_one_item_of_the_segment_rows():
+    # float 512 wide: 128 chunks = 4 groups; 256 output rows = 64 segments of 4; 8 warps a block
+    assert cols_blocks(64, 256, 512, 4) == 64 * 4 * 64 // 8
     # int8 512 wide: 32 chunks = 1 group; 128-thread blocks hold 4 warps
-    assert cols_blocks(256, 256, 512, 1, 128) == 256 * 32 // 4
-    # 33 chunks = 2 groups; 9 rows = 2 segments; 7 warps in blocks of 256 threads: 1 block
+    assert cols_blocks(256, 256, 512, 1, 128) == 256 * 64 // 4
+    # 33 chunks = 2 groups; 9 rows = 3 segments; 6 warps in blocks of 256 threads: 1 block
     assert cols_blocks(1, 9, 33 * 4, 4) == 1
-    assert cols_blocks(3, 9, 33 * 4, 4, 32) == 3 * 2 * 2
+    assert cols_blocks(3, 9, 33 * 4, 4, 32) == 3 * 2 * 3
     assert cols_blocks(0, 9, 64, 4) == 0
 
 
 def test_each_rows_blocks_follow_its_kernel():
     nc, ho, wo, w = 8, 64, 64, 128
     facts = PoolFacts(W5, nc, 2 * ho + 1, w, ho, wo, 2, 0, 1.0, 1.0)
-    for name in ("pool2d_cols", "pool2d_cols_s4"):
-        assert variants.find(VARIANTS, name).blocks(facts, 256) == cols_blocks(nc, ho, w, 2, 256)
+    assert variants.find(VARIANTS, "pool2d_cols").blocks(facts, 256) == cols_blocks(nc, ho, w, 2, 256)
     assert variants.find(VARIANTS, "pool2d_wide").blocks(facts, 128) == -(-nc * ho * wo // 512)
-    assert COLS_MIN_ROWS == 8
+    assert COLS_SEGMENT_ROWS == 4
 
 
 def _prmt(a, b, s):
@@ -178,7 +177,7 @@ def test_gpu_cols_any_grid_and_block(grid, block, dtype):
 @pytest.mark.parametrize("options", [
     ("-DPP_POOL_COLS_AHEAD=2",), ("-DPP_POOL_COLS_AHEAD=2", "-DPP_POOL_COLS_MINB=3"),
     ("-DPP_POOL_COLS_MINB=3",), ("-DPP_POOL_COLS_S=1",), ("-DPP_POOL_COLS_S=3",),
-    ("-DPP_POOL_COLS_S=64",), ("-DPP_POOL_COLS_SMIN=2", "-DPP_POOL_COLS_SMAX=5")],
+    ("-DPP_POOL_COLS_S=8",), ("-DPP_POOL_COLS_S=64",)],
     ids=lambda o: " ".join(o))
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gpu_cols_knobs(options, dtype):
@@ -210,41 +209,32 @@ def test_gpu_cols_falls_back_for_other_rows_and_blocks(dtype):
 
 
 @pytest.mark.parametrize("trt_type, itemsize", [("FLOAT", 4), ("HALF", 2), ("INT8", 1)])
-def test_plan_takes_the_segment_rows_of_its_element_size(trt_type, itemsize, monkeypatch):
-    """4-byte and 2-byte elements launch pool2d_cols compiled with 4-row segments on every block
-    cols_blocks counts; INT8 the kernel's own rule on one resident wave."""
+def test_plan_launches_one_resident_wave_of_segment_items(trt_type, itemsize, monkeypatch):
+    """Every element size launches pool2d_cols, compiled with its segment rows, on the blocks
+    cols_blocks counts capped at one resident wave."""
     import pyplugins.trt as trt
     from pyplugins.ops.pool import Pool
 
-    monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0: 10)
     monkeypatch.setitem(vars(Pool.pool2d_cols), "function", lambda ctype, device=None: 1111)
-    monkeypatch.setitem(vars(Pool.pool2d_cols_s4), "function", lambda ctype, device=None: 4444)
-    assert "-DPP_POOL_COLS_S=4" in Pool.pool2d_cols_s4.options
+    assert f"-DPP_POOL_COLS_S={COLS_SEGMENT_ROWS}" in Pool.pool2d_cols.options
     dt = getattr(trt.DataType, trt_type)
     desc = trt.PluginTensorDesc((1, 64, 512, 512), dt, trt.TensorFormat.LINEAR)
     plugin = Pool(**fields5("max"))
     plugin.scales = (1.0, 1.0)
-    launch = plugin.plan([desc], [], 0)
-    assert launch.name.startswith("pool2d_cols<")
-    if itemsize in (4, 2):
-        assert launch.function_ptr == 4444
-        assert launch.grid == (cols_blocks(64, 256, 512, itemsize), 1, 1)
-    else:
-        assert launch.function_ptr == 1111 and launch.grid == (10, 1, 1)
-    forced = plugin.plan([desc], [], 0, variant="pool2d_cols" if itemsize > 1 else
-                         "pool2d_cols_s4")
-    assert forced.function_ptr == (1111 if itemsize > 1 else 4444)
+    for resident in (10, 10**6):
+        monkeypatch.setattr(variants, "resident_blocks", lambda fn, block, device=0, r=resident: r)
+        launch = plugin.plan([desc], [], 0)
+        assert launch.name.startswith("pool2d_cols<") and launch.function_ptr == 1111
+        assert launch.grid == (min(resident, cols_blocks(64, 256, 512, itemsize)), 1, 1)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["max", "avg"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_gpu_cols_through_the_plugin_and_both_rows(mode, dtype):
-    """The plugin plans pool2d_cols (4-row segments for 4- and 2-byte types, the rule for INT8)
-    and matches; each of the two rows launched directly matches too."""
+def test_gpu_cols_through_the_plugin_and_the_row(mode, dtype):
+    """The plugin plans pool2d_cols and matches; the row launched directly matches too."""
     f = fields5(mode)
     for i, shape in enumerate([(2, 3, 17, 32), (1, 2, 41, 320), (1, 1, 1, 16), (1, 2, 37, 1040)]):
         x = data(shape, dtype, seed=90 + i)
         check_pool5(run_gpu(x, f), ref(x, f), dtype, f"{mode} {shape}")
-        for row in ("pool2d_cols", "pool2d_cols_s4"):
-            launch_checked(x, f, variant=row)
+        launch_checked(x, f, variant="pool2d_cols")
