@@ -1563,8 +1563,9 @@ __global__ void CIRC_PAD_WN_BOUNDS circ_pad_warp_narrow(const T* __restrict__ x,
 //              < 2^31 (circ_pad_flat's ranges).
 //   block      1-D, a multiple of 32 threads, at most CIRC_PAD_WARP_BLOCK (the host's BLOCK;
 //              the kernel's __launch_bounds__, so a larger block fails to launch).
-//   grid       any number of blocks >= 1; recommended min(ceil(rows / warps a block),
-//              4 * resident blocks: its row's waves), rows = total / wo.
+//   grid       any number of blocks >= 1; recommended ceil(warps / warps a block), warps =
+//              min(rows, max(32768, ceil(rows / ceil(4096 / row bytes)))): about 4 KB of output
+//              rows a warp, at least 32768 warps (circ_pad.warp_row_warps), rows = total / wo.
 //   shared     0 dynamic; (CIRC_PAD_WARP_BLOCK / 32) * (CIRC_PAD_WARP_DEPTH + 1) *
 //              (CIRC_PAD_WARP_ROW + 32) bytes static (33,280 with the host's values).
 //   reads      as circ_pad: whole aligned 16-byte blocks holding input bytes.

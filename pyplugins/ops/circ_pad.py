@@ -51,9 +51,10 @@ from pyplugins.runtime.tactics import Variant, choose, define_options, find, lau
 from pyplugins.runtime.plugin import Plugin
 
 __all__ = ["AOT_CTYPES", "AOT_KERNELS", "BLOCK", "DEFINES", "FLAT_MIN_ITEMSIZE", "FLAT_PARAMS_DTYPE", "NARROW_DATA",
-           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "TACTICS", "VARIANTS", "WARP_NARROW_CHUNKS",
-           "WARP_NARROW_TABLE", "WARP_ROW_BYTES", "CircPad", "LaunchPlan", "flat_magic31",
-           "flat_magic64", "launch_plan", "pad_widths", "warp_narrow_groups"]
+           "NARROW_ROW_BYTES", "PARAMS_DTYPE", "TACTICS", "VARIANTS", "WARP_MIN_WARPS",
+           "WARP_NARROW_CHUNKS", "WARP_NARROW_TABLE", "WARP_ROW_BYTES", "WARP_SHARE_BYTES", "CircPad",
+           "LaunchPlan", "flat_magic31", "flat_magic64", "launch_plan", "pad_widths", "warp_narrow_groups",
+           "warp_row_warps"]
 
 #: ``struct CircPadParams`` of ``kernels_cu/circ_pad.cu``: 288 bytes, all int64, C layout.
 PARAMS_DTYPE = np.dtype([("in_dims", "<i8", 8), ("out_dims", "<i8", 8), ("shift", "<i8", 8),
@@ -76,6 +77,11 @@ WARP_NARROW_CHUNKS = 4
 WARP_NARROW_TABLE = 2048
 #: ``CIRC_PAD_WARP_ROW``: the most input row bytes ``circ_pad_warp`` stages (a slot's size).
 WARP_ROW_BYTES = 2048
+#: ``circ_pad_warp``'s grid (:func:`warp_row_warps`): each warp writes whole output rows, about
+#: this many bytes of them ...
+WARP_SHARE_BYTES = 4096
+#: ... and the grid has at least this many warps while the output has that many rows.
+WARP_MIN_WARPS = 32768
 #: Every ``circ_pad.cu`` kernel is compiled with these ``-D`` options, the constants it shares
 #: with this module (it stops with an ``#error`` when one is missing).
 DEFINES: Dict[str, int] = {
@@ -324,6 +330,28 @@ def _warp_narrow_fits(p: Any) -> bool:
             and _warp_narrow_rows(wi, wo, p.itemsize, 16 // p.itemsize - 1) > 0)
 
 
+def warp_row_warps(rows: Any, row_bytes: int) -> Any:
+    """Warps of ``circ_pad_warp``'s grid for ``rows`` output rows of ``row_bytes`` bytes (an int,
+    or a shape expression for the AOT grid): ``cdiv(WARP_SHARE_BYTES, row_bytes)``
+    rows a warp, but at least :data:`WARP_MIN_WARPS` warps and at most one a row. The kernel
+    takes rows grid-stride, so any grid is correct; this one measured fastest on an H100 and an
+    H200 (docs/ops/circ_pad.md).
+
+    Example:
+        >>> warp_row_warps(2048 * 514, 1028), warp_row_warps(1024 * 514, 2056)
+        (263168, 263168)
+        >>> warp_row_warps(128 * 514, 1028), warp_row_warps(100, 1028)
+        (32768, 100)
+    """
+    per_warp = shapes.cdiv(WARP_SHARE_BYTES, row_bytes)
+    return shapes.minimum(rows, shapes.maximum(WARP_MIN_WARPS, shapes.cdiv(rows, per_warp)))
+
+
+def _warp_blocks(p: Any, block: int) -> int:
+    rows = int(p.flat_params["total"]) // int(p.flat_params["wo"])
+    return shapes.cdiv(warp_row_warps(rows, p.out_row_bytes), block // 32)
+
+
 def _warp_fits(p: Any) -> bool:
     return (p.flat_params is not None and p.in_row_bytes % 16 == 0
             and p.in_row_bytes <= WARP_ROW_BYTES)
@@ -357,15 +385,15 @@ VARIANTS: Tuple[Variant, ...] = (
                   "output rows and a group of rows that fits its chunks and table",
             fits=_warp_narrow_fits, wins=_narrow_rows, waves=4, args=_flat_args,
             blocks=lambda p, block: shapes.cdiv(warp_narrow_groups(p), block // 32)),
-    # Wider rows of 16n bytes: a warp per output row, the source row staged by cp.async. H200,
-    # rows of 512 at 64 / 256 MiB: 4 grids half 0.91 / 0.89 and float 0.91 / 0.91 of copy, 1
-    # grid 0.84 / 0.83 and 0.87 / 0.87.
+    # Wider rows of 16n bytes: a warp per output row, the source row staged by cp.async; the
+    # grid by output bytes (warp_row_warps), no longer 4 resident waves: rows of 512 at 64 MiB /
+    # 1 GiB, fraction of copy (2026-11-27): H200 half 0.91 / 0.95 (0.91 / 0.84), float 0.93 /
+    # 0.95 (0.91 / 0.88); H100 half 0.95 / 0.97 (0.94 / 0.89), float 0.97 / 0.97 (0.95 / 0.91).
     Variant("circ_pad_warp", _kernel("circ_pad_warp<{T}>"),
             needs=f"pads on the last two dims only and input rows of 16n bytes, at most "
                   f"{WARP_ROW_BYTES}",
-            fits=_warp_fits, wins=lambda p: not _narrow_rows(p), waves=4, args=_flat_args,
-            blocks=lambda p, block: shapes.cdiv(
-                int(p.flat_params["total"]) // int(p.flat_params["wo"]), block // 32)),
+            fits=_warp_fits, wins=lambda p: not _narrow_rows(p), args=_flat_args,
+            blocks=_warp_blocks),
     # One 16-byte output vector a thread, the full grid.
     Variant("circ_pad_flat", _kernel("circ_pad_flat<{T}>"),
             needs="pads on the last two dims only and planes of fewer than 2**31 elements",
@@ -529,7 +557,7 @@ class CircPad(Plugin):
             wi, wo = int(f["wi"]), int(f["wo"])
             blocks = shapes.cdiv(shapes.cdiv(total + v - 1, v), row.block)
             if row.name == "circ_pad_warp":
-                blocks = shapes.cdiv(total // wo, row.block // 32)
+                blocks = shapes.cdiv(warp_row_warps(total // wo, wo * itemsize), row.block // 32)
             elif row.name == "circ_pad_warp_narrow":
                 per_group = _warp_narrow_rows(wi, wo, itemsize, v - 1) * wo // v
                 blocks = shapes.cdiv(shapes.cdiv(shapes.cdiv(total + v - 1, v), per_group),

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 import pyplugins.trt as trt
 from pyplugins.emulator.specs import TensorSpec
 from pyplugins.runtime import tactics as variants
-from pyplugins.ops.circ_pad import CircPad, launch_plan
-from pyplugins.ops.circ_pad import AOT_CTYPES, AOT_KERNELS, BLOCK, VARIANTS, WARP_ROW_BYTES
+from pyplugins.ops.circ_pad import CircPad, launch_plan, warp_row_warps
+from pyplugins.ops.circ_pad import (AOT_CTYPES, AOT_KERNELS, BLOCK, VARIANTS, WARP_MIN_WARPS,
+                                    WARP_ROW_BYTES)
 from pyplugins.runtime.kernels import kernels_dir
 
 from .test_circ_pad import (NUMPY_TYPES, kernel_define, check_direct_launch, cp,  # noqa: F401 (cp)
@@ -126,15 +127,22 @@ def test_plan_launches_the_warp_kernel_first(monkeypatch, shape, data_type, name
     assert strips.plan([desc], [], 0).name.startswith("circ_pad<")
 
 
-@pytest.mark.parametrize("resident, grid", [(2, 8), (9, 36), (100, -(-3 * 102 // 8))])
-def test_warp_grid_is_four_waves_of_resident_blocks_at_most(monkeypatch, resident, grid):
-    """min(ceil(rows / warps a block), the row's waves (4) * resident blocks) blocks."""
+@pytest.mark.parametrize("resident", [2, 100])
+@pytest.mark.parametrize("planes, warps", [(3, 3 * 514), (128, 32768), (512, 512 * 514 // 4),
+                                           (2048, 2048 * 514 // 4)])
+def test_warp_grid_spreads_output_bytes_over_warps(monkeypatch, resident, planes, warps):
+    """One warp a row up to WARP_MIN_WARPS rows; beyond, cdiv(WARP_SHARE_BYTES, row bytes) rows
+    a warp (4 of 1028 bytes) while that keeps WARP_MIN_WARPS warps; never capped by the resident
+    blocks (the kernel is grid-stride)."""
     _fake_device(monkeypatch, resident)
-    desc = trt.PluginTensorDesc((1, 3, 100, 512), trt.DataType.HALF, trt.TensorFormat.LINEAR)
+    desc = trt.PluginTensorDesc((1, planes, 512, 512), trt.DataType.HALF, trt.TensorFormat.LINEAR)
     launch = CircPad(pads=[1, 1, 1, 1]).plan([desc], [], 0)
-    assert launch.name == "circ_pad_warp<__half>" and launch.grid == (grid, 1, 1)
+    rows = planes * 514
+    assert WARP_MIN_WARPS == 32768
+    assert launch.name == "circ_pad_warp<__half>" and launch.grid == (-(-warps // 8), 1, 1)
     assert launch.block == (BLOCK, 1, 1)
-    assert variants.find(VARIANTS, "circ_pad_warp").waves == 4
+    assert warp_row_warps(rows, 1028) == warps
+    assert variants.find(VARIANTS, "circ_pad_warp").waves is None
 
 
 # -- a line-by-line model of circ_pad_warp ---------------------------------------------------------

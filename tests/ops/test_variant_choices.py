@@ -237,6 +237,16 @@ def with_shared(line: str, op: str) -> str:
     return " ; ".join([name, " ".join(both) or "-", rest])
 
 
+def without_shared(line: str, op: str) -> str:
+    """A choice as the file records it: ``line`` without its op's shared options (the inverse of
+    :func:`with_shared`)."""
+    name, options, rest = line.split(" ; ")
+    shared = _shared_options(op)
+    given = options.split(" ")
+    assert tuple(given[:len(shared)]) == shared, (line, shared)
+    return " ; ".join([name, " ".join(given[len(shared):]) or "-", rest])
+
+
 def test_every_op_chooses_as_recorded(monkeypatch):
     cases = runnable_cases()
     want = recorded()
@@ -262,7 +272,8 @@ def _record() -> None:
         mp.undo()
     head = ("# case (op shape extra type) | kernel expression ; options ; block, grid at "
             f"resident {RESIDENT[0]},{RESIDENT[1]}, shared bytes, sha256[:8] of the arguments\n")
-    RECORD.write_text(head + "".join(f"{k} | {v}\n" for k, v in got.items()))
+    RECORD.write_text(head + "".join(f"{k} | {without_shared(v, k.split(' ', 1)[0])}\n"
+                                     for k, v in got.items()))
     print(f"recorded {len(got)} choices in {RECORD}")
 
 
