@@ -14,6 +14,9 @@
 //   layout     flat: any shape, any number of elements, any pointer alignment. When x and y
 //              share the same offset from 16-byte alignment the body moves in 16-byte vectors
 //              (4 floats, 8 halves) with a scalar head and tail; otherwise all of it is scalar.
+//   reads      x's bytes, and where x is not 16-byte aligned up to 15 bytes before it in the
+//              same aligned 16-byte block (each thread's first load comes before the alignment
+//              test; that block lies in x's allocation, which is 256-byte aligned).
 //   rounding   the product is rounded once, to T (round to nearest even); NaN stays NaN.
 //
 // Ahead-of-time entry (a QDP aot_impl: TensorRT passes the input pointers, then 32-bit ints,
@@ -137,22 +140,34 @@ __device__ __forceinline__ void leaky_relu_body(const T* __restrict__ x, T* __re
 
     const pp::uindex_t xa = reinterpret_cast<pp::uindex_t>(x);
     const pp::uindex_t ya = reinterpret_cast<pp::uindex_t>(y);
+    if (LEAKY_RELU_LEAN && LEAKY_RELU_VECS == 1) {
+        // The common case first, shaped like a copy: the thread's first vector is loaded before
+        // anything else is decided, from the 16-byte block grid x lies on (x rounded down to 16
+        // bytes: a block of x's own bytes, and at most 15 bytes of the same aligned block before
+        // x), and kept where x and y are both 16-byte aligned: vectors from element 0 (with the
+        // recommended grid one per thread and no second trip), then the scalar tail.
+        const pp::index_t nvec = n / V;
+        pp::Vec16<T> first;
+        if (tid < nvec) {
+            const char* block0 = reinterpret_cast<const char*>(x) - (xa & 15u);  // derived from x: a read-only global load
+            first = load_vec(reinterpret_cast<const T*>(block0) + tid * V);
+        }
+        if (((xa | ya) & 15u) == 0) {
+            if (tid < nvec) {
+                store_vec(y + tid * V, leaky_vec(first, neg_slope));
+            }
+            for (pp::index_t i = tid + nthreads; i < nvec; i += nthreads) {
+                store_vec(y + i * V, leaky_vec(load_vec(x + i * V), neg_slope));
+            }
+            for (pp::index_t i = nvec * V + tid; i < n; i += nthreads) {
+                y[i] = leaky_one(x[i], neg_slope);
+            }
+            return;
+        }
+    }
     const bool vectorizable = ((xa ^ ya) & 15u) == 0 && (xa % sizeof(T)) == 0;
     if (!vectorizable) {
         for (pp::index_t i = tid; i < n; i += nthreads) {
-            y[i] = leaky_one(x[i], neg_slope);
-        }
-        return;
-    }
-
-    if (LEAKY_RELU_LEAN && LEAKY_RELU_VECS == 1 && (xa & 15u) == 0) {
-        // both 16-byte aligned: vectors from element 0 (with the recommended grid one per
-        // thread and no second trip), then the scalar tail
-        const pp::index_t nvec = n / V;
-        for (pp::index_t i = tid; i < nvec; i += nthreads) {
-            store_vec(y + i * V, leaky_vec(load_vec(x + i * V), neg_slope));
-        }
-        for (pp::index_t i = nvec * V + tid; i < n; i += nthreads) {
             y[i] = leaky_one(x[i], neg_slope);
         }
         return;

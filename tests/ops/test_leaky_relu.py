@@ -357,8 +357,10 @@ def test_gpu_demo():
 def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
     # Every tuning knob kernel_variants compares, at blocks 128/256/512, on sizes one element
     # around a whole grid of vectors, with x and y both off 16-byte alignment by one element
-    # (scalar head, vector body, scalar tail) and off by different amounts (all scalar), and
-    # on a grid capped below the need (the grid-stride loop takes the rest).
+    # (scalar head, vector body, scalar tail) and off by different amounts (all scalar: x
+    # off and y aligned, or the reverse, where each thread's first load is made before the
+    # alignment test and dropped), and on a grid capped below the need (the grid-stride loop
+    # takes the rest).
     cp = pytest.importorskip("cupy")
     from pyplugins.runtime.kernels import Kernel
     from pyplugins.runtime.launch import POINTER, Launch
@@ -371,7 +373,8 @@ def test_gpu_kernel_knobs_and_vector_edges(options, dtype):
     for block in (128, 256, 512):
         per_grid = v * vecs * block * 3
         for n in (per_grid - 1, per_grid, per_grid + 1, 5):
-            for x_off, y_off, cap in ((0, 0, None), (1, 1, None), (1, 2, None), (0, 0, 1)):
+            for x_off, y_off, cap in ((0, 0, None), (1, 1, None), (1, 2, None), (0, 1, None),
+                                      (3, 0, None), (0, 0, 1), (1, 0, 1)):
                 x = data_of((n + x_off,), dtype, seed=n + block)
                 dx = cp.asarray(x)
                 dy = cp.full(n + y_off, cp.nan, dtype)
