@@ -453,8 +453,29 @@ def plot_links(json_path: Path, relative_to: Path) -> Dict[str, str]:
     import os
 
     rel = os.path.relpath(json_path.parent, relative_to)
-    return {k: f"{rel}/{json_path.stem}-{k}.png" for k in PLOT_KEYS
+    prefix = "" if rel == "." else f"{rel}/"
+    return {k: f"{prefix}{json_path.stem}-{k}.png" for k in PLOT_KEYS
             if (json_path.parent / f"{json_path.stem}-{k}.png").exists()}
+
+
+def run_page(json_path: Path) -> str:
+    """The Markdown page of one result file, as a run writes it beside its JSON (``<stem>.md``),
+    with the Nsight Compute capture that lies beside it attached (a run writes its page before
+    ``benchmarks/ncu_slowest.sh`` captures, so ``python -m benchmarks report`` writes it again).
+
+    Example:
+        >>> import json, tempfile
+        >>> from pathlib import Path
+        >>> path = Path(tempfile.mkdtemp()) / "r.json"
+        >>> _ = path.write_text(json.dumps({"env": {"device": "X"}}))
+        >>> "### Targets" in run_page(path)
+        True
+    """
+    from benchmarks import profile_summary
+
+    result = load(json_path)
+    profile_summary.attach(result, json_path.parent)
+    return render(result, plot_links(json_path, json_path.parent))
 
 
 def readme_blocks(paths: Sequence[Path], readme_dir: Path) -> Tuple[str, str]:

@@ -185,6 +185,8 @@ def report_main(argv: Sequence[str]) -> int:
     report.update_block(readme, block)
     if top.exists():
         report.update_block(top, speed, report.SPEED_BEGIN, report.SPEED_END)
+    for path in paths:  # each run's own page, judged as the READMEs now judge it
+        path.with_suffix(".md").write_text(report.run_page(path))
     print(f"{readme} and {top}: regenerated from {', '.join(map(str, paths)) or 'no results'}")
     return 0
 

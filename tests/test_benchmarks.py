@@ -469,6 +469,11 @@ def test_report_command_uses_newest_real_result_per_device_and_skips_synthetic(t
     text = readme.read_text()
     assert "2000-01-02T00:00:00" in text and "### OTHER" in text and "| 1.09x |" in text
     assert "OTHER (2000-01-02)" in top.read_text() and "\nold\n" not in top.read_text()
+    # each newest result's own page is written again beside it (the older one's is not)
+    page = results / "2000-01-02-x.md"
+    assert page.read_text() == report.run_page(results / "2000-01-02-x.json")
+    assert "### Targets" in page.read_text() and (results / "2000-01-01-other.md").exists()
+    assert not (results / "1999-01-01-x.md").exists()
 
 
 def test_slowest_names_the_lowest_worst_round_fraction(tmp_path, capsys):
